@@ -1,0 +1,83 @@
+"""dex-agents: durable agent sessions. Every model call and every tool call is its own Step."""
+
+from .client import AgentClient, MessageTooLarge, SessionExists, SyncAgentClient
+from .flow import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
+from .policy import EFFECT_TABLE, resolve_tool_policy
+from .results import model_visible_result
+from .runner import (
+    AgentFrameworkRunner,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    ContextCompactionRunner,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    DeferredToolCall,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    EventWriter,
+    FrameworkMessage,
+    ModelCallMetadata,
+    PlanModeRunner,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskCanceller,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskPoller,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
+    TurnCompleted,
+    TurnContinued,
+    UnfinishedTurnMessageBuilder,
+)
+from .store import SessionNotFound
+from .worker import Worker
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "EFFECT_TABLE",
+    "AgentClient",
+    "AgentFrameworkRunner",
+    "AgentSessionFlow",
+    "AgentSessionOptions",
+    "AgentTurnContext",
+    "AgentTurnOutcome",
+    "CompactionPolicy",
+    "ContextCompactionRunner",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
+    "DeferredToolCall",
+    "DeferredToolExecution",
+    "DeferredToolOutcome",
+    "EventWriter",
+    "FrameworkMessage",
+    "MessageTooLarge",
+    "ModelCallMetadata",
+    "PlanModeRunner",
+    "SessionExists",
+    "SessionNotFound",
+    "SyncAgentClient",
+    "ToolCallsRequested",
+    "ToolExecutionError",
+    "ToolExecutionResult",
+    "ToolInputRequested",
+    "ToolPolicy",
+    "ToolTaskCancellation",
+    "ToolTaskCanceller",
+    "ToolTaskPending",
+    "ToolTaskPoll",
+    "ToolTaskPollOutcome",
+    "ToolTaskPoller",
+    "ToolTaskStarted",
+    "TurnCompleted",
+    "TurnContinued",
+    "UnfinishedTurnMessageBuilder",
+    "Worker",
+    "model_visible_result",
+    "resolve_tool_policy",
+]

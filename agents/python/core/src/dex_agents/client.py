@@ -1,0 +1,381 @@
+"""AgentClient: starts sessions and calls the spec's RPCs from any process.
+
+Each RPC is one transaction with the spec's locks; a Step that must start runs through the
+DBOS queue, enqueued in that same transaction, so an RPC either commits with its Steps or
+not at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
+
+from dbos import DBOS, DBOSClient
+from sqlalchemy.engine import Connection
+
+from . import store, texts
+from .clock import now_text, parse_time, utc_now
+from .db import Database, create_dbos_engine
+from .events import read_events
+from .runtime import DRIVER_VERSION, STEP_QUEUE, STEP_WORKFLOW, step_workflow_id
+from .session_steps import interrupt_resolved_payload, settings_problem
+from .store import INTERRUPT_RESOLUTIONS, QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES, EventRecord
+from .types import (
+    AgentEvent,
+    AgentInterruptResolution,
+    AgentMessagesPage,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentUserMessage,
+    PendingUserMessage,
+    SessionSummary,
+    StepExecution,
+)
+from .worker import _database_url
+
+T = TypeVar("T")
+
+
+class SessionExists(ValueError):
+    pass
+
+
+class MessageTooLarge(ValueError):
+    pass
+
+
+class AgentClient:
+    """Async client. Every method raises `SessionNotFound` for an unknown session ID."""
+
+    def __init__(self, database_url: str | None = None) -> None:
+        self.database_url = _database_url(database_url)
+        self._database: Database | None = None
+        self._dbos_client: DBOSClient | None = None
+
+    # Plumbing -----------------------------------------------------------------------------
+
+    def _db(self) -> Database:
+        if self._database is None:
+            database = Database(self.database_url)
+            database.create_schema()
+            DBOS.migrate(self.database_url)
+            self._dbos_client = DBOSClient(
+                system_database_engine=create_dbos_engine(self.database_url)
+            )
+            self._database = database
+        return self._database
+
+    async def _write(self, fn: Callable[[Connection], T]) -> T:
+        database = await asyncio.to_thread(self._db)
+        return await database.write(fn)
+
+    async def _read(self, fn: Callable[[Connection], T]) -> T:
+        database = await asyncio.to_thread(self._db)
+        return await database.read(fn)
+
+    def _enqueue(self, conn: Connection, session_id: str, step_execution_id: str) -> None:
+        assert self._dbos_client is not None
+        self._dbos_client.enqueue_in_transaction(
+            conn,
+            {
+                "queue_name": STEP_QUEUE,
+                "workflow_name": STEP_WORKFLOW,
+                "workflow_id": step_workflow_id(session_id, step_execution_id),
+                "app_version": DRIVER_VERSION,
+            },
+            session_id,
+            step_execution_id,
+        )
+
+    async def close(self) -> None:
+        if self._dbos_client is not None:
+            self._dbos_client.destroy()
+            self._dbos_client = None
+        if self._database is not None:
+            self._database.close()
+            self._database = None
+
+    async def __aenter__(self) -> AgentClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    # Sessions -----------------------------------------------------------------------------
+
+    async def start_session(
+        self,
+        flow_type: str,
+        initial_message: str | None = None,
+        *,
+        session_id: str | None = None,
+        session_settings: dict[str, Any] | None = None,
+    ) -> str:
+        """Starts a session of a Flow type a Worker hosts; returns its ID."""
+        if not flow_type.strip():
+            raise ValueError("flow_type must not be blank")
+        session_id = session_id or f"session-{uuid.uuid4().hex}"
+        if not session_id.strip():
+            raise ValueError("session_id must not be blank")
+        if initial_message is not None:
+            _check_message_size(initial_message)
+        if session_settings is not None:
+            _check_client_settings(session_settings)
+        start = AgentSessionStartInput(
+            initial_message=initial_message, session_settings=session_settings
+        )
+
+        def tx(conn: Connection) -> str:
+            if store.session_exists(conn, session_id):
+                raise SessionExists(f"a session with ID {session_id!r} already exists")
+            session = store.create_session(conn, session_id, flow_type, start)
+            step = store.schedule_step(conn, session, "StartAgentSession", None)
+            store.save_session(conn, session)
+            self._enqueue(conn, session_id, step)
+            return session_id
+
+        return await self._write(tx)
+
+    async def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
+        rows = await self._read(lambda conn: store.list_sessions(conn, limit))
+        return [
+            SessionSummary(
+                session_id=s.session_id,
+                flow_type=s.flow_type,
+                status=s.state.status if s.state else None,
+                turn_count=s.state.turn_count if s.state else 0,
+                active_turn_id=s.state.active_turn_id if s.state else None,
+                created_at=s.created_at,
+                updated_at=s.created_at,
+            )
+            for s in rows
+        ]
+
+    # RPCs ---------------------------------------------------------------------------------
+
+    async def send_user_message(self, session_id: str, message: str | AgentUserMessage) -> bool:
+        """Queues a user message; the session takes it when no turn runs. False for blank text."""
+        if isinstance(message, str):
+            message = AgentUserMessage(text=message)
+        if not message.text.strip():
+            await self._read(lambda conn: store.read_session(conn, session_id))
+            return False
+        _check_message_size(message.text)
+
+        def tx(conn: Connection) -> bool:
+            store.lock_session(conn, session_id)
+            store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
+            return True
+
+        return await self._write(tx)
+
+    async def resolve_interrupt(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        approved: bool,
+        rejection_message: str | None = None,
+    ) -> bool:
+        """Approves or rejects a pending approval (or declines a question). False when the
+        interrupt is not pending or its deadline passed."""
+
+        def tx(conn: Connection) -> bool:
+            session = store.lock_session(conn, session_id)
+            interrupt = next(
+                (i for i in session.pending_interrupts if i.interrupt_id == interrupt_id), None
+            )
+            if interrupt is None or _past(interrupt.deadline):
+                return False
+            if interrupt.kind == "question" and approved:
+                return False
+            message = None if approved else rejection_message
+            resolution = AgentInterruptResolution(approved=approved, rejection_message=message)
+            remaining = [i for i in session.pending_interrupts if i.interrupt_id != interrupt_id]
+            session.set("pending_interrupts", remaining)
+            store.publish(conn, session_id, INTERRUPT_RESOLUTIONS, resolution.to_json(), interrupt_id)
+            _client_event(
+                conn,
+                session,
+                "interrupt_resolved",
+                interrupt_resolved_payload(interrupt, approved=approved, rejection_message=message),
+            )
+            store.save_session(conn, session)
+            return True
+
+        return await self._write(tx)
+
+    async def update_session_settings(
+        self, session_id: str, session_settings: dict[str, Any] | None
+    ) -> bool:
+        """Replaces the settings the next turn starts with; {} clears them."""
+        if session_settings is None or settings_problem(session_settings):
+            await self._read(lambda conn: store.read_session(conn, session_id))
+            return False
+
+        def tx(conn: Connection) -> bool:
+            session = store.lock_session(conn, session_id)
+            if session.state is None:
+                return False
+            session.set("session_settings", session_settings or None)
+            store.save_session(conn, session)
+            return True
+
+        return await self._write(tx)
+
+    async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
+        def read(conn: Connection) -> AgentSnapshot:
+            session = store.read_session(conn, session_id)
+            queued = store.peek(conn, session_id, QUEUED_USER_MESSAGES)
+            steered = store.peek(conn, session_id, STEERED_USER_MESSAGES)
+            return AgentSnapshot(
+                state=session.state,
+                messages=store.messages_before(
+                    conn, session_id, None, texts.SNAPSHOT_MESSAGE_LIMIT
+                ),
+                pending_interrupts=session.pending_interrupts,
+                tool_calls=store.load_tool_calls(conn, session_id),
+                usage=session.usage,
+                queued_message_count=len(queued),
+                plan=session.plan,
+                queued_messages=[_pending(m) for m in queued],
+                steered_messages=[_pending(m) for m in steered],
+                context_summary=session.context_summary,
+                session_settings=session.session_settings,
+            )
+
+        return await self._read(read)
+
+    async def list_agent_messages(
+        self, session_id: str, before_sequence: int | None = None, limit: int = 50
+    ) -> AgentMessagesPage:
+        """Oldest first; page backwards with `next_before_sequence`. Limit clamped to 1..200."""
+        limit = max(1, min(limit, texts.LIST_MESSAGES_MAX_LIMIT))
+
+        def read(conn: Connection) -> AgentMessagesPage:
+            store.read_session(conn, session_id)
+            page = store.messages_before(conn, session_id, before_sequence, limit)
+            first = store.first_message_sequence(conn, session_id) or 1
+            starts_at_oldest = not page or page[0].sequence <= first
+            return AgentMessagesPage(
+                messages=page,
+                next_before_sequence=None if starts_at_oldest else page[0].sequence,
+                deleted_before_sequence=None,
+            )
+
+        return await self._read(read)
+
+    # History and events -------------------------------------------------------------------
+
+    async def get_step_history(self, session_id: str) -> list[StepExecution]:
+        def read(conn: Connection) -> list[StepExecution]:
+            store.read_session(conn, session_id)
+            return store.step_history(conn, session_id)
+
+        return await self._read(read)
+
+    async def read_events(
+        self, session_id: str, after: int = 0, limit: int = 1000
+    ) -> list[AgentEvent]:
+        """Events after the resume token `after` (an event's `offset`)."""
+        database = await asyncio.to_thread(self._db)
+        await database.read(lambda conn: store.read_session(conn, session_id))
+        return await read_events(database, session_id, after=after, limit=limit)
+
+    async def follow_events(
+        self, session_id: str, after: int = 0, poll_interval: float = 0.1
+    ) -> AsyncIterator[AgentEvent]:
+        """Yields events live, from the resume token on, until the caller stops."""
+        while True:
+            batch = await self.read_events(session_id, after=after)
+            for event in batch:
+                after = event.offset
+                yield event
+            if not batch:
+                await asyncio.sleep(poll_interval)
+
+    async def wait_for(
+        self,
+        session_id: str,
+        predicate: Callable[[AgentSnapshot], bool],
+        timeout: float = 30.0,
+        poll_interval: float = 0.05,
+    ) -> AgentSnapshot:
+        """Polls the snapshot until `predicate` holds; raises TimeoutError with the last one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            snapshot = await self.get_agent_snapshot(session_id)
+            if predicate(snapshot):
+                return snapshot
+            if time.monotonic() > deadline:
+                state = snapshot.state.model_dump_json() if snapshot.state else "not started"
+                raise TimeoutError(
+                    f"session {session_id} did not reach the expected state within "
+                    f"{timeout:g} s; state: {state}"
+                )
+            await asyncio.sleep(poll_interval)
+
+
+class SyncAgentClient:
+    """The same calls, blocking, for scripts and the CLI."""
+
+    def __init__(self, database_url: str | None = None) -> None:
+        self._client = AgentClient(database_url)
+        self._loop = asyncio.new_event_loop()
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._loop.run_until_complete(coroutine)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._client, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._run(method(*args, **kwargs))
+
+        return call
+
+    def close(self) -> None:
+        self._run(self._client.close())
+        self._loop.close()
+
+
+def _pending(message: store.ChannelMessage) -> PendingUserMessage:
+    return PendingUserMessage(
+        message_id=str(message.message_id),
+        message=AgentUserMessage.model_validate_json(message.payload),
+    )
+
+
+def _past(deadline: str | None) -> bool:
+    return deadline is not None and parse_time(deadline) <= utc_now()
+
+
+def _client_event(
+    conn: Connection, session: store.Session, type: str, payload: dict[str, Any]
+) -> None:
+    turn_id = session.state.active_turn_id if session.state else None
+    store.write_events(conn, session, [EventRecord(type, turn_id, 1, payload, "")])
+
+
+def _check_message_size(text: str) -> None:
+    size = len(text.encode())
+    if size > texts.MAX_USER_MESSAGE_BYTES:
+        raise MessageTooLarge(
+            f"the message is {size:,} bytes; a user message holds at most "
+            f"{texts.MAX_USER_MESSAGE_BYTES:,} bytes (send large content as a file reference)"
+        )
+
+
+def _check_client_settings(settings: dict[str, Any]) -> None:
+    if not isinstance(settings, dict):
+        raise ValueError("session_settings must be a JSON object")
+    size = len(json.dumps(settings, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > texts.MAX_SESSION_SETTINGS_BYTES:
+        raise ValueError(
+            f"session_settings are {size:,} bytes; at most {texts.MAX_SESSION_SETTINGS_BYTES:,}"
+        )
+
+

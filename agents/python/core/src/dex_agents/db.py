@@ -1,0 +1,289 @@
+"""The database: one SQLite file by default, Postgres through the same code.
+
+Session tables live beside DBOS's system tables (the same SQLite file, or the same Postgres
+database with DBOS in schema `dbos`), so a Step's outcome and the start of the next Steps can
+share one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+DEFAULT_DATABASE_URL = "sqlite:///dex_agents.sqlite"
+DATABASE_URL_ENV = "DEX_AGENTS_DATABASE_URL"
+
+T = TypeVar("T")
+
+metadata = sa.MetaData()
+
+sessions = sa.Table(
+    "dex_sessions",
+    metadata,
+    sa.Column("session_id", sa.String(255), primary_key=True),
+    sa.Column("flow_type", sa.String(255), nullable=False),
+    sa.Column("created_at", sa.String(32), nullable=False),
+    sa.Column("updated_at", sa.String(32), nullable=False),
+    sa.Column("start_input", sa.Text, nullable=False),
+    sa.Column("state", sa.Text),
+    sa.Column("usage", sa.Text),
+    sa.Column("pending_interrupts", sa.Text),
+    sa.Column("framework_run_state", sa.Text),
+    sa.Column("turn_cancellation", sa.Text),
+    sa.Column("session_settings", sa.Text),
+    sa.Column("turn_session_settings", sa.Text),
+    sa.Column("turn_reply_sequence", sa.Text),
+    sa.Column("plan", sa.Text),
+    sa.Column("pending_plan_execution", sa.Text),
+    sa.Column("context_summary", sa.Text),
+    sa.Column("step_counter", sa.Integer, nullable=False, default=0),
+    sa.Column("event_counter", sa.Integer, nullable=False, default=0),
+)
+
+messages = sa.Table(
+    "dex_messages",
+    metadata,
+    sa.Column("session_id", sa.String(255), primary_key=True),
+    sa.Column("sequence", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("turn_id", sa.String(64), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("text", sa.Text),
+    sa.Column("tool_call_id", sa.String(255)),
+    sa.Column("tool_name", sa.String(255)),
+    sa.Column("tool_arguments", sa.Text),
+    sa.Column("tool_output", sa.Text),
+    sa.Column("framework_item", sa.Text, nullable=False),
+    sa.Column("created_at", sa.String(32), nullable=False),
+)
+
+tool_calls = sa.Table(
+    "dex_tool_calls",
+    metadata,
+    sa.Column("session_id", sa.String(255), primary_key=True),
+    sa.Column("tool_call_id", sa.String(255), primary_key=True),
+    sa.Column("turn_id", sa.String(64), nullable=False),
+    sa.Column("deferral_order", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("record", sa.Text, nullable=False),
+)
+
+# Channels: a message is a row; consuming it deletes the row.
+channel_messages = sa.Table(
+    "dex_channel_messages",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("session_id", sa.String(255), nullable=False),
+    sa.Column("channel", sa.String(64), nullable=False),
+    sa.Column("key", sa.String(255), nullable=False, default=""),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("created_at", sa.String(32), nullable=False),
+    sa.Index("dex_channel_messages_by_key", "session_id", "channel", "key", "id"),
+)
+
+events = sa.Table(
+    "dex_events",
+    metadata,
+    sa.Column("session_id", sa.String(255), primary_key=True),
+    sa.Column("offset", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.String(128), nullable=False),
+    sa.Column("turn_id", sa.String(64)),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("step_execution_id", sa.String(128), nullable=False),
+    sa.Column("created_at", sa.String(32), nullable=False),
+)
+
+steps = sa.Table(
+    "dex_steps",
+    metadata,
+    sa.Column("session_id", sa.String(255), primary_key=True),
+    sa.Column("step_execution_id", sa.String(128), primary_key=True),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("step_type", sa.String(64), nullable=False),
+    sa.Column("input", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    # Set once an attempt got past its point of no return (for a tool: tool_call_started).
+    sa.Column("progress_started", sa.Boolean, nullable=False, default=False),
+    sa.Column("checkpoint", sa.Text),
+    sa.Column("error", sa.Text),
+    sa.Column("next_steps", sa.Text, nullable=False, default="[]"),
+    sa.Column("scheduled_at", sa.String(32), nullable=False),
+    sa.Column("started_at", sa.String(32)),
+    sa.Column("ended_at", sa.String(32)),
+    sa.Index("dex_steps_by_seq", "session_id", "seq"),
+)
+
+# Cross-process wake-ups: a writer inserts the session ID; Workers poll for new rows.
+wakeups = sa.Table(
+    "dex_wakeups",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("session_id", sa.String(255), nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+
+def database_url(explicit: str | None = None) -> str:
+    return explicit or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def normalize_url(url: str) -> str:
+    """Postgres URLs use psycopg 3, which DBOS already brings."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def create_engine(url: str, *, pool_size: int = 10) -> Engine:
+    url = normalize_url(url)
+    if is_sqlite(url):
+        engine = sa.create_engine(url, pool_size=pool_size, max_overflow=20, pool_timeout=60)
+        _configure_sqlite(engine)
+        return engine
+    return sa.create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """WAL with synchronous=NORMAL: a committed Step survives a process crash (SIGKILL); the
+    last commits before an operating-system crash or power loss may be lost. Writers take the
+    lock at BEGIN (IMMEDIATE), so a read-then-write transaction never upgrades and deadlocks."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        dbapi_connection.execute("PRAGMA journal_mode=WAL")
+        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+        dbapi_connection.execute("PRAGMA busy_timeout=30000")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        readonly = connection.get_execution_options().get("dex_readonly", False)
+        connection.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+
+
+def create_dbos_engine(url: str) -> Engine:
+    """The engine DBOS uses for its system tables: DBOS's own SQLite settings plus WAL."""
+    url = normalize_url(url)
+    if not is_sqlite(url):
+        return sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_timeout=60)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = "IMMEDIATE"
+        dbapi_connection.execute("PRAGMA journal_mode=WAL")
+        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+        dbapi_connection.execute("PRAGMA busy_timeout=30000")
+        dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+    return engine
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database could not be reached within the retry budget."""
+
+
+class Database:
+    """Runs short transactions on a small thread pool, so the event loop never blocks on I/O.
+
+    A transaction that fails on a connection error is retried with backoff: a database that
+    is briefly unavailable delays a Step instead of failing it.
+    """
+
+    def __init__(self, url: str, *, retry_seconds: float = 30.0) -> None:
+        self.url = normalize_url(url)
+        self.engine = create_engine(self.url)
+        self.sqlite = is_sqlite(self.url)
+        self.retry_seconds = retry_seconds
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dex-db")
+        # Called with the sessions a committed transaction woke (from a pool thread).
+        self.on_wake: Callable[[set[str]], None] | None = None
+
+    def create_schema(self) -> None:
+        self._retrying(lambda: metadata.create_all(self.engine))
+
+    def write_sync(self, fn: Callable[[Connection], T]) -> T:
+        def run() -> T:
+            with self.engine.begin() as conn:
+                conn.info.pop("dex_woken", None)
+                result = fn(conn)
+                woken: set[str] = conn.info.pop("dex_woken", set())
+            if woken and self.on_wake is not None:
+                self.on_wake(woken)
+            return result
+
+        return self._retrying(run)
+
+    def read_sync(self, fn: Callable[[Connection], T]) -> T:
+        def run() -> T:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(dex_readonly=True)
+                with conn.begin():
+                    return fn(conn)
+
+        return self._retrying(run)
+
+    async def write(self, fn: Callable[[Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self.write_sync, fn)
+
+    async def read(self, fn: Callable[[Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self.read_sync, fn)
+
+    def _retrying(self, run: Callable[[], T]) -> T:
+        deadline = time.monotonic() + self.retry_seconds
+        delay = 0.05
+        while True:
+            try:
+                return run()
+            except (OperationalError, DBAPIError) as error:
+                if not _is_transient(error) or time.monotonic() > deadline:
+                    if _is_transient(error):
+                        raise DatabaseUnavailable(
+                            f"the database at {_redacted(self.url)} is unavailable: {error.orig}"
+                        ) from error
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+        self.engine.dispose()
+
+
+def _is_transient(error: DBAPIError) -> bool:
+    if error.connection_invalidated:
+        return True
+    text = str(error.orig).lower()
+    return any(
+        marker in text
+        for marker in (
+            "database is locked",
+            "connection refused",
+            "could not connect",
+            "server closed the connection",
+            "terminating connection",
+            "connection is closed",
+            "the database system is starting up",
+            "the database system is shutting down",
+        )
+    )
+
+
+def _redacted(url: str) -> str:
+    return sa.engine.make_url(url).render_as_string(hide_password=True)

@@ -1,0 +1,65 @@
+"""The effect table: which Step runs a tool call, how often, and whether it needs approval."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .runner import ToolPolicy
+from .types import ToolEffect
+
+TOOL_EFFECTS: tuple[ToolEffect, ...] = (
+    "read",
+    "idempotent_write",
+    "non_idempotent_write",
+    "unclassified",
+)
+
+
+@dataclass(frozen=True)
+class EffectRule:
+    step_type: str
+    max_attempts: int
+    default_requires_approval: bool
+
+
+EFFECT_TABLE: Mapping[ToolEffect, EffectRule] = {
+    "read": EffectRule("CallTool", 3, False),
+    "idempotent_write": EffectRule("CallTool", 3, False),
+    "non_idempotent_write": EffectRule("CallSingleAttemptTool", 1, True),
+    "unclassified": EffectRule("CallSingleAttemptTool", 1, True),
+}
+
+
+def resolve_tool_policy(
+    tool_name: str,
+    policies: Mapping[str, ToolPolicy],
+    default_effect: ToolEffect,
+    *,
+    framework_effect: ToolEffect | None = None,
+    framework_requires_approval: bool | None = None,
+) -> ToolPolicy:
+    """An explicit ToolPolicy wins, then framework metadata, then the session default."""
+    explicit = policies.get(tool_name, ToolPolicy())
+    effect = explicit.effect or framework_effect or default_effect
+    requires_approval = explicit.requires_approval
+    if requires_approval is None:
+        requires_approval = framework_requires_approval
+    if requires_approval is None:
+        requires_approval = EFFECT_TABLE[effect].default_requires_approval
+    return ToolPolicy(effect=effect, requires_approval=requires_approval)
+
+
+def idempotency_key(flow_id: str, turn_id: str, tool_call_id: str) -> str:
+    return f"{flow_id}/{turn_id}/{tool_call_id}"
+
+
+def tool_call_id_problem(tool_call_id: str, seen: set[str]) -> str | None:
+    """Why a tool call ID is unusable, or None when it is fine."""
+    if not tool_call_id:
+        return "a tool call ID must not be empty"
+    if "/" in tool_call_id:
+        return f"tool call ID {tool_call_id!r} must not contain '/'"
+    if tool_call_id in seen:
+        return f"tool call ID {tool_call_id!r} is used twice in one turn"
+    return None

@@ -1,0 +1,293 @@
+"""The runner protocol: what a framework adapter implements, and what the session gives it.
+
+A runner lets its framework make exactly one model call per `run_model_step` and runs no tool
+it can defer. The session stores the framework's run state, runs every tool call in its own
+Step through `execute_deferred_tool_call`, and calls the runner again with the final records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from typing_extensions import TypeVar
+
+from .types import (
+    AgentMessage,
+    AgentPlan,
+    AgentToolCall,
+    AgentUsage,
+    ContextSummary,
+    InteractionMode,
+    MessageRole,
+    QuestionAnswer,
+    ToolEffect,
+)
+
+
+class ToolExecutionError(Exception):
+    """A tool failure the model should see. Recorded `failed` and never retried."""
+
+
+@dataclass(frozen=True)
+class FrameworkMessage:
+    """The stored projection of one framework item, plus the item itself as JSON text.
+
+    `framework_item` is replayed to the framework unchanged on later turns.
+    """
+
+    role: MessageRole
+    framework_item: str
+    text: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_arguments: str | None = None
+    tool_output: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """Per-tool override of the effect table. `None` fields fall back to the defaults."""
+
+    effect: ToolEffect | None = None
+    requires_approval: bool | None = None
+
+
+@dataclass(frozen=True)
+class DeferredToolCall:
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    policy: ToolPolicy | None = None
+    tool_source_reference: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelCallMetadata:
+    request_model: str | None = None
+    response_model: str | None = None
+    provider_name: str | None = None
+    response_id: str | None = None
+    finish_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TurnCompleted:
+    """The model gave a final answer. `new_messages` are the turn's items not stored yet."""
+
+    new_messages: Sequence[FrameworkMessage] = ()
+    usage: AgentUsage | None = None
+    model_call_metadata: ModelCallMetadata | None = None
+    turn_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallsRequested:
+    """The model asked for tools. Each call runs in its own Step; the runner resumes later."""
+
+    framework_run_state: str
+    tool_calls: Sequence[DeferredToolCall]
+    usage: AgentUsage | None = None
+    new_messages: Sequence[FrameworkMessage] = ()
+    model_call_metadata: ModelCallMetadata | None = None
+
+
+@dataclass(frozen=True)
+class TurnContinued:
+    """Make another model call in the same turn (the built-in loop's continuation)."""
+
+    framework_run_state: str
+    new_messages: Sequence[FrameworkMessage] = ()
+    usage: AgentUsage | None = None
+    model_call_metadata: ModelCallMetadata | None = None
+
+
+AgentTurnOutcome = TurnCompleted | ToolCallsRequested | TurnContinued
+
+
+@runtime_checkable
+class EventWriter(Protocol):
+    """Writes an event to the session's stream. Safe to call from any thread."""
+
+    def write(self, type: str, payload: Mapping[str, Any]) -> None: ...
+
+
+PolicyResolver = Callable[[str, "ToolEffect | None", "bool | None"], ToolPolicy]
+
+
+@dataclass(frozen=True)
+class AgentTurnContext:
+    flow_id: str
+    turn_id: str
+    attempt: int
+    step_execution_id: str
+    messages: Sequence[AgentMessage]
+    framework_run_state: str | None
+    tool_calls: Sequence[AgentToolCall]
+    events: EventWriter
+    heartbeat: Callable[[], None]
+    tool_policies: Mapping[str, ToolPolicy]
+    default_tool_effect: ToolEffect
+    enabled_built_in_tools: tuple[str, ...] = ()
+    session_settings: Mapping[str, Any] = field(default_factory=dict)
+    interaction_mode: InteractionMode = "chat"
+    plan: AgentPlan | None = None
+    context_summary: ContextSummary | None = None
+
+    def resolve_tool_policy(
+        self,
+        tool_name: str,
+        framework_effect: ToolEffect | None = None,
+        framework_requires_approval: bool | None = None,
+    ) -> ToolPolicy:
+        """The complete policy of a tool: explicit ToolPolicy, then framework metadata, then
+        the session's default effect; approval defaults to the effect's default."""
+        from .policy import resolve_tool_policy
+
+        return resolve_tool_policy(
+            tool_name,
+            self.tool_policies,
+            self.default_tool_effect,
+            framework_effect=framework_effect,
+            framework_requires_approval=framework_requires_approval,
+        )
+
+
+@dataclass(frozen=True)
+class ToolExecutionResult:
+    output: str
+
+
+@dataclass(frozen=True)
+class ToolInputRequested:
+    """The tool needs the user's answer before it takes any effect."""
+
+    question: str
+    choices: Sequence[str] = ()
+    allows_free_text: bool = True
+    continuation: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolTaskStarted:
+    """The tool started remote work that the session polls."""
+
+    task_id: str
+    poll_interval_seconds: float
+
+
+@dataclass(frozen=True)
+class ToolTaskPending:
+    poll_interval_seconds: float
+    continuation: str | None = None
+
+
+DeferredToolOutcome = ToolExecutionResult | ToolInputRequested | ToolTaskStarted
+ToolTaskPollOutcome = ToolExecutionResult | ToolInputRequested | ToolTaskPending
+
+
+@dataclass(frozen=True)
+class DeferredToolExecution:
+    flow_id: str
+    turn_id: str
+    step_execution_id: str
+    tool_call: AgentToolCall
+    idempotency_key: str
+    attempt: int
+    events: EventWriter
+    heartbeat: Callable[[], None]
+    save_heartbeat_checkpoint: Callable[[str], Awaitable[None]]
+    heartbeat_checkpoint: str | None = None
+    input_answers: Sequence[QuestionAnswer] = ()
+    supports_tool_tasks: bool = False
+
+
+@dataclass(frozen=True)
+class ToolTaskPoll:
+    flow_id: str
+    tool_call: AgentToolCall
+    idempotency_key: str
+    attempt: int
+    input_answers: Sequence[QuestionAnswer]
+    events: EventWriter
+    heartbeat: Callable[[], None]
+    pending_answer: QuestionAnswer | None = None
+
+
+@dataclass(frozen=True)
+class ToolTaskCancellation:
+    flow_id: str
+    tool_call: AgentToolCall
+    idempotency_key: str
+    attempt: int
+    heartbeat: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class ContextSummaryRequest:
+    flow_id: str
+    turn_id: str
+    attempt: int
+    previous_summary: ContextSummary | None
+    messages: Sequence[AgentMessage]
+    through_sequence: int
+    events: EventWriter
+    heartbeat: Callable[[], None]
+    input_token_budget: int
+    session_settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ContextSummaryResult:
+    text: str
+    usage: AgentUsage | None = None
+    model_call_metadata: ModelCallMetadata | None = None
+
+
+ToolOutcomeT = TypeVar("ToolOutcomeT", default=ToolExecutionResult, covariant=True)
+
+
+@runtime_checkable
+class AgentFrameworkRunner(Protocol[ToolOutcomeT]):
+    def build_user_message(self, text: str) -> FrameworkMessage: ...
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome: ...
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolOutcomeT: ...
+
+
+@runtime_checkable
+class UnfinishedTurnMessageBuilder(Protocol):
+    async def build_unfinished_turn_messages(
+        self, turn: AgentTurnContext
+    ) -> Sequence[FrameworkMessage]: ...
+
+
+@runtime_checkable
+class ToolTaskPoller(Protocol):
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome: ...
+
+
+@runtime_checkable
+class ToolTaskCanceller(Protocol):
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None: ...
+
+
+@runtime_checkable
+class ContextCompactionRunner(Protocol):
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int: ...
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None: ...
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult: ...
+
+
+@runtime_checkable
+class PlanModeRunner(Protocol):
+    supports_plan_mode: bool
+
+
+BuiltInToolName = Literal["ask_user", "durable_wait", "write_todos"]

@@ -1,0 +1,483 @@
+"""The generic Step driver on DBOS.
+
+Every Step execution is one short DBOS workflow, `dex_agents.run_step`, whose ID is
+`<session>/<step_execution_id>`. The workflow body is the same small driver for every Step:
+wait for the Step's condition, begin an attempt (one commit), run Execute (user code) under
+the Step's timeout and retry policy, commit the outcome and the next Step executions in one
+transaction, then start their workflows. The only DBOS operations in the body are those
+starts, taken from the committed row, so a replay after a crash is deterministic whatever the
+application code does; session logic never runs as replayed workflow code. DBOS recovers a
+workflow a crashed Worker left running; the Step-execution row says how far it got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections import OrderedDict, defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOS, SetWorkflowID
+from sqlalchemy.engine import Connection
+
+from . import store
+from .clock import now_text
+from .db import Database
+from .events import StreamingEventWriter
+from .flow import AgentSessionFlow
+from .session_steps import STEP_HANDLERS
+from .stepkit import (
+    NonRetryableError,
+    Recovery,
+    StepContext,
+    StepHandler,
+    StepTx,
+    Transition,
+)
+from .types import AgentMessage
+
+log = logging.getLogger("dex_agents")
+
+# Pinned as the DBOS application version: a deploy that keeps the driver keeps recovering
+# the sessions that were in flight, whatever else changed in the application.
+DRIVER_VERSION = "dex-agents-driver-1"
+STEP_WORKFLOW = "dex_agents.run_step"
+STEP_QUEUE = "dex_agents_steps"
+# A waiting Step looks at committed state again at least this often, even unwoken.
+RECHECK_SECONDS = 5.0
+
+
+def step_workflow_id(session_id: str, step_execution_id: str) -> str:
+    return f"{session_id}/{step_execution_id}"
+
+
+_runtime: Runtime | None = None
+
+
+def current_runtime() -> Runtime:
+    if _runtime is None:
+        raise RuntimeError("no dex-agents Worker is running in this process")
+    return _runtime
+
+
+@DBOS.workflow(name=STEP_WORKFLOW)
+async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
+    next_steps = await current_runtime().run_step(session_id, step_execution_id)
+    for next_step in next_steps:
+        with SetWorkflowID(step_workflow_id(session_id, next_step)):
+            await DBOS.start_workflow_async(run_step_workflow, session_id, next_step)
+
+
+class Waker:
+    """Wakes the Steps that wait on a session when a commit changes it.
+
+    Commits in this process wake at once; commits in other processes are seen by polling
+    the wake-up table. Generations make a wake between a check and its wait impossible to miss.
+    """
+
+    def __init__(self, database: Database, poll_interval: float) -> None:
+        self._database = database
+        self._poll_interval = poll_interval
+        self._generation: defaultdict[str, int] = defaultdict(int)
+        self._events: dict[str, asyncio.Event] = {}
+        self._listeners: list[Callable[[set[str]], None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._last_id = 0
+        self._seen: set[int] = set()
+
+    def add_listener(self, listener: Callable[[set[str]], None]) -> None:
+        self._listeners.append(listener)
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def notify_threadsafe(self, sessions: set[str]) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.notify, set(sessions))
+
+    def notify(self, sessions: set[str]) -> None:
+        for session_id in sessions:
+            self._generation[session_id] += 1
+            event = self._events.pop(session_id, None)
+            if event is not None:
+                event.set()
+        for listener in self._listeners:
+            listener(sessions)
+
+    def generation(self, session_id: str) -> int:
+        return self._generation[session_id]
+
+    async def wait(self, session_id: str, generation: int, timeout: float) -> None:
+        if self._generation[session_id] != generation:
+            return
+        event = self._events.setdefault(session_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout=max(timeout, 0.0))
+
+    async def poll_forever(self) -> None:
+        self._last_id = await self._database.read(store.last_wakeup_id)
+        pruned_at = time.monotonic()
+        while True:
+            await asyncio.sleep(self._poll_interval)
+            try:
+                await self._poll_once()
+                if time.monotonic() - pruned_at > 60:
+                    await self._database.write(lambda conn: store.prune_wakeups(conn, 300))
+                    pruned_at = time.monotonic()
+            except Exception:
+                log.exception("polling for wake-ups failed; trying again")
+
+    async def _poll_once(self) -> None:
+        # Look a little behind the newest ID seen: on Postgres, IDs can commit out of order.
+        floor = max(self._last_id - 256, 0)
+        rows = await self._database.read(lambda conn: store.wakeups_after(conn, floor))
+        fresh = [(i, s) for i, s in rows if i not in self._seen]
+        if not fresh:
+            return
+        self._seen.update(i for i, _ in fresh)
+        self._last_id = max(self._last_id, max(i for i, _ in fresh))
+        self._seen = {i for i in self._seen if i > self._last_id - 512}
+        self.notify({s for _, s in fresh})
+
+
+class MessageCache:
+    """Stored messages never change, so a Worker keeps each session's list and loads only
+    what was appended since: a Step costs the same at message 10 and at message 100,000."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._sessions: OrderedDict[str, list[AgentMessage]] = OrderedDict()
+
+    def load(self, conn: Connection, session_id: str, through: int) -> list[AgentMessage]:
+        cached = self._sessions.pop(session_id, [])
+        if cached and cached[-1].sequence > through:
+            cached = [m for m in cached if m.sequence <= through]
+        last = cached[-1].sequence if cached else 0
+        if last < through:
+            cached = cached + store.load_messages(conn, session_id, after_sequence=last)
+        self._sessions[session_id] = cached
+        while len(self._sessions) > self._capacity:
+            self._sessions.popitem(last=False)
+        return list(cached)
+
+
+@dataclass
+class Begun:
+    attempt: int = 0
+    next_steps: Sequence[str] | None = None
+
+
+class StepCancelled(Exception):
+    pass
+
+
+class Runtime:
+    """What the driver needs: the flows, the database, wake-ups, and the running Steps."""
+
+    def __init__(
+        self,
+        flows: Sequence[AgentSessionFlow],
+        database: Database,
+        *,
+        wake_poll_interval: float = 0.05,
+        retry_backoff_seconds: float = 0.5,
+    ) -> None:
+        self.flows = {flow.flow_type: flow for flow in flows}
+        self.database = database
+        self.waker = Waker(database, wake_poll_interval)
+        self.messages = MessageCache()
+        self.retry_backoff_seconds = retry_backoff_seconds
+        self._running: dict[str, dict[str, asyncio.Task[Any]]] = defaultdict(dict)
+        self._flow_types: dict[str, str] = {}
+        database.on_wake = self.waker.notify_threadsafe
+        self.waker.add_listener(self._check_cancellations)
+
+    # The driver ---------------------------------------------------------------------------
+
+    async def run_step(self, session_id: str, step_execution_id: str) -> Sequence[str]:
+        row = await self.database.read(
+            lambda conn: store.load_step(conn, session_id, step_execution_id)
+        )
+        if row is None:
+            log.error("Step execution %s of session %s does not exist", step_execution_id, session_id)
+            return []
+        if row.status in ("succeeded", "failed"):
+            return row.next_steps
+        if row.status == "cancelled":
+            return []
+        handler = STEP_HANDLERS[row.step_type]
+        ctx = StepContext(
+            runtime=self,
+            flow=await self._flow_of(session_id),
+            session_id=session_id,
+            step_execution_id=step_execution_id,
+            step_type=row.step_type,
+            input=row.input_value,
+            checkpoint=row.checkpoint,
+        )
+        while True:
+            if handler.options.waits and not await self._wait(ctx, handler):
+                return []
+            if not handler.has_execute:
+                outcome = await self.database.write(lambda conn: self._commit(conn, ctx, handler, None))
+                if outcome is None:
+                    continue
+                return outcome
+            begun = await self.database.write(lambda conn: self._begin_attempt(conn, ctx, handler))
+            if begun.next_steps is not None:
+                return begun.next_steps
+            ctx.attempt = begun.attempt
+            try:
+                result = await self._execute(ctx, handler)
+            except StepCancelled:
+                return []
+            except Exception as error:
+                routed = await self.database.write(
+                    lambda conn: self._attempt_failed(conn, ctx, handler, error)
+                )
+                if routed is not None:
+                    return routed
+                await asyncio.sleep(self.retry_backoff_seconds * 2 ** (ctx.attempt - 1))
+                continue
+            committed = await self.database.write(
+                lambda conn: self._commit(conn, ctx, handler, result, fence=ctx.attempt)
+            )
+            return committed or []
+
+    async def _flow_of(self, session_id: str) -> AgentSessionFlow:
+        flow_type = self._flow_types.get(session_id)
+        if flow_type is None:
+            session = await self.database.read(lambda conn: store.read_session(conn, session_id))
+            flow_type = self._flow_types[session_id] = session.flow_type
+        flow = self.flows.get(flow_type)
+        if flow is None:
+            raise RuntimeError(
+                f"session {session_id} is a {flow_type!r} session, which this Worker does not "
+                f"host (it hosts {', '.join(sorted(self.flows)) or 'no flow'})"
+            )
+        return flow
+
+    async def _wait(self, ctx: StepContext, handler: StepHandler) -> bool:
+        """Waits until the Step's condition holds; False when the Step was cancelled."""
+        while True:
+            generation = self.waker.generation(ctx.session_id)
+
+            def check(conn: Connection) -> Any:
+                row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
+                if row is None or row.status == "cancelled":
+                    return None
+                return handler.check(ctx, conn)
+
+            wait = await self.database.read(check)
+            if wait is None:
+                return False
+            if wait.ready:
+                return True
+            timeout = RECHECK_SECONDS
+            if wait.deadline is not None:
+                timeout = min(timeout, wait.deadline - time.time())
+            await self.waker.wait(ctx.session_id, generation, timeout)
+
+    def _begin_attempt(self, conn: Connection, ctx: StepContext, handler: StepHandler) -> Begun:
+        session = store.lock_session(conn, ctx.session_id)
+        row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
+        if row is None or row.status in ("succeeded", "failed", "cancelled"):
+            return Begun(next_steps=row.next_steps if row else [])
+        tx = StepTx(conn, session, ctx)
+        attempt = row.attempts + 1
+        ctx.attempt = attempt
+        if attempt > handler.options.max_attempts:
+            # The last attempt never reported back: its Worker stopped while it ran.
+            detail = row.error or (
+                f"the Worker stopped while attempt {row.attempts} of {ctx.step_execution_id} ran"
+            )
+            progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
+            return Begun(next_steps=self._route_failure(tx, handler, detail, progress, "WorkerLost"))
+        started: dict[str, Any] = {"started_at": now_text()} if row.attempts == 0 else {}
+        store.update_step(
+            conn, ctx.session_id, ctx.step_execution_id, status="running", attempts=attempt, **started
+        )
+        transition = handler.begin(ctx, tx)
+        if transition is not None:
+            return Begun(next_steps=self._finish(tx, transition, "succeeded"))
+        if tx.progress_started:
+            store.update_step(conn, ctx.session_id, ctx.step_execution_id, progress_started=True)
+        self._flush(tx)
+        return Begun(attempt=attempt)
+
+    async def _execute(self, ctx: StepContext, handler: StepHandler) -> Any:
+        timeout = None
+        if handler.timeout_option is not None:
+            timeout = getattr(ctx.flow.options, handler.timeout_option).total_seconds()
+        task = asyncio.ensure_future(asyncio.wait_for(handler.execute(ctx), timeout))
+        running = self._running[ctx.session_id]
+        running[ctx.step_execution_id] = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if task.cancelled() and not _current_task_cancelling():
+                raise StepCancelled() from None
+            raise
+        except TimeoutError:
+            raise TimeoutError(
+                f"{ctx.step_execution_id} attempt {ctx.attempt} timed out after {timeout:g} s"
+            ) from None
+        finally:
+            running.pop(ctx.step_execution_id, None)
+            if not running:
+                self._running.pop(ctx.session_id, None)
+
+    def _attempt_failed(
+        self, conn: Connection, ctx: StepContext, handler: StepHandler, error: BaseException
+    ) -> Sequence[str] | None:
+        """Records a failed attempt; routes to the failure route once attempts ran out."""
+        session = store.lock_session(conn, ctx.session_id)
+        row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
+        if row is None or row.status != "running" or row.attempts != ctx.attempt:
+            return []
+        detail = str(error) or type(error).__name__
+        log.warning("%s attempt %d failed: %s", ctx.step_execution_id, ctx.attempt, detail)
+        last = ctx.attempt >= handler.options.max_attempts or isinstance(error, NonRetryableError)
+        if not last:
+            store.update_step(conn, ctx.session_id, ctx.step_execution_id, error=detail)
+            return None
+        progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
+        tx = StepTx(conn, session, ctx)
+        return self._route_failure(tx, handler, detail, progress, type(error).__name__)
+
+    def _route_failure(
+        self, tx: StepTx, handler: StepHandler, detail: str, progress: str, error_type: str
+    ) -> Sequence[str]:
+        route = handler.options.failure_route
+        recovery = Recovery(detail, progress, error_type)
+        if route is None:
+            log.error("%s failed with no failure route: %s", tx.ctx.step_execution_id, detail)
+            return self._finish(tx, Transition(), "failed", error=detail)
+        wrapped = {"input": tx.ctx.step_input, "recovery": recovery.to_json()}
+        return self._finish(tx, Transition(next=[(route, wrapped)]), "failed", error=detail)
+
+    def _commit(
+        self,
+        conn: Connection,
+        ctx: StepContext,
+        handler: StepHandler,
+        result: Any,
+        *,
+        fence: int | None = None,
+    ) -> Sequence[str] | None:
+        """Records the outcome; None means wait again. A fenced-out attempt commits nothing."""
+        session = store.lock_session(conn, ctx.session_id)
+        row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
+        if row is None or row.status in ("succeeded", "failed", "cancelled"):
+            return row.next_steps if row and row.status != "cancelled" else []
+        if fence is not None and (row.status != "running" or row.attempts != fence):
+            return []
+        tx = StepTx(conn, session, ctx)
+        transition = handler.commit(ctx, tx, result)
+        if transition.wait_again:
+            self._flush(tx)
+            return None
+        if fence is None:
+            store.update_step(
+                conn,
+                ctx.session_id,
+                ctx.step_execution_id,
+                attempts=row.attempts + 1,
+                started_at=now_text(),
+            )
+        return self._finish(tx, transition, "succeeded")
+
+    def _finish(
+        self, tx: StepTx, transition: Transition, status: str, error: str | None = None
+    ) -> list[str]:
+        conn, session = tx.conn, tx.session
+        next_ids = []
+        for step_type, step_input in transition.next:
+            next_handler = STEP_HANDLERS[step_type]
+            next_ids.append(
+                store.schedule_step(
+                    conn,
+                    session,
+                    step_type,
+                    step_input,
+                    status="waiting" if next_handler.options.waits else "scheduled",
+                )
+            )
+        store.update_step(
+            conn,
+            session.session_id,
+            tx.ctx.step_execution_id,
+            status=status,
+            error=error,
+            next_steps=next_ids,
+            ended_at=now_text(),
+        )
+        self._flush(tx)
+        return next_ids
+
+    def _flush(self, tx: StepTx) -> None:
+        store.write_events(tx.conn, tx.session, tx.events)
+        tx.events.clear()
+        store.save_session(tx.conn, tx.session)
+
+    # Services for Steps -------------------------------------------------------------------
+
+    def event_writer(self, ctx: StepContext, turn_id: str | None) -> StreamingEventWriter:
+        return StreamingEventWriter(
+            self.database,
+            ctx.session_id,
+            turn_id=turn_id,
+            attempt=ctx.attempt,
+            step_execution_id=ctx.step_execution_id,
+        )
+
+    def checkpoint_saver(self, ctx: StepContext) -> Callable[[str], Awaitable[None]]:
+        async def save(checkpoint: str) -> None:
+            await self.database.write(
+                lambda conn: store.update_step(
+                    conn, ctx.session_id, ctx.step_execution_id, checkpoint=checkpoint
+                )
+            )
+            ctx.checkpoint = checkpoint
+
+        return save
+
+    # Cancellation -------------------------------------------------------------------------
+
+    def _check_cancellations(self, sessions: set[str]) -> None:
+        for session_id in sessions & self._running.keys():
+            asyncio.ensure_future(self._cancel_if_requested(session_id))
+
+    async def _cancel_if_requested(self, session_id: str) -> None:
+        running = dict(self._running.get(session_id, {}))
+        if not running:
+            return
+
+        def statuses(conn: Connection) -> dict[str, str]:
+            rows = (store.load_step(conn, session_id, sx) for sx in running)
+            return {row.step_execution_id: row.status for row in rows if row is not None}
+
+        for step_execution_id, status in (await self.database.read(statuses)).items():
+            if status == "cancelled":
+                running[step_execution_id].cancel()
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return bool(task and task.cancelling())
+
+
+def start_step_workflows(session_id: str, step_execution_ids: Sequence[str]) -> None:
+    """Enqueues Step workflows from outside a workflow (used by the Worker's own client)."""
+    for step_execution_id in step_execution_ids:
+        with SetWorkflowID(step_workflow_id(session_id, step_execution_id)):
+            DBOS.start_workflow(run_step_workflow, session_id, step_execution_id)
+
+
+def encode(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))

@@ -1,0 +1,163 @@
+"""The shape of a Step as the generic driver runs it.
+
+A Step type is a `StepHandler`: an optional wait condition (`check`), an optional Execute
+that runs user code outside any transaction (`begin` decides in the attempt's first commit
+whether it runs at all), and `commit`, which records the outcome and names the next Steps in
+one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sqlalchemy.engine import Connection
+
+from . import store
+from .store import EventRecord, Session
+
+if TYPE_CHECKING:
+    from .flow import AgentSessionFlow
+    from .runtime import Runtime
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    max_attempts: int = 1
+    timeout_seconds: float | None = None
+    failure_route: str | None = None
+    # Whether the Step waits for a condition before it runs (shown as "waiting").
+    waits: bool = False
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What a commit decided: the next Step executions, or to wait again."""
+
+    next: Sequence[tuple[str, Any]] = ()
+    wait_again: bool = False
+
+
+END = Transition()
+WAIT_AGAIN = Transition(wait_again=True)
+
+
+def go(*steps: tuple[str, Any]) -> Transition:
+    return Transition(next=steps)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A wait condition's answer: ready now, or look again at `deadline` (epoch seconds)
+    or when the session is woken."""
+
+    ready: bool
+    deadline: float | None = None
+
+
+READY = Wait(True)
+NOT_READY = Wait(False)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """Why a Step's attempts ran out, handed to its failure route."""
+
+    detail: str
+    attempt_progress: str  # NOT_STARTED or NOT_COMPLETED
+    error_type: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "detail": self.detail,
+            "attempt_progress": self.attempt_progress,
+            "error_type": self.error_type,
+        }
+
+    @staticmethod
+    def from_json(value: Mapping[str, str]) -> Recovery:
+        return Recovery(value["detail"], value["attempt_progress"], value["error_type"])
+
+
+class NonRetryableError(Exception):
+    """An Execute failure that another attempt cannot fix, such as a runner defect."""
+
+
+@dataclass
+class StepContext:
+    runtime: Runtime
+    flow: AgentSessionFlow
+    session_id: str
+    step_execution_id: str
+    step_type: str
+    input: Any
+    attempt: int = 0
+    checkpoint: str | None = None
+    # Whatever `begin` loaded for Execute; retries of the same run reuse it.
+    loaded: Any = None
+
+    @property
+    def step_input(self) -> Any:
+        """The Step's own input; a failure route's input wraps the failing Step's."""
+        if isinstance(self.input, dict) and "recovery" in self.input:
+            return self.input["input"]
+        return self.input
+
+    @property
+    def recovery(self) -> Recovery | None:
+        if isinstance(self.input, dict) and "recovery" in self.input:
+            return Recovery.from_json(self.input["recovery"])
+        return None
+
+
+@dataclass
+class StepTx:
+    """A Step's view of its transaction: the locked session plus what it will write."""
+
+    conn: Connection
+    session: Session
+    ctx: StepContext
+    events: list[EventRecord] = field(default_factory=list)
+    progress_started: bool = False
+
+    def event(self, type: str, payload: Mapping[str, Any], *, turn_id: str | None = None) -> None:
+        state = self.session.state
+        self.events.append(
+            EventRecord(
+                type=type,
+                turn_id=turn_id if turn_id is not None else (state.active_turn_id if state else None),
+                attempt=max(self.ctx.attempt, 1),
+                payload=dict(payload),
+                step_execution_id=self.ctx.step_execution_id,
+            )
+        )
+
+    def publish(self, channel: str, payload: str, key: str = "") -> int:
+        return store.publish(self.conn, self.session.session_id, channel, payload, key)
+
+    def mark_started(self) -> None:
+        """The attempt passed its point of no return (a tool may now take effect)."""
+        self.progress_started = True
+
+
+class StepHandler:
+    step_type: ClassVar[str]
+    options: ClassVar[StepOptions] = StepOptions()
+    has_execute: ClassVar[bool] = False
+    # The AgentSessionOptions field (a timedelta) that bounds one Execute, if any.
+    timeout_option: ClassVar[str | None] = None
+
+    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+        """The wait condition, from committed state (read-only)."""
+        return READY
+
+    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+        """Runs in the attempt's first commit; a Transition finishes the Step without Execute."""
+        return None
+
+    async def execute(self, ctx: StepContext) -> Any:
+        return None
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        raise NotImplementedError

@@ -1,0 +1,605 @@
+"""Session records on one database connection: attributes, messages, tool calls, channels,
+events, Step executions and wake-ups. Every function runs inside the caller's transaction.
+
+Writers first lock the session row (`lock_session`), which serializes every change to one
+session on Postgres as SQLite's single writer does; a Step or RPC therefore sees committed
+state only, and two writers never interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import TypeAdapter
+from sqlalchemy.engine import Connection
+
+from . import db
+from .clock import now_text
+from .runner import FrameworkMessage
+from .types import (
+    AgentInterrupt,
+    AgentMessage,
+    AgentPlan,
+    AgentSessionStartInput,
+    AgentState,
+    AgentToolCall,
+    AgentUsage,
+    ContextSummary,
+    StepExecution,
+    TurnCancellationRequest,
+    TurnReplySequence,
+    TurnSessionSettings,
+)
+
+# Channel names, as the spec's persistence schema names them.
+QUEUED_USER_MESSAGES = "QueuedUserMessages"
+INTERRUPT_RESOLUTIONS = "InterruptResolutions"
+TOOL_CALL_RESULTS = "ToolCallResults"
+STEERED_USER_MESSAGES = "SteeredUserMessages"
+TURN_CONTROL_REQUESTS = "TurnControlRequests"
+TOOL_CALL_CANCELLATIONS = "ToolCallCancellations"
+PLAN_EXECUTIONS = "PlanExecutions"
+
+_interrupts = TypeAdapter(list[AgentInterrupt])
+
+
+class SessionNotFound(LookupError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"no agent session {session_id!r}: check the ID with `dex-agents sessions`"
+        )
+        self.session_id = session_id
+
+
+@dataclass
+class Session:
+    """One session row, parsed. Assigning an attribute marks it for `save_session`."""
+
+    session_id: str
+    flow_type: str
+    created_at: str
+    start_input: AgentSessionStartInput
+    state: AgentState | None
+    usage: AgentUsage
+    pending_interrupts: list[AgentInterrupt]
+    framework_run_state: str | None
+    turn_cancellation: TurnCancellationRequest | None
+    session_settings: dict[str, Any] | None
+    turn_session_settings: TurnSessionSettings | None
+    turn_reply_sequence: TurnReplySequence | None
+    plan: AgentPlan | None
+    context_summary: ContextSummary | None
+    step_counter: int
+    event_counter: int
+    dirty: set[str] = field(default_factory=set)
+
+    def set(self, name: str, value: Any) -> None:
+        setattr(self, name, value)
+        self.dirty.add(name)
+
+    @property
+    def active_state(self) -> AgentState:
+        if self.state is None:
+            raise RuntimeError(f"session {self.session_id} has not started")
+        return self.state
+
+    def turn_settings(self) -> dict[str, Any]:
+        """TurnSessionSettings of the active turn; a copy tagged with another turn reads {}."""
+        copy = self.turn_session_settings
+        if copy is None or self.state is None or copy.turn_id != self.state.active_turn_id:
+            return {}
+        return copy.session_settings
+
+
+def _load_json(text: str | None, model: Any) -> Any:
+    return None if text is None else model.model_validate_json(text)
+
+
+def _session_from_row(row: Any) -> Session:
+    return Session(
+        session_id=row.session_id,
+        flow_type=row.flow_type,
+        created_at=row.created_at,
+        start_input=AgentSessionStartInput.model_validate_json(row.start_input),
+        state=_load_json(row.state, AgentState),
+        usage=_load_json(row.usage, AgentUsage) or AgentUsage(),
+        pending_interrupts=_interrupts.validate_json(row.pending_interrupts or "[]"),
+        framework_run_state=row.framework_run_state,
+        turn_cancellation=_load_json(row.turn_cancellation, TurnCancellationRequest),
+        session_settings=json.loads(row.session_settings) if row.session_settings else None,
+        turn_session_settings=_load_json(row.turn_session_settings, TurnSessionSettings),
+        turn_reply_sequence=_load_json(row.turn_reply_sequence, TurnReplySequence),
+        plan=_load_json(row.plan, AgentPlan),
+        context_summary=_load_json(row.context_summary, ContextSummary),
+        step_counter=row.step_counter,
+        event_counter=row.event_counter,
+    )
+
+
+def create_session(
+    conn: Connection, session_id: str, flow_type: str, start_input: AgentSessionStartInput
+) -> Session:
+    now = now_text()
+    conn.execute(
+        db.sessions.insert().values(
+            session_id=session_id,
+            flow_type=flow_type,
+            created_at=now,
+            updated_at=now,
+            start_input=start_input.to_json(),
+            step_counter=0,
+            event_counter=0,
+        )
+    )
+    return lock_session(conn, session_id)
+
+
+def session_exists(conn: Connection, session_id: str) -> bool:
+    query = sa.select(db.sessions.c.session_id).where(db.sessions.c.session_id == session_id)
+    return conn.execute(query).first() is not None
+
+
+def lock_session(conn: Connection, session_id: str) -> Session:
+    """Loads the session row, locked for the rest of the transaction on Postgres."""
+    query = sa.select(db.sessions).where(db.sessions.c.session_id == session_id)
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    row = conn.execute(query).first()
+    if row is None:
+        raise SessionNotFound(session_id)
+    return _session_from_row(row)
+
+
+read_session = lock_session
+
+
+def _dump(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return json.dumps([item.model_dump(mode="json") for item in value])
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"))
+    if isinstance(value, str):
+        return value
+    text: str = value.model_dump_json()
+    return text
+
+
+def save_session(conn: Connection, session: Session) -> None:
+    values: dict[str, Any] = {name: _dump(getattr(session, name)) for name in session.dirty}
+    values["step_counter"] = session.step_counter
+    values["event_counter"] = session.event_counter
+    values["updated_at"] = now_text()
+    conn.execute(
+        db.sessions.update()
+        .where(db.sessions.c.session_id == session.session_id)
+        .values(**values)
+    )
+    session.dirty.clear()
+
+
+def list_sessions(conn: Connection, limit: int = 100) -> list[Session]:
+    query = sa.select(db.sessions).order_by(db.sessions.c.created_at.desc()).limit(limit)
+    return [_session_from_row(row) for row in conn.execute(query)]
+
+
+# Messages -------------------------------------------------------------------------------
+
+
+def append_messages(
+    conn: Connection, session: Session, turn_id: str, items: Sequence[FrameworkMessage]
+) -> list[AgentMessage]:
+    if not items:
+        return []
+    state = session.active_state
+    now = now_text()
+    stored = []
+    for item in items:
+        stored.append(
+            AgentMessage(
+                sequence=state.next_message_sequence + len(stored),
+                turn_id=turn_id,
+                role=item.role,
+                text=item.text,
+                tool_call_id=item.tool_call_id,
+                tool_name=item.tool_name,
+                tool_arguments=item.tool_arguments,
+                tool_output=item.tool_output,
+                framework_item=item.framework_item,
+                created_at=now,
+            )
+        )
+    conn.execute(
+        db.messages.insert(),
+        [{"session_id": session.session_id, **m.model_dump()} for m in stored],
+    )
+    session.set(
+        "state",
+        state.model_copy(update={"next_message_sequence": state.next_message_sequence + len(stored)}),
+    )
+    return stored
+
+
+def _message(row: Any) -> AgentMessage:
+    return AgentMessage(
+        sequence=row.sequence,
+        turn_id=row.turn_id,
+        role=row.role,
+        text=row.text,
+        tool_call_id=row.tool_call_id,
+        tool_name=row.tool_name,
+        tool_arguments=row.tool_arguments,
+        tool_output=row.tool_output,
+        framework_item=row.framework_item,
+        created_at=row.created_at,
+    )
+
+
+def load_messages(
+    conn: Connection, session_id: str, *, after_sequence: int = 0
+) -> list[AgentMessage]:
+    query = (
+        sa.select(db.messages)
+        .where(db.messages.c.session_id == session_id, db.messages.c.sequence > after_sequence)
+        .order_by(db.messages.c.sequence)
+    )
+    return [_message(row) for row in conn.execute(query)]
+
+
+def messages_before(
+    conn: Connection, session_id: str, before_sequence: int | None, limit: int
+) -> list[AgentMessage]:
+    """The `limit` newest messages before `before_sequence`, oldest first."""
+    query = sa.select(db.messages).where(db.messages.c.session_id == session_id)
+    if before_sequence is not None:
+        query = query.where(db.messages.c.sequence < before_sequence)
+    query = query.order_by(db.messages.c.sequence.desc()).limit(limit)
+    return [_message(row) for row in reversed(list(conn.execute(query)))]
+
+
+def first_message_sequence(conn: Connection, session_id: str) -> int | None:
+    query = sa.select(sa.func.min(db.messages.c.sequence)).where(
+        db.messages.c.session_id == session_id
+    )
+    value: int | None = conn.execute(query).scalar()
+    return value
+
+
+# Tool call records ------------------------------------------------------------------------
+
+
+def insert_tool_call(conn: Connection, session_id: str, record: AgentToolCall) -> None:
+    conn.execute(
+        db.tool_calls.insert().values(
+            session_id=session_id,
+            tool_call_id=record.tool_call_id,
+            turn_id=record.turn_id,
+            deferral_order=record.deferral_order,
+            status=record.status,
+            record=record.to_json(),
+        )
+    )
+
+
+def save_tool_call(conn: Connection, session_id: str, record: AgentToolCall) -> None:
+    conn.execute(
+        db.tool_calls.update()
+        .where(
+            db.tool_calls.c.session_id == session_id,
+            db.tool_calls.c.tool_call_id == record.tool_call_id,
+        )
+        .values(status=record.status, record=record.to_json())
+    )
+
+
+def load_tool_call(conn: Connection, session_id: str, tool_call_id: str) -> AgentToolCall | None:
+    query = sa.select(db.tool_calls.c.record).where(
+        db.tool_calls.c.session_id == session_id, db.tool_calls.c.tool_call_id == tool_call_id
+    )
+    text = conn.execute(query).scalar()
+    return None if text is None else AgentToolCall.model_validate_json(text)
+
+
+def load_tool_calls(conn: Connection, session_id: str) -> list[AgentToolCall]:
+    """The active turn's records (records are deleted when their turn ends)."""
+    query = (
+        sa.select(db.tool_calls.c.record)
+        .where(db.tool_calls.c.session_id == session_id)
+        .order_by(db.tool_calls.c.deferral_order)
+    )
+    return [AgentToolCall.model_validate_json(text) for text in conn.execute(query).scalars()]
+
+
+def delete_tool_calls(conn: Connection, session_id: str) -> None:
+    conn.execute(db.tool_calls.delete().where(db.tool_calls.c.session_id == session_id))
+
+
+# Channels ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChannelMessage:
+    message_id: int
+    key: str
+    payload: str
+
+
+def publish(conn: Connection, session_id: str, channel: str, payload: str, key: str = "") -> int:
+    result = conn.execute(
+        db.channel_messages.insert().values(
+            session_id=session_id, channel=channel, key=key, payload=payload, created_at=now_text()
+        )
+    )
+    wake(conn, session_id)
+    pk = result.inserted_primary_key
+    assert pk is not None
+    return int(pk[0])
+
+
+def _channel_query(session_id: str, channel: str, key: str | None) -> Any:
+    query = sa.select(db.channel_messages).where(
+        db.channel_messages.c.session_id == session_id, db.channel_messages.c.channel == channel
+    )
+    if key is not None:
+        query = query.where(db.channel_messages.c.key == key)
+    return query
+
+
+def peek(
+    conn: Connection, session_id: str, channel: str, key: str | None = None, limit: int = 1000
+) -> list[ChannelMessage]:
+    query = _channel_query(session_id, channel, key).order_by(db.channel_messages.c.id).limit(limit)
+    return [ChannelMessage(row.id, row.key, row.payload) for row in conn.execute(query)]
+
+
+def count(conn: Connection, session_id: str, channel: str, key: str | None = None) -> int:
+    query = sa.select(sa.func.count()).select_from(
+        _channel_query(session_id, channel, key).subquery()
+    )
+    return int(conn.execute(query).scalar() or 0)
+
+
+def consume(
+    conn: Connection, session_id: str, channel: str, key: str | None = None, limit: int = 1
+) -> list[ChannelMessage]:
+    taken = peek(conn, session_id, channel, key, limit)
+    delete_channel_messages(conn, [m.message_id for m in taken])
+    return taken
+
+
+def delete_channel_messages(conn: Connection, ids: Iterable[int]) -> int:
+    ids = list(ids)
+    if not ids:
+        return 0
+    result = conn.execute(db.channel_messages.delete().where(db.channel_messages.c.id.in_(ids)))
+    return int(result.rowcount)
+
+
+def clear_channel(conn: Connection, session_id: str, channel: str) -> None:
+    conn.execute(
+        db.channel_messages.delete().where(
+            db.channel_messages.c.session_id == session_id,
+            db.channel_messages.c.channel == channel,
+        )
+    )
+
+
+# Events -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    type: str
+    turn_id: str | None
+    attempt: int
+    payload: dict[str, Any]
+    step_execution_id: str
+
+
+def write_events(conn: Connection, session: Session, records: Sequence[EventRecord]) -> None:
+    """Appends events under the session lock the caller holds."""
+    if not records:
+        return
+    now = now_text()
+    rows = []
+    for record in records:
+        session.event_counter += 1
+        rows.append(_event_row(session.session_id, session.event_counter, record, now))
+    conn.execute(db.events.insert(), rows)
+    wake(conn, session.session_id)
+
+
+def append_events_unlocked(conn: Connection, session_id: str, records: Sequence[EventRecord]) -> None:
+    """Appends events from outside a session transaction (streamed deltas): reserves the
+    offsets with one atomic counter update."""
+    if not records:
+        return
+    result = conn.execute(
+        db.sessions.update()
+        .where(db.sessions.c.session_id == session_id)
+        .values(event_counter=db.sessions.c.event_counter + len(records))
+        .returning(db.sessions.c.event_counter)
+    )
+    last = result.scalar_one()
+    now = now_text()
+    first = last - len(records) + 1
+    conn.execute(
+        db.events.insert(),
+        [_event_row(session_id, first + i, record, now) for i, record in enumerate(records)],
+    )
+    wake(conn, session_id)
+
+
+def _event_row(session_id: str, offset: int, record: EventRecord, now: str) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "offset": offset,
+        "type": record.type,
+        "turn_id": record.turn_id,
+        "attempt": record.attempt,
+        "payload": json.dumps(record.payload, separators=(",", ":")),
+        "step_execution_id": record.step_execution_id,
+        "created_at": now,
+    }
+
+
+def read_events(conn: Connection, session_id: str, after: int, limit: int) -> list[Any]:
+    query = (
+        sa.select(db.events)
+        .where(db.events.c.session_id == session_id, db.events.c.offset > after)
+        .order_by(db.events.c.offset)
+        .limit(limit)
+    )
+    return list(conn.execute(query))
+
+
+# Step executions --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepRow:
+    session_id: str
+    step_execution_id: str
+    seq: int
+    step_type: str
+    input: str
+    status: str
+    attempts: int
+    progress_started: bool
+    checkpoint: str | None
+    error: str | None
+    next_steps: list[str]
+
+    @property
+    def input_value(self) -> Any:
+        return json.loads(self.input)
+
+
+def schedule_step(
+    conn: Connection, session: Session, step_type: str, step_input: Any, *, status: str = "scheduled"
+) -> str:
+    session.step_counter += 1
+    step_execution_id = f"{step_type}-{session.step_counter}"
+    conn.execute(
+        db.steps.insert().values(
+            session_id=session.session_id,
+            step_execution_id=step_execution_id,
+            seq=session.step_counter,
+            step_type=step_type,
+            input=json.dumps(step_input, separators=(",", ":")),
+            status=status,
+            attempts=0,
+            progress_started=False,
+            next_steps="[]",
+            scheduled_at=now_text(),
+        )
+    )
+    return step_execution_id
+
+
+def load_step(conn: Connection, session_id: str, step_execution_id: str) -> StepRow | None:
+    query = sa.select(db.steps).where(
+        db.steps.c.session_id == session_id, db.steps.c.step_execution_id == step_execution_id
+    )
+    row = conn.execute(query).first()
+    if row is None:
+        return None
+    return StepRow(
+        session_id=row.session_id,
+        step_execution_id=row.step_execution_id,
+        seq=row.seq,
+        step_type=row.step_type,
+        input=row.input,
+        status=row.status,
+        attempts=row.attempts,
+        progress_started=bool(row.progress_started),
+        checkpoint=row.checkpoint,
+        error=row.error,
+        next_steps=json.loads(row.next_steps),
+    )
+
+
+def update_step(conn: Connection, session_id: str, step_execution_id: str, **values: Any) -> int:
+    if "next_steps" in values:
+        values["next_steps"] = json.dumps(values["next_steps"])
+    result = conn.execute(
+        db.steps.update()
+        .where(db.steps.c.session_id == session_id, db.steps.c.step_execution_id == step_execution_id)
+        .values(**values)
+    )
+    return int(result.rowcount)
+
+
+def open_steps(conn: Connection, session_id: str, step_types: Iterable[str]) -> list[StepRow]:
+    query = sa.select(db.steps.c.step_execution_id).where(
+        db.steps.c.session_id == session_id,
+        db.steps.c.step_type.in_(list(step_types)),
+        db.steps.c.status.in_(["scheduled", "waiting", "running"]),
+    )
+    rows = [load_step(conn, session_id, sx) for sx in conn.execute(query).scalars()]
+    return [row for row in rows if row is not None]
+
+
+def step_history(conn: Connection, session_id: str) -> list[StepExecution]:
+    query = sa.select(db.steps).where(db.steps.c.session_id == session_id).order_by(db.steps.c.seq)
+    return [
+        StepExecution(
+            step_execution_id=row.step_execution_id,
+            step_type=row.step_type,
+            status=row.status,
+            attempts=row.attempts,
+            input=row.input,
+            error=row.error,
+            next_steps=json.loads(row.next_steps),
+            scheduled_at=row.scheduled_at,
+            started_at=row.started_at,
+            ended_at=row.ended_at,
+        )
+        for row in conn.execute(query)
+    ]
+
+
+def unfinished_steps(conn: Connection) -> list[tuple[str, str]]:
+    """Every Step execution not yet ended, across sessions: what a Worker must (re)start."""
+    query = sa.select(db.steps.c.session_id, db.steps.c.step_execution_id).where(
+        db.steps.c.status.in_(["scheduled", "waiting", "running"])
+    )
+    return [(row.session_id, row.step_execution_id) for row in conn.execute(query)]
+
+
+# Wake-ups ---------------------------------------------------------------------------------
+
+
+def wake(conn: Connection, session_id: str) -> None:
+    """Tells every Worker that this session's waiting Steps should look again."""
+    conn.info.setdefault("dex_woken", set()).add(session_id)
+    conn.execute(db.wakeups.insert().values(session_id=session_id, created=time.time()))
+
+
+def woken_sessions(conn: Connection) -> set[str]:
+    woken: set[str] = conn.info.get("dex_woken", set())
+    return woken
+
+
+def wakeups_after(conn: Connection, after_id: int) -> list[tuple[int, str]]:
+    query = (
+        sa.select(db.wakeups.c.id, db.wakeups.c.session_id)
+        .where(db.wakeups.c.id > after_id)
+        .order_by(db.wakeups.c.id)
+        .limit(10_000)
+    )
+    return [(row.id, row.session_id) for row in conn.execute(query)]
+
+
+def last_wakeup_id(conn: Connection) -> int:
+    return int(conn.execute(sa.select(sa.func.max(db.wakeups.c.id))).scalar() or 0)
+
+
+def prune_wakeups(conn: Connection, older_than_seconds: float) -> None:
+    conn.execute(db.wakeups.delete().where(db.wakeups.c.created < time.time() - older_than_seconds))

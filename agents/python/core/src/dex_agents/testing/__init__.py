@@ -1,0 +1,29 @@
+"""Test and demo helpers: a scripted model server, a scripted runner, real Worker processes."""
+
+from .model_server import (
+    RecordedRequest,
+    ScriptedModelServer,
+    ScriptedReply,
+    ScriptedToolCall,
+    ScriptedUsage,
+    reply_text,
+    reply_tools,
+)
+from .processes import WorkerProcess
+from .scripted_runner import MODEL_URL_ENV, ScriptedRunner, current_tool_execution
+from .tool_log import ToolRunLog
+
+__all__ = [
+    "MODEL_URL_ENV",
+    "RecordedRequest",
+    "ScriptedModelServer",
+    "ScriptedReply",
+    "ScriptedRunner",
+    "ScriptedToolCall",
+    "ScriptedUsage",
+    "ToolRunLog",
+    "WorkerProcess",
+    "current_tool_execution",
+    "reply_text",
+    "reply_tools",
+]

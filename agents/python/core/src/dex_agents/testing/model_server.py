@@ -1,0 +1,793 @@
+"""A scripted OpenAI-compatible model server for tests.
+
+Test processes start one on loopback so that the real HTTP clients of agent frameworks (the
+``openai`` Python SDK used by Pydantic AI and the OpenAI Agents SDK, and LiteLLM) make real calls
+without a model key. Point the client at :attr:`ScriptedModelServer.base_url`, script the replies
+with :meth:`ScriptedModelServer.enqueue`, and look at what the framework sent with
+:attr:`ScriptedModelServer.requests`.
+
+Endpoints: ``POST /v1/chat/completions`` and ``POST /v1/responses``, each non-streaming and
+streaming (``"stream": true``, server-sent events). Anything else gets a 404. Each request to
+an endpoint consumes one scripted reply, first in first out; a request that finds the queue
+empty gets a 500 whose message says which request it was. Note that the ``openai`` SDK retries
+429 and 5xx replies (twice by default), and every retry is a request of its own.
+
+A reply with ``hang=True`` holds its response until :meth:`ScriptedModelServer.release` (or
+:meth:`ScriptedModelServer.stop`). :meth:`release` frees the responses of the requests received
+so far; a hanging reply consumed by a later request hangs until the next :meth:`release`. A
+streamed hanging reply first sends its opening events (the role chunk, or ``response.created``
+and ``response.in_progress``), then hangs. A client that goes away while its response hangs,
+waits out ``delay_seconds`` or streams is counted in :attr:`ScriptedModelServer.dropped`.
+
+Standard library only: an :class:`http.server.ThreadingHTTPServer` in a daemon thread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import select
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "RecordedRequest",
+    "ScriptedModelServer",
+    "ScriptedReply",
+    "ScriptedToolCall",
+    "ScriptedUsage",
+    "reply_text",
+    "reply_tools",
+]
+
+CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
+_POLL_SECONDS = 0.05
+_TEXT_DELTAS = 3
+_ARGUMENT_DELTAS = 2
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    """One tool call of a scripted reply; ``arguments`` is sent verbatim (may be malformed)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ScriptedUsage:
+    input_tokens: int = 10
+    output_tokens: int = 5
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """What the server answers to one request.
+
+    ``reasoning`` becomes a reasoning item with a summary on the Responses API and is ignored on
+    chat completions. A ``status`` other than 200 answers with an OpenAI-style error body whose
+    message is ``text`` (or a default one).
+    """
+
+    text: str | None = None
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    reasoning: str | None = None
+    usage: ScriptedUsage = field(default_factory=ScriptedUsage)
+    hang: bool = False
+    delay_seconds: float = 0.0
+    status: int = 200
+    model: str = "scripted-model"
+
+
+def reply_text(text: str, **kw: Any) -> ScriptedReply:
+    """A reply with assistant text; ``kw`` are the other :class:`ScriptedReply` fields."""
+    return ScriptedReply(text=text, **kw)
+
+
+def reply_tools(
+    *calls: tuple[str, str, dict[str, Any] | str], text: str | None = None, **kw: Any
+) -> ScriptedReply:
+    """A reply with tool calls given as ``(id, name, arguments)``.
+
+    Arguments given as a dict are sent as their JSON text; a str is sent verbatim.
+    """
+    tool_calls = tuple(
+        ScriptedToolCall(
+            id=call_id,
+            name=name,
+            arguments=arguments if isinstance(arguments, str) else json.dumps(arguments),
+        )
+        for call_id, name, arguments in calls
+    )
+    return ScriptedReply(text=text, tool_calls=tool_calls, **kw)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    body: dict[str, Any]
+    stream: bool
+
+
+class _ClientGone(Exception):
+    """The client closed its connection before the response was complete."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = False
+
+    def __init__(self, owner: ScriptedModelServer) -> None:
+        self.owner = owner
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def do_POST(self) -> None:
+        self.server.owner._handle_post(self)
+
+    def do_GET(self) -> None:
+        self.server.owner._handle_unknown(self)
+
+    def do_PUT(self) -> None:
+        self.server.owner._handle_unknown(self)
+
+    def do_DELETE(self) -> None:
+        self.server.owner._handle_unknown(self)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def _error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    if status == 401:
+        kind = "authentication_error"
+    elif status == 404:
+        kind = "not_found_error"
+    elif status == 429:
+        kind = "rate_limit_error"
+    elif status >= 500:
+        kind = "server_error"
+    else:
+        kind = "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    """``text`` split into at most ``count`` consecutive non-empty pieces."""
+    if not text:
+        return []
+    size = max(1, math.ceil(len(text) / count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _client_gone(sock: socket.socket) -> bool:
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
+class _Exchange:
+    """Writes one response to a handler's socket; raises :class:`_ClientGone` on a lost client."""
+
+    def __init__(self, handler: _Handler) -> None:
+        self.handler = handler
+        self.chunked = False
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.handler.wfile.write(data)
+            self.handler.wfile.flush()
+        except (OSError, ValueError) as exc:
+            raise _ClientGone from exc
+
+    def send_json(self, status: int, body: dict[str, Any]) -> None:
+        payload = json.dumps(body).encode()
+        try:
+            self.handler.send_response(status)
+            self.handler.send_header("Content-Type", "application/json")
+            self.handler.send_header("Content-Length", str(len(payload)))
+            self.handler.end_headers()
+        except (OSError, ValueError) as exc:
+            raise _ClientGone from exc
+        self._write(payload)
+
+    def start_stream(self) -> None:
+        try:
+            self.handler.send_response(200)
+            self.handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.handler.send_header("Cache-Control", "no-cache")
+            self.handler.send_header("Transfer-Encoding", "chunked")
+            self.handler.end_headers()
+        except (OSError, ValueError) as exc:
+            raise _ClientGone from exc
+        self.chunked = True
+
+    def send_event(self, data: dict[str, Any] | str, event: str | None = None) -> None:
+        text = data if isinstance(data, str) else json.dumps(data)
+        frame = (f"event: {event}\n" if event else "") + f"data: {text}\n\n"
+        raw = frame.encode()
+        self._write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+
+    def end_stream(self) -> None:
+        self._write(b"0\r\n\r\n")
+
+
+class ScriptedModelServer:
+    """A scripted OpenAI-compatible model server on ``127.0.0.1`` and an ephemeral port."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._replies: deque[ScriptedReply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._hanging: list[threading.Event] = []
+        self._dropped = 0
+        self._item_counter = 0
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.base_url = ""
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> ScriptedModelServer:
+        if self._httpd is not None:
+            raise RuntimeError("scripted model server: already started")
+        self._stopping.clear()
+        httpd = _HTTPServer(self)
+        port = httpd.server_address[1]
+        self._httpd = httpd
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": _POLL_SECONDS},
+            name=f"scripted-model-server-{port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()
+        self.release()
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- scripting and inspection ----------------------------------------------------------
+
+    def enqueue(self, *replies: ScriptedReply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    @property
+    def dropped(self) -> int:
+        with self._lock:
+            return self._dropped
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._requests) >= count, timeout):
+                seen = [r.path for r in self._requests]
+                raise TimeoutError(
+                    f"scripted model server: expected {count} request(s) within {timeout}s, "
+                    f"got {len(seen)}: {seen}"
+                )
+            return list(self._requests)
+
+    def wait_for_dropped(self, count: int, timeout: float = 10.0) -> None:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._dropped >= count, timeout):
+                raise TimeoutError(
+                    f"scripted model server: expected {count} dropped response(s) within "
+                    f"{timeout}s, got {self._dropped} (requests received: {len(self._requests)})"
+                )
+
+    def release(self) -> None:
+        with self._lock:
+            hanging, self._hanging = self._hanging, []
+        for event in hanging:
+            event.set()
+
+    # -- request handling ------------------------------------------------------------------
+
+    def _handle_unknown(self, handler: _Handler) -> None:
+        self._read_body(handler)
+        self._send_error(handler, 404, f"scripted model server: no route for {handler.path}")
+
+    def _read_body(self, handler: _Handler) -> bytes:
+        length = int(handler.headers.get("Content-Length") or 0)
+        return handler.rfile.read(length) if length > 0 else b""
+
+    def _send_error(self, handler: _Handler, status: int, message: str) -> None:
+        try:
+            _Exchange(handler).send_json(status, _error_body(status, message))
+        except _ClientGone:
+            handler.close_connection = True
+
+    def _handle_post(self, handler: _Handler) -> None:
+        raw = self._read_body(handler)
+        path = handler.path.split("?", 1)[0]
+        if path not in (CHAT_COMPLETIONS_PATH, RESPONSES_PATH):
+            self._send_error(handler, 404, f"scripted model server: no route for {path}")
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            self._send_error(
+                handler, 400, "scripted model server: request body is not a JSON object"
+            )
+            return
+        stream = bool(body.get("stream"))
+        hang_event: threading.Event | None = None
+        with self._changed:
+            self._requests.append(RecordedRequest(path=path, body=body, stream=stream))
+            number = len(self._requests)
+            reply = self._replies.popleft() if self._replies else None
+            if reply is not None and reply.hang:
+                hang_event = threading.Event()
+                self._hanging.append(hang_event)
+            self._changed.notify_all()
+        if reply is None:
+            self._send_error(
+                handler, 500, f"scripted model server: no reply scripted for request #{number}"
+            )
+            return
+        exchange = _Exchange(handler)
+        try:
+            self._respond(exchange, path, body, stream, number, reply, hang_event)
+        except _ClientGone:
+            handler.close_connection = True
+            with self._changed:
+                self._dropped += 1
+                self._changed.notify_all()
+        finally:
+            if hang_event is not None:
+                with self._lock:
+                    if hang_event in self._hanging:
+                        self._hanging.remove(hang_event)
+
+    def _hold(
+        self, handler: _Handler, until: Callable[[], bool], event: threading.Event | None
+    ) -> None:
+        """Wait until ``until()`` or stop; raise :class:`_ClientGone` if the client leaves."""
+        sock = handler.connection
+        while not until() and not self._stopping.is_set():
+            if event is not None:
+                event.wait(_POLL_SECONDS)
+            else:
+                time.sleep(_POLL_SECONDS)
+            if _client_gone(sock):
+                raise _ClientGone
+
+    def _delay(self, handler: _Handler, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        deadline = time.monotonic() + seconds
+        sock = handler.connection
+        while not self._stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, _POLL_SECONDS))
+            if _client_gone(sock):
+                raise _ClientGone
+
+    def _hang(self, handler: _Handler, event: threading.Event | None) -> None:
+        if event is not None:
+            self._hold(handler, event.is_set, event)
+
+    def _respond(
+        self,
+        exchange: _Exchange,
+        path: str,
+        body: dict[str, Any],
+        stream: bool,
+        number: int,
+        reply: ScriptedReply,
+        hang_event: threading.Event | None,
+    ) -> None:
+        handler = exchange.handler
+        self._delay(handler, reply.delay_seconds)
+        if reply.status != 200:
+            self._hang(handler, hang_event)
+            message = reply.text or f"scripted model server: scripted error {reply.status}"
+            exchange.send_json(reply.status, _error_body(reply.status, message, "scripted_error"))
+            return
+        with self._lock:
+            first_item = self._item_counter + 1
+            self._item_counter += 1 + len(reply.tool_calls) + 1
+        if path == CHAT_COMPLETIONS_PATH:
+            chat = _ChatCompletion(reply, number)
+            if stream:
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                chunks = chat.chunks(include_usage)
+                exchange.start_stream()
+                exchange.send_event(chunks[0])
+                self._hang(handler, hang_event)
+                for chunk in chunks[1:]:
+                    exchange.send_event(chunk)
+                exchange.send_event("[DONE]")
+                exchange.end_stream()
+            else:
+                self._hang(handler, hang_event)
+                exchange.send_json(200, chat.completion())
+        else:
+            responses = _Response(reply, number, first_item, body)
+            if stream:
+                events = responses.events()
+                exchange.start_stream()
+                for event in events[:2]:
+                    exchange.send_event(event, event["type"])
+                self._hang(handler, hang_event)
+                for event in events[2:]:
+                    exchange.send_event(event, event["type"])
+                exchange.end_stream()
+            else:
+                self._hang(handler, hang_event)
+                exchange.send_json(200, responses.final())
+
+
+# -- wire formats --------------------------------------------------------------------------
+
+
+class _ChatCompletion:
+    def __init__(self, reply: ScriptedReply, number: int) -> None:
+        self.reply = reply
+        self.id = f"chatcmpl-scripted-{number}"
+        self.created = int(time.time())
+
+    def _finish_reason(self) -> str:
+        return "tool_calls" if self.reply.tool_calls else "stop"
+
+    def _usage(self) -> dict[str, Any]:
+        usage = self.reply.usage
+        return {
+            "prompt_tokens": usage.input_tokens,
+            "completion_tokens": usage.output_tokens,
+            "total_tokens": usage.input_tokens + usage.output_tokens,
+            "prompt_tokens_details": {
+                "cached_tokens": usage.cached_input_tokens,
+                "audio_tokens": 0,
+            },
+            "completion_tokens_details": {
+                "reasoning_tokens": usage.reasoning_tokens,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        }
+
+    def completion(self) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": self.reply.text,
+            "refusal": None,
+        }
+        if self.reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.reply.tool_calls
+            ]
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.reply.model,
+            "system_fingerprint": None,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": self._finish_reason(),
+                }
+            ],
+            "usage": self._usage(),
+        }
+
+    def _chunk(
+        self, delta: dict[str, Any], finish_reason: str | None, include_usage: bool
+    ) -> dict[str, Any]:
+        chunk: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.reply.model,
+            "system_fingerprint": None,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+        if include_usage:
+            chunk["usage"] = None
+        return chunk
+
+    def chunks(self, include_usage: bool) -> list[dict[str, Any]]:
+        reply = self.reply
+        first_content = "" if reply.text is not None else None
+        chunks = [
+            self._chunk(
+                {"role": "assistant", "content": first_content, "refusal": None},
+                None,
+                include_usage,
+            )
+        ]
+        for piece in _pieces(reply.text or "", _TEXT_DELTAS):
+            chunks.append(self._chunk({"content": piece}, None, include_usage))
+        for index, call in enumerate(reply.tool_calls):
+            opening = {
+                "index": index,
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            chunks.append(self._chunk({"tool_calls": [opening]}, None, include_usage))
+            for piece in _pieces(call.arguments, _ARGUMENT_DELTAS):
+                delta = {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                chunks.append(self._chunk(delta, None, include_usage))
+        chunks.append(self._chunk({}, self._finish_reason(), include_usage))
+        if include_usage:
+            usage_chunk = self._chunk({}, None, False)
+            usage_chunk["choices"] = []
+            usage_chunk["usage"] = self._usage()
+            chunks.append(usage_chunk)
+        return chunks
+
+
+class _Response:
+    def __init__(
+        self, reply: ScriptedReply, number: int, first_item: int, request: dict[str, Any]
+    ) -> None:
+        self.reply = reply
+        self.request = request
+        self.id = f"resp_scripted_{number}"
+        self.created_at = int(time.time())
+        self.reasoning_id = f"rs_{first_item}"
+        self.message_id = f"msg_{first_item}"
+        self.call_ids = [f"fc_{first_item + 1 + i}" for i in range(len(reply.tool_calls))]
+
+    def _usage(self) -> dict[str, Any]:
+        usage = self.reply.usage
+        return {
+            "input_tokens": usage.input_tokens,
+            # cache_write_tokens: required by recent openai SDK types, absent from older ones.
+            "input_tokens_details": {
+                "cached_tokens": usage.cached_input_tokens,
+                "cache_write_tokens": 0,
+            },
+            "output_tokens": usage.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+            "total_tokens": usage.input_tokens + usage.output_tokens,
+        }
+
+    def _envelope(self, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+        request = self.request
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": request.get("instructions"),
+            "max_output_tokens": request.get("max_output_tokens"),
+            "model": self.reply.model,
+            "output": output,
+            "parallel_tool_calls": request.get("parallel_tool_calls", True),
+            "previous_response_id": request.get("previous_response_id"),
+            "reasoning": {"effort": None, "summary": None},
+            "store": request.get("store", True),
+            "temperature": request.get("temperature", 1.0),
+            "text": {"format": {"type": "text"}},
+            "tool_choice": request.get("tool_choice", "auto"),
+            "tools": request.get("tools", []),
+            "top_p": request.get("top_p", 1.0),
+            "truncation": request.get("truncation", "disabled"),
+            "usage": self._usage() if status == "completed" else None,
+            "user": None,
+            "metadata": request.get("metadata") or {},
+        }
+
+    def _reasoning_item(self, done: bool) -> dict[str, Any]:
+        summary = [{"type": "summary_text", "text": self.reply.reasoning}] if done else []
+        return {"id": self.reasoning_id, "type": "reasoning", "summary": summary}
+
+    def _text_part(self, text: str) -> dict[str, Any]:
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+    def _message_item(self, done: bool) -> dict[str, Any]:
+        content = [self._text_part(self.reply.text or "")] if done else []
+        return {
+            "id": self.message_id,
+            "type": "message",
+            "status": "completed" if done else "in_progress",
+            "role": "assistant",
+            "content": content,
+        }
+
+    def _call_item(self, index: int, done: bool) -> dict[str, Any]:
+        call = self.reply.tool_calls[index]
+        return {
+            "id": self.call_ids[index],
+            "type": "function_call",
+            "status": "completed" if done else "in_progress",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments if done else "",
+        }
+
+    def output(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        if self.reply.reasoning is not None:
+            items.append(self._reasoning_item(True))
+        if self.reply.text is not None:
+            items.append(self._message_item(True))
+        items.extend(self._call_item(i, True) for i in range(len(self.reply.tool_calls)))
+        return items
+
+    def final(self) -> dict[str, Any]:
+        return self._envelope("completed", self.output())
+
+    def events(self) -> list[dict[str, Any]]:
+        """The streamed events, ``sequence_number`` included."""
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": self._envelope("in_progress", [])},
+            {"type": "response.in_progress", "response": self._envelope("in_progress", [])},
+        ]
+        index = 0
+        reply = self.reply
+        if reply.reasoning is not None:
+            item_id = self.reasoning_id
+            part = {"type": "summary_text", "text": reply.reasoning}
+            at = {"item_id": item_id, "output_index": index, "summary_index": 0}
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": self._reasoning_item(False),
+                }
+            )
+            events.append(
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    **at,
+                    "part": {"type": "summary_text", "text": ""},
+                }
+            )
+            for piece in _pieces(reply.reasoning, _TEXT_DELTAS):
+                events.append(
+                    {"type": "response.reasoning_summary_text.delta", **at, "delta": piece}
+                )
+            events.append(
+                {"type": "response.reasoning_summary_text.done", **at, "text": reply.reasoning}
+            )
+            events.append({"type": "response.reasoning_summary_part.done", **at, "part": part})
+            events.append(
+                {
+                    "type": "response.output_item.done",
+                    "output_index": index,
+                    "item": self._reasoning_item(True),
+                }
+            )
+            index += 1
+        if reply.text is not None:
+            at = {"item_id": self.message_id, "output_index": index, "content_index": 0}
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": self._message_item(False),
+                }
+            )
+            events.append(
+                {"type": "response.content_part.added", **at, "part": self._text_part("")}
+            )
+            for piece in _pieces(reply.text, _TEXT_DELTAS):
+                events.append(
+                    {"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []}
+                )
+            events.append(
+                {
+                    "type": "response.output_text.done",
+                    **at,
+                    "text": reply.text,
+                    "logprobs": [],
+                }
+            )
+            events.append(
+                {"type": "response.content_part.done", **at, "part": self._text_part(reply.text)}
+            )
+            events.append(
+                {
+                    "type": "response.output_item.done",
+                    "output_index": index,
+                    "item": self._message_item(True),
+                }
+            )
+            index += 1
+        for call_index, call in enumerate(reply.tool_calls):
+            at = {"item_id": self.call_ids[call_index], "output_index": index}
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": self._call_item(call_index, False),
+                }
+            )
+            for piece in _pieces(call.arguments, _ARGUMENT_DELTAS):
+                events.append(
+                    {"type": "response.function_call_arguments.delta", **at, "delta": piece}
+                )
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **at,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+            )
+            events.append(
+                {
+                    "type": "response.output_item.done",
+                    "output_index": index,
+                    "item": self._call_item(call_index, True),
+                }
+            )
+            index += 1
+        events.append({"type": "response.completed", "response": self.final()})
+        for sequence_number, event in enumerate(events):
+            event["sequence_number"] = sequence_number
+        return events

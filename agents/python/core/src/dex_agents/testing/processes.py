@@ -1,0 +1,118 @@
+"""Real Worker processes for tests: each in its own process group, so SIGKILL takes it whole."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from ..worker import READY_FILE_ENV
+
+
+class WorkerProcess:
+    """`dex-agents worker <target>` as a child process.
+
+    `start()` returns once the Worker has launched; `kill()` sends SIGKILL to its process
+    group; `start()` again recovers every Step the killed Worker left in flight.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        database_url: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        log_path: str | Path | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.target = target
+        self.database_url = database_url
+        self.env = dict(env or {})
+        self.cwd = str(cwd) if cwd else os.getcwd()
+        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(suffix=".log")[1])
+        self.start_timeout = start_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> WorkerProcess:
+        if self.running:
+            raise RuntimeError("the Worker is already running")
+        ready = Path(tempfile.mkdtemp()) / "ready"
+        env = {**os.environ, **self.env, READY_FILE_ENV: str(ready)}
+        command = [sys.executable, "-m", "dex_agents", "worker", self.target]
+        command += ["--database-url", self.database_url]
+        with open(self.log_path, "ab") as log:
+            log.write(f"--- start {self.starts + 1}: {' '.join(command)}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(
+                command,
+                cwd=self.cwd,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.starts += 1
+        deadline = time.monotonic() + self.start_timeout
+        while not ready.exists():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the Worker exited with {self.process.returncode}:\n{self.log()}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise TimeoutError(f"the Worker did not start in {self.start_timeout:g} s:\n{self.log()}")
+            time.sleep(0.02)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL of the whole process group: no cleanup runs, as in a crash."""
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if not self.running:
+            return
+        assert self.process is not None
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        except ProcessLookupError:
+            pass
+
+    def restart(self) -> WorkerProcess:
+        self.kill()
+        return self.start()
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-20_000:]
+        except FileNotFoundError:
+            return ""
+
+    def __enter__(self) -> WorkerProcess:
+        return self if self.running else self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,35 @@
+"""Model-visible texts and limits, exactly as the spec gives them."""
+
+from __future__ import annotations
+
+TOOL_CALL_NOT_RUN_ERROR_PREFIX = "the tool did not run, so it is safe to call again"
+OUTCOME_UNKNOWN_TEXT = (
+    "The tool call's outcome is unknown: it stopped without returning a result, so it may "
+    "or may not have taken effect. It will not be retried automatically."
+)
+DEFAULT_REJECTION_TEXT = "The user rejected this tool call."
+APPROVAL_DEADLINE_PASSED = "approval deadline passed"
+QUESTION_DEADLINE_PASSED = "question deadline passed"
+QUESTION_DECLINED = "The user declined to answer."
+TURN_FAILURE_NOTE_HEADER = "[Dex] The previous turn failed after these tool calls ran:"
+STEERED_NOTE_HEADER = "[Dex] The user steered the conversation after these tool calls ran:"
+CANCELLED_NOTE_HEADER = "[Dex] The user stopped the previous turn after these tool calls ran:"
+NOTE_FOOTER = "Do not repeat these tool calls unless the user asks again."
+STEERED_REJECTION = '{"status":"cancelled","reason":"superseded_by_steered_user_message"}'
+TURN_CANCELLED_REJECTION = '{"status":"cancelled","reason":"turn_cancelled_by_user"}'
+UNFINISHED_MESSAGES_REQUIRED = (
+    "a runner that sets ToolCallsRequested.new_messages must implement "
+    "build_unfinished_turn_messages"
+)
+SESSION_SETTINGS_INVALID = (
+    "dex-agents: the start input's session_settings are not valid session settings"
+)
+
+MAX_SESSION_SETTINGS_BYTES = 16_384
+SESSION_SETTINGS_SIZE_TOLERANCE_BYTES = 1_024
+MAX_INT32 = 2_147_483_647
+SNAPSHOT_MESSAGE_LIMIT = 200
+LIST_MESSAGES_DEFAULT_LIMIT = 50
+LIST_MESSAGES_MAX_LIMIT = 200
+# The largest user message the session stores; larger ones are refused before they are queued.
+MAX_USER_MESSAGE_BYTES = 1_048_576

@@ -1,0 +1,259 @@
+"""Wire types of the session contract.
+
+Field names are the spec's snake_case JSON names, so a UI written against any core can read
+a session. Every model ignores nothing: unknown fields are refused on the way in.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ToolEffect = Literal["read", "idempotent_write", "non_idempotent_write", "unclassified"]
+ToolCallStatus = Literal[
+    "awaiting_approval",
+    "approved",
+    "awaiting_answer",
+    "waiting_for_timer",
+    "waiting_for_task",
+    "rejected",
+    "succeeded",
+    "failed",
+    "outcome_unknown",
+]
+FINAL_TOOL_CALL_STATUSES: frozenset[str] = frozenset(
+    {"rejected", "succeeded", "failed", "outcome_unknown"}
+)
+SessionStatus = Literal[
+    "waiting_for_user_message", "running_model", "running_tools", "compacting_context", "failed"
+]
+InteractionMode = Literal["chat", "planning", "executing"]
+MessageRole = Literal["user", "assistant", "tool"]
+InterruptKind = Literal["tool_approval", "question"]
+CancellationReason = Literal["steered", "turn_cancelled"]
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+
+class AgentSessionStartInput(WireModel):
+    initial_message: str | None = None
+    session_settings: dict[str, Any] | None = None
+
+
+class AgentState(WireModel):
+    status: SessionStatus = "waiting_for_user_message"
+    turn_count: int = 0
+    active_turn_id: str | None = None
+    next_message_sequence: int = 1
+    last_turn_error: str | None = None
+    interaction_mode: InteractionMode = "chat"
+    accepts_turn_control: bool = False
+
+
+class AgentMessage(WireModel):
+    sequence: int
+    turn_id: str
+    role: MessageRole
+    text: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_arguments: str | None = None
+    tool_output: str | None = None
+    framework_item: str
+    created_at: str
+
+
+class QuestionAnswer(WireModel):
+    interrupt_id: str
+    question: str
+    answer: str
+    resolution: Literal["answered", "declined", "deadline_passed"] = "answered"
+
+
+class AgentToolCall(WireModel):
+    tool_call_id: str
+    turn_id: str
+    tool_name: str
+    arguments: str
+    effect: ToolEffect
+    requires_approval: bool
+    status: ToolCallStatus
+    output: str | None = None
+    error: str | None = None
+    rejection_message: str | None = None
+    deferral_order: int
+    tool_source_reference: str | None = None
+    trace_context: str | None = None
+    wait_until: str | None = None
+    input_continuation: str | None = None
+    input_answers: list[QuestionAnswer] = Field(default_factory=list)
+    input_question: str | None = None
+    input_choices: list[str] = Field(default_factory=list)
+    input_allows_free_text: bool = True
+    cancellation_reason: CancellationReason | None = None
+    task_id: str | None = None
+    task_poll_interval_seconds: int | None = None
+    task_answer_pending: bool = False
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_TOOL_CALL_STATUSES
+
+
+class AgentInterrupt(WireModel):
+    interrupt_id: str
+    kind: InterruptKind
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    created_at: str
+    deadline: str | None = None
+    question: str | None = None
+    choices: list[str] = Field(default_factory=list)
+    allows_free_text: bool = True
+
+
+class AgentInterruptResolution(WireModel):
+    approved: bool
+    rejection_message: str | None = None
+    answer: str | None = None
+
+
+class AgentUsage(WireModel):
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def plus(self, other: AgentUsage) -> AgentUsage:
+        return AgentUsage(
+            model_calls=self.model_calls + other.model_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+class AgentUserMessage(WireModel):
+    text: str
+    plan_mode: bool = False
+
+
+class PendingUserMessage(WireModel):
+    message_id: str
+    message: AgentUserMessage
+
+
+class AgentPlanTask(WireModel):
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class AgentPlan(WireModel):
+    revision: int
+    status: Literal["draft", "active", "completed", "cleared"]
+    tasks: list[AgentPlanTask] = Field(default_factory=list)
+    updated_at: str
+
+
+class ContextSummary(WireModel):
+    generation: int
+    first_sequence: int = 1
+    last_sequence: int
+    text: str
+    created_at: str
+
+
+class TurnCancellationRequest(WireModel):
+    turn_id: str
+    requested_at: str
+
+
+class TurnReplySequence(WireModel):
+    turn_id: str
+    sequence: int
+
+
+class TurnSessionSettings(WireModel):
+    turn_id: str
+    session_settings: dict[str, Any]
+
+
+class AgentEvent(WireModel):
+    type: str
+    turn_id: str | None = None
+    attempt: int = 1
+    payload: str = "{}"
+    step_execution_id: str = ""
+    # Position of this event in the session's stream; resume after it.
+    offset: int = 0
+    created_at: str = ""
+
+
+class AgentSnapshot(WireModel):
+    state: AgentState | None
+    messages: list[AgentMessage] = Field(default_factory=list)
+    pending_interrupts: list[AgentInterrupt] = Field(default_factory=list)
+    tool_calls: list[AgentToolCall] = Field(default_factory=list)
+    usage: AgentUsage = Field(default_factory=AgentUsage)
+    queued_message_count: int = 0
+    plan: AgentPlan | None = None
+    queued_messages: list[PendingUserMessage] = Field(default_factory=list)
+    steered_messages: list[PendingUserMessage] = Field(default_factory=list)
+    context_summary: ContextSummary | None = None
+    session_settings: dict[str, Any] | None = None
+
+
+class AgentMessagesPage(WireModel):
+    messages: list[AgentMessage]
+    next_before_sequence: int | None
+    deleted_before_sequence: int | None = None
+
+
+class ResolveInterruptRequest(WireModel):
+    interrupt_id: str
+    approved: bool
+    rejection_message: str | None = None
+
+
+class AnswerQuestionRequest(WireModel):
+    interrupt_id: str
+    answer: str
+
+
+class ListAgentMessagesRequest(WireModel):
+    before_sequence: int | None = None
+    limit: int = 50
+
+
+class StepExecution(WireModel):
+    """One entry of a session's Step history."""
+
+    step_execution_id: str
+    step_type: str
+    status: Literal["scheduled", "waiting", "running", "succeeded", "failed", "cancelled"]
+    attempts: int
+    input: str
+    error: str | None = None
+    next_steps: list[str] = Field(default_factory=list)
+    scheduled_at: str
+    started_at: str | None = None
+    ended_at: str | None = None
+
+
+class SessionSummary(WireModel):
+    session_id: str
+    flow_type: str
+    status: SessionStatus | None
+    turn_count: int
+    active_turn_id: str | None
+    created_at: str
+    updated_at: str

@@ -1,0 +1,140 @@
+"""Worker: hosts one or more AgentSessionFlows and runs their Steps."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dbos import DBOS
+
+from . import runtime as runtime_module
+from .db import Database, create_dbos_engine, database_url, normalize_url
+from .flow import AgentSessionFlow
+from .runtime import DRIVER_VERSION, STEP_QUEUE, Runtime
+
+log = logging.getLogger("dex_agents")
+
+WORKER_ID_ENV = "DEX_AGENTS_WORKER_ID"
+READY_FILE_ENV = "DEX_AGENTS_READY_FILE"
+
+
+class Worker:
+    """Runs the Steps of every session of its flows, on the SQLite default or Postgres.
+
+    One Worker per process (DBOS keeps one instance per process). A restarted Worker with
+    the same `worker_id` recovers every Step execution that was in flight.
+    """
+
+    def __init__(
+        self,
+        flows: AgentSessionFlow | Sequence[AgentSessionFlow],
+        *,
+        database_url: str | None = None,
+        worker_id: str | None = None,
+        wake_poll_interval: float = 0.05,
+        queue_poll_interval: float = 0.05,
+    ) -> None:
+        self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
+        if not self.flows:
+            raise ValueError("a Worker needs at least one AgentSessionFlow")
+        types = [flow.flow_type for flow in self.flows]
+        if len(set(types)) != len(types):
+            raise ValueError(f"flow types must be unique, got {types}")
+        self.database_url = _database_url(database_url)
+        self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or "local"
+        self.wake_poll_interval = wake_poll_interval
+        self.queue_poll_interval = queue_poll_interval
+        self._stopped = asyncio.Event()
+        self.runtime: Runtime | None = None
+
+    async def run(self) -> None:
+        """Runs until `stop()` is called or the task is cancelled."""
+        database = Database(self.database_url)
+        database.create_schema()
+        runtime = Runtime(self.flows, database, wake_poll_interval=self.wake_poll_interval)
+        runtime.waker.bind(asyncio.get_running_loop())
+        self.runtime = runtime_module._runtime = runtime
+        DBOS(
+            config={
+                "name": "dex-agents",
+                "system_database_url": self.database_url,
+                "system_database_engine": create_dbos_engine(self.database_url),
+                "application_version": DRIVER_VERSION,
+                "executor_id": self.worker_id,
+                "notification_listener_polling_interval_sec": 0.05,
+                "log_level": os.environ.get("DEX_AGENTS_DBOS_LOG_LEVEL", "WARNING"),
+            }
+        )
+        poller: asyncio.Task[None] | None = None
+        try:
+            DBOS.launch()
+            await DBOS.register_queue_async(
+                STEP_QUEUE, polling_interval_sec=self.queue_poll_interval
+            )
+            poller = asyncio.create_task(runtime.waker.poll_forever())
+            log.info(
+                "dex-agents Worker %s on %s hosts %s",
+                self.worker_id,
+                _display_url(self.database_url),
+                ", ".join(flow.flow_type for flow in self.flows),
+            )
+            _announce_ready()
+            await self._stopped.wait()
+        finally:
+            if poller is not None:
+                poller.cancel()
+            DBOS.destroy(workflow_completion_timeout_sec=0)
+            runtime_module._runtime = None
+            database.close()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+def _database_url(explicit: str | None) -> str:
+    url = database_url(explicit)
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        # A relative SQLite path means the working directory; DBOS and SQLAlchemy agree on it
+        # only when it is absolute.
+        url = "sqlite:///" + str(Path(url.removeprefix("sqlite:///")).resolve())
+    return normalize_url(url)
+
+
+def _display_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _announce_ready() -> None:
+    ready_file = os.environ.get(READY_FILE_ENV)
+    if ready_file:
+        Path(ready_file).write_text(f"{socket.gethostname()} {os.getpid()}\n")
+
+
+def load_flows(target: str) -> list[AgentSessionFlow]:
+    """Loads `module:attribute`, a flow or a sequence of flows (or a function returning one)."""
+    if ":" not in target:
+        raise ValueError(f"expected module:attribute, such as myapp.agents:flows, not {target!r}")
+    module_name, attribute = target.split(":", 1)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    module = importlib.import_module(module_name)
+    try:
+        value: Any = getattr(module, attribute)
+    except AttributeError:
+        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    if callable(value) and not isinstance(value, AgentSessionFlow):
+        value = value()
+    flows = [value] if isinstance(value, AgentSessionFlow) else list(value)
+    for flow in flows:
+        if not isinstance(flow, AgentSessionFlow):
+            raise ValueError(f"{target} must hold AgentSessionFlow objects, found {flow!r}")
+    return flows
