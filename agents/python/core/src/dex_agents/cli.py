@@ -3,12 +3,52 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import click
+from pydantic import TypeAdapter
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
+from .cli_format import (
+    EMPTY,
+    cell,
+    compact_json,
+    format_duration,
+    format_seconds,
+    format_time,
+    one_line,
+    parse_time,
+    table,
+    truncate,
+)
+from .client import AgentClient
+from .db import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, DatabaseUnavailable
+from .store import SessionNotFound
+from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
+from .types import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentMessage,
+    AgentSnapshot,
+    AgentToolCall,
+    AgentUsage,
+    PendingUserMessage,
+    StepExecution,
+)
 from .worker import Worker, load_flows
+
+T = TypeVar("T")
+
+TEXT_WIDTH = 160
+PAYLOAD_WIDTH = 120
+ERROR_WIDTH = 60
+DELTA_EVENTS = frozenset({"text_delta", "reasoning_delta"})
 
 
 @click.group()
@@ -22,7 +62,9 @@ def cli() -> None:
 @click.option("--worker-id", envvar="DEX_AGENTS_WORKER_ID", default=None)
 def worker(target: str, database_url: str | None, worker_id: str | None) -> None:
     """Run a Worker for the flows at TARGET (module:attribute)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     flows = load_flows(target)
     runner = Worker(flows, database_url=database_url, worker_id=worker_id)
 
@@ -37,3 +79,578 @@ def worker(target: str, database_url: str | None, worker_id: str | None) -> None
 
 def main() -> None:
     cli()
+
+
+# Plumbing -----------------------------------------------------------------------------------
+
+
+class CliError(click.ClickException):
+    """An expected failure: `error: <message>` on stderr, exit code 1, no traceback."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+database_option = click.option(
+    "--database-url",
+    envvar=DATABASE_URL_ENV,
+    default=None,
+    metavar="URL",
+    help=f"Session database [env {DATABASE_URL_ENV}; default {DEFAULT_DATABASE_URL}, "
+    "the file in the working directory].",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead.")
+session_argument = click.argument("session_id")
+
+
+def _call(database_url: str | None, call: Callable[[AgentClient], Awaitable[T]]) -> T:
+    """Runs `call` with a client of the database; expected failures become a CliError."""
+
+    async def run() -> T:
+        async with AgentClient(database_url) as client:
+            return await call(client)
+
+    try:
+        return asyncio.run(run())
+    except SessionNotFound as error:
+        raise CliError(f"{error} (database: {_display_url(database_url)})") from None
+    except (ValueError, DatabaseUnavailable) as error:
+        raise CliError(str(error)) from None
+    except (ArgumentError, DBAPIError) as error:
+        detail = error.orig if isinstance(error, DBAPIError) else error
+        raise CliError(
+            f"cannot use the database {_display_url(database_url)}: {detail}; "
+            f"check --database-url or {DATABASE_URL_ENV}"
+        ) from None
+
+
+def _display_url(database_url: str | None) -> str:
+    url = database_url or DEFAULT_DATABASE_URL
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return repr(url)
+
+
+def _json_object(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError as error:
+        raise click.BadParameter(f"not valid JSON ({error})") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter('must be a JSON object, like \'{"model": "small"}\'')
+    return parsed
+
+
+# Sessions -----------------------------------------------------------------------------------
+
+
+@cli.command()
+@database_option
+@click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
+@json_option
+def sessions(database_url: str | None, limit: int, as_json: bool) -> None:
+    """List sessions, newest first."""
+    summaries = _call(database_url, lambda client: client.list_sessions(limit))
+    if as_json:
+        click.echo(json.dumps([s.model_dump() for s in summaries], indent=2))
+        return
+    if not summaries:
+        click.echo(
+            f"no sessions in {_display_url(database_url)}; "
+            "start one with `dex-agents start FLOW_TYPE MESSAGE`"
+        )
+        return
+    headers = ["SESSION ID", "FLOW TYPE", "STATUS", "TURNS", "ACTIVE TURN", "CREATED"]
+    rows = [
+        [
+            s.session_id,
+            s.flow_type,
+            s.status or "not started",
+            s.turn_count,
+            s.active_turn_id,
+            format_time(s.created_at),
+        ]
+        for s in summaries
+    ]
+    click.echo(table(headers, rows))
+
+
+@cli.command()
+@database_option
+@click.argument("flow_type")
+@click.argument("message", required=False)
+@click.option("--session-id", help="The new session's ID [default: a random one].")
+@click.option(
+    "--settings", metavar="JSON", callback=_json_object, help="Session settings, a JSON object."
+)
+def start(
+    database_url: str | None,
+    flow_type: str,
+    message: str | None,
+    session_id: str | None,
+    settings: dict[str, Any] | None,
+) -> None:
+    """Start a session of FLOW_TYPE, optionally with a first MESSAGE; prints its ID.
+
+    A Worker that hosts FLOW_TYPE runs it (`dex-agents worker module:flows`)."""
+    new_id = _call(
+        database_url,
+        lambda client: client.start_session(
+            flow_type, message, session_id=session_id, session_settings=settings
+        ),
+    )
+    click.echo(new_id)
+
+
+@cli.command()
+@database_option
+@session_argument
+@click.argument("message")
+def send(database_url: str | None, session_id: str, message: str) -> None:
+    """Queue MESSAGE for the session; it takes it when no turn is running."""
+    if not _call(database_url, lambda client: client.send_user_message(session_id, message)):
+        raise CliError("the message is blank; nothing was queued (send some text)")
+    click.echo("queued")
+
+
+# Interrupts ---------------------------------------------------------------------------------
+
+
+@cli.command()
+@database_option
+@session_argument
+@click.argument("interrupt_id")
+def approve(database_url: str | None, session_id: str, interrupt_id: str) -> None:
+    """Approve the pending tool call INTERRUPT_ID (see `dex-agents snapshot`)."""
+    _resolve(database_url, session_id, interrupt_id, approved=True, message=None)
+    click.echo(f"approved {interrupt_id}; the tool call runs")
+
+
+@cli.command()
+@database_option
+@session_argument
+@click.argument("interrupt_id")
+@click.option("--message", help="Why, for the model [default: a generic rejection].")
+def reject(
+    database_url: str | None, session_id: str, interrupt_id: str, message: str | None
+) -> None:
+    """Reject the pending tool call (or decline the question) INTERRUPT_ID."""
+    _resolve(database_url, session_id, interrupt_id, approved=False, message=message)
+    click.echo(f"rejected {interrupt_id}; the model is told it did not run")
+
+
+def _resolve(
+    database_url: str | None,
+    session_id: str,
+    interrupt_id: str,
+    *,
+    approved: bool,
+    message: str | None,
+) -> None:
+    async def resolve(client: AgentClient) -> AgentSnapshot | None:
+        if await client.resolve_interrupt(session_id, interrupt_id, approved, message):
+            return None
+        return await client.get_agent_snapshot(session_id)
+
+    snapshot = _call(database_url, resolve)
+    if snapshot is not None:
+        raise CliError(_not_pending(session_id, interrupt_id, snapshot, approved=approved))
+
+
+def _not_pending(
+    session_id: str, interrupt_id: str, snapshot: AgentSnapshot, *, approved: bool
+) -> str:
+    pending = snapshot.pending_interrupts
+    match = next((i for i in pending if i.interrupt_id == interrupt_id), None)
+    if match is not None and match.kind == "question" and approved:
+        return (
+            f"interrupt {interrupt_id} is a question, not a tool approval; the CLI cannot "
+            f"answer it, but can decline it: dex-agents reject {session_id} {interrupt_id}"
+        )
+    ids = ", ".join(i.interrupt_id for i in pending) or "none"
+    return (
+        f"interrupt {interrupt_id} is not pending (already resolved, or its deadline passed); "
+        f"pending: {ids}"
+    )
+
+
+# Snapshot and messages ----------------------------------------------------------------------
+
+
+@cli.command()
+@database_option
+@session_argument
+@click.option(
+    "--messages",
+    "message_count",
+    type=click.IntRange(0, SNAPSHOT_MESSAGE_LIMIT),
+    default=20,
+    show_default=True,
+    help="How many of the last messages to show.",
+)
+@json_option
+def snapshot(database_url: str | None, session_id: str, message_count: int, as_json: bool) -> None:
+    """Show the session: state, usage, pending interrupts, tool calls, queue, last messages."""
+    snap = _call(database_url, lambda client: client.get_agent_snapshot(session_id))
+    if as_json:
+        click.echo(snap.model_dump_json(indent=2))
+        return
+    sections = [
+        _state_section(session_id, snap),
+        _interrupts_section(session_id, snap.pending_interrupts),
+        _tool_calls_section(snap.tool_calls),
+        _queue_section("Queued messages", snap.queued_messages),
+        _queue_section("Steered messages", snap.steered_messages),
+        _recent_messages_section(session_id, snap.messages, message_count),
+    ]
+    click.echo("\n\n".join(section for section in sections if section))
+
+
+def _state_section(session_id: str, snap: AgentSnapshot) -> str:
+    state = snap.state
+    fields: list[tuple[str, object]] = [("session", session_id)]
+    if state is None:
+        fields.append(("status", "not started: no Worker hosting its flow type has taken it yet"))
+    else:
+        fields += [
+            ("status", state.status),
+            ("turns", f"{state.turn_count} completed or failed"),
+            ("active turn", state.active_turn_id),
+            ("mode", state.interaction_mode),
+            ("last error", state.last_turn_error),
+        ]
+    fields.append(("usage", _usage(snap.usage)))
+    if snap.session_settings:
+        fields.append(("settings", json.dumps(snap.session_settings)))
+    if snap.plan is not None:
+        done = sum(task.status == "completed" for task in snap.plan.tasks)
+        plan = f"revision {snap.plan.revision}, {snap.plan.status}, {done}/{len(snap.plan.tasks)}"
+        fields.append(("plan", plan + " tasks completed"))
+    if snap.context_summary is not None:
+        summary = snap.context_summary
+        fields.append(("summary", f"messages up to #{summary.last_sequence} are summarized"))
+    return "\n".join(f"{name:<12} {cell(value)}" for name, value in fields)
+
+
+def _usage(usage: AgentUsage) -> str:
+    return (
+        f"{usage.model_calls} model calls, {usage.input_tokens:,} input tokens "
+        f"({usage.cached_input_tokens:,} cached), {usage.output_tokens:,} output tokens "
+        f"({usage.reasoning_tokens:,} reasoning)"
+    )
+
+
+def _interrupts_section(session_id: str, interrupts: list[AgentInterrupt]) -> str:
+    if not interrupts:
+        return "Pending interrupts: none"
+    headers = ["ID", "KIND", "TOOL", "ARGUMENTS", "DEADLINE"]
+    rows = [
+        [i.interrupt_id, i.kind, i.tool_name, _interrupt_detail(i), _deadline(i.deadline)]
+        for i in interrupts
+    ]
+    first = interrupts[0].interrupt_id
+    hint = (
+        f"  resolve with: dex-agents approve {session_id} {first}  |  "
+        f"dex-agents reject {session_id} {first} --message TEXT"
+    )
+    listing = table(headers, rows, [None, None, None, 60, None])
+    return f"Pending interrupts ({len(interrupts)})\n{listing}\n{hint}"
+
+
+def _interrupt_detail(interrupt: AgentInterrupt) -> str:
+    if interrupt.kind == "question" and interrupt.question:
+        choices = f" [{' / '.join(interrupt.choices)}]" if interrupt.choices else ""
+        return f"{interrupt.question}{choices}"
+    return compact_json(interrupt.arguments)
+
+
+def _deadline(deadline: str | None) -> str:
+    moment = parse_time(deadline)
+    if moment is None:
+        return deadline or "none"
+    remaining = (moment - datetime.now(UTC)).total_seconds()
+    when = "passed" if remaining <= 0 else f"in {format_seconds(remaining)}"
+    return f"{format_time(deadline)} ({when})"
+
+
+def _tool_calls_section(calls: list[AgentToolCall]) -> str:
+    if not calls:
+        return "Tool calls of the active turn: none"
+    headers = ["ID", "TOOL", "EFFECT", "STATUS", "DETAIL"]
+    rows = [[c.tool_call_id, c.tool_name, c.effect, c.status, _call_detail(c)] for c in calls]
+    return f"Tool calls of {calls[0].turn_id} ({len(calls)})\n" + table(
+        headers, rows, [None, None, None, None, 60]
+    )
+
+
+def _call_detail(call: AgentToolCall) -> str | None:
+    if call.error:
+        return f"error: {call.error}"
+    if call.rejection_message:
+        return f"rejected: {call.rejection_message}"
+    if call.output is not None:
+        return f"output: {compact_json(call.output)}"
+    if call.input_question:
+        return f"asks: {call.input_question}"
+    return f"args: {compact_json(call.arguments)}"
+
+
+def _queue_section(title: str, messages: list[PendingUserMessage]) -> str:
+    if not messages:
+        return f"{title}: none" if title.startswith("Queued") else ""
+    lines = [f"{title} ({len(messages)})"]
+    lines += [
+        f"  {m.message_id:>6}  {truncate(one_line(m.message.text), TEXT_WIDTH)}" for m in messages
+    ]
+    return "\n".join(lines)
+
+
+def _recent_messages_section(session_id: str, messages: list[AgentMessage], count: int) -> str:
+    if count == 0:
+        return ""
+    if not messages:
+        return "Messages: none yet"
+    shown = messages[-count:]
+    lines = [f"Last {len(shown)} messages" if len(shown) > 1 else "Last message"]
+    lines += transcript(shown)
+    if shown[0].sequence > 1:
+        lines.append(f"  earlier: dex-agents messages {session_id} --before {shown[0].sequence}")
+    return "\n".join(lines)
+
+
+def transcript(messages: Iterable[AgentMessage], *, full: bool = False) -> list[str]:
+    """One line a message (`full`: the whole text, indented), as `#seq role content`."""
+    lines = []
+    for message in messages:
+        content = _message_content(message)
+        prefix = f"  #{message.sequence:<4} {message.role:<9} "
+        if full:
+            body = content.replace("\n", "\n" + " " * len(prefix))
+        else:
+            body = truncate(one_line(content), TEXT_WIDTH)
+        lines.append(prefix + body)
+    return lines
+
+
+def _message_content(message: AgentMessage) -> str:
+    tool = f"{message.tool_name or 'tool'} [{message.tool_call_id}]"
+    if message.role == "tool":
+        return f"{tool} returned {compact_json(message.tool_output or '')}"
+    if message.tool_call_id and message.tool_name:
+        arguments = compact_json(message.tool_arguments or "{}")
+        call = f"calls {message.tool_name}({arguments}) [{message.tool_call_id}]"
+        return f"{message.text}\n{call}" if message.text else call
+    if message.text is not None:
+        return message.text
+    return f"(no display text) {compact_json(message.framework_item)}"
+
+
+@cli.command()
+@database_option
+@session_argument
+@click.option("--before", type=click.IntRange(1), help="Only messages before this sequence.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, LIST_MESSAGES_MAX_LIMIT),
+    default=LIST_MESSAGES_DEFAULT_LIMIT,
+    show_default=True,
+)
+@click.option("--full", is_flag=True, help="Whole texts instead of one truncated line each.")
+@json_option
+def messages(
+    database_url: str | None,
+    session_id: str,
+    before: int | None,
+    limit: int,
+    full: bool,
+    as_json: bool,
+) -> None:
+    """One page of the session's messages, oldest first; page back with --before."""
+    page = _call(database_url, lambda client: client.list_agent_messages(session_id, before, limit))
+    if as_json:
+        click.echo(page.model_dump_json(indent=2))
+        return
+    if not page.messages:
+        click.echo(f"no messages before #{before}" if before else "no messages yet")
+        return
+    click.echo("\n".join(transcript(page.messages, full=full)))
+    if page.next_before_sequence is None:
+        click.echo("(the oldest message; there are no earlier ones)")
+        return
+    more = "" if limit == LIST_MESSAGES_DEFAULT_LIMIT else f" --limit {limit}"
+    click.echo(
+        f"next page: dex-agents messages {session_id} --before {page.next_before_sequence}{more}"
+    )
+
+
+# History and events -------------------------------------------------------------------------
+
+
+@cli.command()
+@database_option
+@session_argument
+@json_option
+def history(database_url: str | None, session_id: str, as_json: bool) -> None:
+    """The session's Step executions, in the order they were scheduled."""
+    steps = _call(database_url, lambda client: client.get_step_history(session_id))
+    if as_json:
+        click.echo(TypeAdapter(list[StepExecution]).dump_json(steps, indent=2).decode())
+        return
+    click.echo(" -> ".join(step.step_type for step in steps))
+    click.echo()
+    headers = ["#", "STEP EXECUTION", "TYPE", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "ERROR"]
+    rows = [_step_row(number, step) for number, step in enumerate(steps, 1)]
+    click.echo(table(headers, rows, [None] * 7 + [ERROR_WIDTH]))
+
+
+def _step_row(number: int, step: StepExecution) -> list[object]:
+    started = format_time(step.started_at, precise=True) if step.started_at else EMPTY
+    return [
+        number,
+        step.step_execution_id,
+        step.step_type,
+        step.status,
+        step.attempts,
+        started,
+        format_duration(step.started_at, step.ended_at),
+        step.error,
+    ]
+
+
+@cli.command()
+@database_option
+@session_argument
+@click.option("--after", type=click.IntRange(0), default=0, help="Only events after this offset.")
+@click.option("--follow", is_flag=True, help="Keep printing new events until Ctrl-C.")
+@json_option
+def events(
+    database_url: str | None, session_id: str, after: int, follow: bool, as_json: bool
+) -> None:
+    """The session's events: offset, type, turn, Step execution, attempt, payload.
+
+    Runs of text and reasoning deltas print as one line."""
+    printer = EventPrinter(as_json=as_json, start_offset=after)
+    if follow:
+        _follow(database_url, session_id, printer)
+        return
+    _call(database_url, lambda client: _read_all(client, session_id, printer))
+    printer.close()
+    if printer.count == 0:
+        click.echo(f"no events after offset {after}")
+
+
+async def _read_all(client: AgentClient, session_id: str, printer: EventPrinter) -> None:
+    batch_size = 1000
+    while True:
+        batch = await client.read_events(session_id, after=printer.last_offset, limit=batch_size)
+        for event in batch:
+            printer.feed(event)
+        if len(batch) < batch_size:
+            return
+
+
+def _follow(database_url: str | None, session_id: str, printer: EventPrinter) -> None:
+    async def follow(client: AgentClient) -> None:
+        async for event in client.follow_events(session_id, after=printer.last_offset):
+            printer.feed(event)
+
+    try:
+        _call(database_url, follow)
+    except KeyboardInterrupt:
+        printer.close()
+        click.echo(
+            f"stopped after offset {printer.last_offset}; continue with: "
+            f"dex-agents events {session_id} --after {printer.last_offset} --follow",
+            err=True,
+        )
+
+
+class EventPrinter:
+    """Prints events one line each; a run of deltas of one Step attempt streams onto one line."""
+
+    HEADER = f"{'OFFSET':>6}  {'TYPE':<22}  {'TURN':<8}  {'STEP EXECUTION':<24}  ATTEMPT  PAYLOAD"
+
+    def __init__(self, *, as_json: bool, start_offset: int) -> None:
+        self.as_json = as_json
+        self.last_offset = start_offset
+        self.count = 0
+        self._run: tuple[str, str, int] | None = None
+        self._run_start = 0
+        self._run_length = 0
+
+    def feed(self, event: AgentEvent) -> None:
+        if self.as_json:
+            click.echo(event.to_json())
+        else:
+            self._print(event)
+        self.last_offset = event.offset
+        self.count += 1
+
+    def close(self) -> None:
+        """Ends an open run of deltas."""
+        if self._run is None:
+            return
+        runs = f"  ({self._run_length} deltas, offsets {self._run_start}-{self.last_offset})"
+        click.echo('"' + (runs if self._run_length > 1 else ""))
+        self._run = None
+
+    def _print(self, event: AgentEvent) -> None:
+        if self.count == 0:
+            click.echo(self.HEADER)
+        text = _delta_text(event)
+        key = (event.type, event.step_execution_id, event.attempt)
+        if text is not None and key == self._run:
+            click.echo(_escaped(text), nl=False)
+            self._run_length += 1
+            return
+        self.close()
+        if text is None:
+            click.echo(f"{self._prefix(event)}  {truncate(_payload(event.payload), PAYLOAD_WIDTH)}")
+            return
+        click.echo(f'{self._prefix(event)}  "{_escaped(text)}', nl=False)
+        self._run, self._run_start, self._run_length = key, event.offset, 1
+
+    @staticmethod
+    def _prefix(event: AgentEvent) -> str:
+        step = truncate(event.step_execution_id or EMPTY, 24)
+        return (
+            f"{event.offset:>6}  {truncate(event.type, 22):<22}  "
+            f"{truncate(event.turn_id or EMPTY, 8):<8}  {step:<24}  {event.attempt:>7}"
+        )
+
+
+def _delta_text(event: AgentEvent) -> str | None:
+    if event.type not in DELTA_EVENTS:
+        return None
+    try:
+        payload = json.loads(event.payload)
+    except ValueError:
+        return None
+    text = payload.get("text") if isinstance(payload, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def _escaped(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _payload(payload: str) -> str:
+    """A JSON object as `key=value` pairs; anything else as compact JSON."""
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return one_line(payload)
+    if not isinstance(value, dict):
+        return compact_json(payload)
+    return " ".join(f"{key}={_payload_value(item)}" for key, item in value.items())
+
+
+def _payload_value(value: object) -> str:
+    if isinstance(value, str) and value and not any(c.isspace() or c in "\"'=" for c in value):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
