@@ -23,11 +23,17 @@ async def test_approval_waits_beside_a_read_survives_a_restart_and_runs_once(
     session = await client.start_session("Assistant", "Weather in Lima, then email Ana.")
     snapshot = await client.wait_for(
         session,
-        lambda s: pending_interrupt("w1")(s)
-        and any(c.tool_call_id == "r1" and c.status == "succeeded" for c in s.tool_calls),
+        lambda s: (
+            pending_interrupt("w1")(s)
+            and any(c.tool_call_id == "r1" and c.status == "succeeded" for c in s.tool_calls)
+        ),
     )
     (interrupt,) = snapshot.pending_interrupts
-    assert (interrupt.kind, interrupt.tool_name, interrupt.deadline) == ("tool_approval", "send_email", None)
+    assert (interrupt.kind, interrupt.tool_name, interrupt.deadline) == (
+        "tool_approval",
+        "send_email",
+        None,
+    )
     assert {c.tool_call_id: c.status for c in snapshot.tool_calls} == {
         "r1": "succeeded",
         "w1": "awaiting_approval",

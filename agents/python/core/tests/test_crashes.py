@@ -27,7 +27,9 @@ async def test_kill_during_single_attempt_tool_records_outcome_unknown(
     assert [e["phase"] for e in tool_log.entries("slow_write")] == ["started"]
     assert tool_messages(model, 1) == {"w1": texts.OUTCOME_UNKNOWN_TEXT}
     finished = await events_of(client, session, "tool_call_finished")
-    assert finished == [{"tool_call_id": "w1", "tool_name": "slow_write", "status": "outcome_unknown"}]
+    assert finished == [
+        {"tool_call_id": "w1", "tool_name": "slow_write", "status": "outcome_unknown"}
+    ]
     history = await client.get_step_history(session)
     assert [s.step_type for s in history] == [
         "StartAgentSession",

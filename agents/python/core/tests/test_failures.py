@@ -3,7 +3,6 @@ nothing stored is lost."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from dex_agents import MessageTooLarge, SessionNotFound, texts
@@ -50,7 +49,11 @@ async def test_failed_turn_leaves_the_failure_note_and_the_write_is_not_repeated
     assert len(failed) == 1 and "HTTP 500" in failed[0]["error"]
     history = await client.get_step_history(session)
     run_models = [s for s in history if s.step_type == "RunModel"]
-    assert [(s.status, s.attempts) for s in run_models] == [("succeeded", 1), ("failed", 3), ("succeeded", 1)]
+    assert [(s.status, s.attempts) for s in run_models] == [
+        ("succeeded", 1),
+        ("failed", 3),
+        ("succeeded", 1),
+    ]
     assert "RecordTurnFailure" in [s.step_type for s in history]
 
 
@@ -62,7 +65,9 @@ async def test_malformed_tool_arguments_reach_the_model_as_a_failure(
         session = await client.start_session("Assistant", "Weather?")
         await client.wait_for(session, turns_done(1))
     assert tool_log.count("get_weather") == 0
-    assert tool_messages(model, 1) == {"r1": "The tool call failed: arguments must be a JSON object"}
+    assert tool_messages(model, 1) == {
+        "r1": "The tool call failed: arguments must be a JSON object"
+    }
 
 
 async def test_a_tool_raising_an_unexpected_error_is_retried_then_recorded_failed(
@@ -142,16 +147,18 @@ async def test_bad_rpc_input_gets_a_clear_error_and_loses_nothing(make_worker, m
         snapshot = await client.wait_for(session, turns_done(2))
     assert snapshot.messages[-1].text == "Still here."
     assert await step_types(client, session) == [
-        "StartAgentSession", "RunModel", "AwaitUserMessage", "RunModel", "AwaitUserMessage"
+        "StartAgentSession",
+        "RunModel",
+        "AwaitUserMessage",
+        "RunModel",
+        "AwaitUserMessage",
     ]
 
 
 async def test_session_settings_are_copied_at_turn_start(make_worker, model, client):
     model.enqueue(reply_text("One."))
     with make_worker():
-        session = await client.start_session(
-            "Assistant", "Hi", session_settings={"model": "small"}
-        )
+        session = await client.start_session("Assistant", "Hi", session_settings={"model": "small"})
         snapshot = await client.wait_for(session, turns_done(1))
         assert snapshot.session_settings == {"model": "small"}
         assert await client.update_session_settings(session, {"model": "large"})

@@ -75,9 +75,7 @@ async def test_parallel_tool_calls_run_as_parallel_steps(make_worker, model, cli
     assert set(tool_messages(model, 1)) == {"a", "b"}
 
 
-async def test_message_sent_during_a_turn_is_queued_and_handled_after(
-    make_worker, model, client
-):
+async def test_message_sent_during_a_turn_is_queued_and_handled_after(make_worker, model, client):
     model.enqueue(ScriptedReply(text="First answer.", hang=True), reply_text("Second answer."))
     with make_worker():
         session = await client.start_session("Assistant", "First question")
@@ -98,7 +96,11 @@ async def test_message_sent_during_a_turn_is_queued_and_handled_after(
     ]
     assert snapshot.queued_message_count == 0
     last = model.requests[1].body["messages"]
-    assert [m["content"] for m in last[1:]] == ["First question", "First answer.", "Second question"]
+    assert [m["content"] for m in last[1:]] == [
+        "First question",
+        "First answer.",
+        "Second question",
+    ]
 
 
 async def test_snapshot_returns_the_conversation_after_a_turn(make_worker, model, client):
@@ -134,7 +136,9 @@ async def test_snapshot_returns_the_conversation_after_a_turn(make_worker, model
 
 
 async def test_events_carry_turn_step_and_attempt(make_worker, model, client):
-    model.enqueue(reply_tools(("w1", "get_weather", {"city": "Rome"})), reply_text("Warm and sunny."))
+    model.enqueue(
+        reply_tools(("w1", "get_weather", {"city": "Rome"})), reply_text("Warm and sunny.")
+    )
     with make_worker():
         session = await client.start_session("Assistant", "Rome?")
         await client.wait_for(session, turns_done(1))
@@ -143,8 +147,13 @@ async def test_events_carry_turn_step_and_attempt(make_worker, model, client):
     types = [e.type for e in events]
     assert types[0] == "turn_started"
     assert types[-1] == "turn_completed"
-    for expected in ("tool_call_deferred", "tool_call_started", "tool_call_finished",
-                     "usage_recorded", "text_delta"):
+    for expected in (
+        "tool_call_deferred",
+        "tool_call_started",
+        "tool_call_finished",
+        "usage_recorded",
+        "text_delta",
+    ):
         assert expected in types
     assert all(e.turn_id == "turn-1" for e in events)
     assert [e.offset for e in events] == list(range(1, len(events) + 1))

@@ -1,6 +1,12 @@
 """dex-agents: durable agent sessions. Every model call and every tool call is its own Step."""
 
-from .client import AgentClient, MessageTooLarge, SessionExists, SyncAgentClient
+from .client import (
+    AgentClient,
+    DatabaseNotFound,
+    MessageTooLarge,
+    SessionExists,
+    SyncAgentClient,
+)
 from .flow import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
 from .policy import EFFECT_TABLE, resolve_tool_policy
 from .results import model_visible_result
@@ -51,6 +57,7 @@ __all__ = [
     "ContextCompactionRunner",
     "ContextSummaryRequest",
     "ContextSummaryResult",
+    "DatabaseNotFound",
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeferredToolOutcome",

@@ -77,6 +77,16 @@ def worker(target: str, database_url: str | None, worker_id: str | None) -> None
     asyncio.run(run())
 
 
+@cli.command()
+@click.option("--database-url", envvar="DEX_AGENTS_DATABASE_URL", default=None, metavar="URL")
+def demo(database_url: str | None) -> None:
+    """Run a durable session offline: a read, an approval, a SIGKILL, the Step history."""
+    from .demo import run_demo
+    from .worker import _database_url
+
+    run_demo(_database_url(database_url))
+
+
 def main() -> None:
     cli()
 
@@ -195,9 +205,10 @@ def start(
     session_id: str | None,
     settings: dict[str, Any] | None,
 ) -> None:
-    """Start a session of FLOW_TYPE, optionally with a first MESSAGE; prints its ID.
+    """Start a session; prints its ID.
 
-    A Worker that hosts FLOW_TYPE runs it (`dex-agents worker module:flows`)."""
+    The session of FLOW_TYPE starts with MESSAGE, if given, once a Worker that hosts
+    FLOW_TYPE runs (`dex-agents worker module:flows`)."""
     new_id = _call(
         database_url,
         lambda client: client.start_session(
@@ -212,7 +223,9 @@ def start(
 @session_argument
 @click.argument("message")
 def send(database_url: str | None, session_id: str, message: str) -> None:
-    """Queue MESSAGE for the session; it takes it when no turn is running."""
+    """Queue a user message.
+
+    The session takes MESSAGE when no turn is running."""
     if not _call(database_url, lambda client: client.send_user_message(session_id, message)):
         raise CliError("the message is blank; nothing was queued (send some text)")
     click.echo("queued")
@@ -226,7 +239,9 @@ def send(database_url: str | None, session_id: str, message: str) -> None:
 @session_argument
 @click.argument("interrupt_id")
 def approve(database_url: str | None, session_id: str, interrupt_id: str) -> None:
-    """Approve the pending tool call INTERRUPT_ID (see `dex-agents snapshot`)."""
+    """Approve a pending tool call.
+
+    INTERRUPT_ID is listed under pending interrupts by `dex-agents snapshot`."""
     _resolve(database_url, session_id, interrupt_id, approved=True, message=None)
     click.echo(f"approved {interrupt_id}; the tool call runs")
 
@@ -239,7 +254,10 @@ def approve(database_url: str | None, session_id: str, interrupt_id: str) -> Non
 def reject(
     database_url: str | None, session_id: str, interrupt_id: str, message: str | None
 ) -> None:
-    """Reject the pending tool call (or decline the question) INTERRUPT_ID."""
+    """Reject a pending tool call, or decline a question.
+
+    INTERRUPT_ID is listed under pending interrupts by `dex-agents snapshot`; the model sees
+    the rejection (--message) instead of the tool's result."""
     _resolve(database_url, session_id, interrupt_id, approved=False, message=message)
     click.echo(f"rejected {interrupt_id}; the model is told it did not run")
 
@@ -295,7 +313,10 @@ def _not_pending(
 )
 @json_option
 def snapshot(database_url: str | None, session_id: str, message_count: int, as_json: bool) -> None:
-    """Show the session: state, usage, pending interrupts, tool calls, queue, last messages."""
+    """Show a session's state.
+
+    Status, usage, pending interrupts, the active turn's tool calls, queued messages and the
+    last messages."""
     snap = _call(database_url, lambda client: client.get_agent_snapshot(session_id))
     if as_json:
         click.echo(snap.model_dump_json(indent=2))
@@ -338,8 +359,9 @@ def _state_section(session_id: str, snap: AgentSnapshot) -> str:
 
 
 def _usage(usage: AgentUsage) -> str:
+    calls = "model call" if usage.model_calls == 1 else "model calls"
     return (
-        f"{usage.model_calls} model calls, {usage.input_tokens:,} input tokens "
+        f"{usage.model_calls} {calls}, {usage.input_tokens:,} input tokens "
         f"({usage.cached_input_tokens:,} cached), {usage.output_tokens:,} output tokens "
         f"({usage.reasoning_tokens:,} reasoning)"
     )
@@ -428,7 +450,7 @@ def transcript(messages: Iterable[AgentMessage], *, full: bool = False) -> list[
     lines = []
     for message in messages:
         content = _message_content(message)
-        prefix = f"  #{message.sequence:<4} {message.role:<9} "
+        prefix = f"  #{message.sequence:<4} {message.role:<10} "
         if full:
             body = content.replace("\n", "\n" + " " * len(prefix))
         else:
@@ -470,7 +492,9 @@ def messages(
     full: bool,
     as_json: bool,
 ) -> None:
-    """One page of the session's messages, oldest first; page back with --before."""
+    """List a session's messages.
+
+    One page, oldest first; page back with --before."""
     page = _call(database_url, lambda client: client.list_agent_messages(session_id, before, limit))
     if as_json:
         click.echo(page.model_dump_json(indent=2))
@@ -496,7 +520,10 @@ def messages(
 @session_argument
 @json_option
 def history(database_url: str | None, session_id: str, as_json: bool) -> None:
-    """The session's Step executions, in the order they were scheduled."""
+    """Show a session's Step executions.
+
+    The chain of Step types, then one row per Step execution, in the order they were
+    scheduled."""
     steps = _call(database_url, lambda client: client.get_step_history(session_id))
     if as_json:
         click.echo(TypeAdapter(list[StepExecution]).dump_json(steps, indent=2).decode())
@@ -531,16 +558,17 @@ def _step_row(number: int, step: StepExecution) -> list[object]:
 def events(
     database_url: str | None, session_id: str, after: int, follow: bool, as_json: bool
 ) -> None:
-    """The session's events: offset, type, turn, Step execution, attempt, payload.
+    """Print a session's events; --follow streams them.
 
-    Runs of text and reasoning deltas print as one line."""
+    One line per event: offset, type, turn, Step execution, attempt and payload. A run of
+    text or reasoning deltas prints as one line."""
     printer = EventPrinter(as_json=as_json, start_offset=after)
     if follow:
         _follow(database_url, session_id, printer)
         return
     _call(database_url, lambda client: _read_all(client, session_id, printer))
     printer.close()
-    if printer.count == 0:
+    if printer.count == 0 and not as_json:
         click.echo(f"no events after offset {after}")
 
 

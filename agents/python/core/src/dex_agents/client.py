@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -18,7 +19,7 @@ from dbos import DBOS, DBOSClient
 from sqlalchemy.engine import Connection
 
 from . import store, texts
-from .clock import now_text, parse_time, utc_now
+from .clock import parse_time, utc_now
 from .db import Database, create_dbos_engine
 from .events import read_events
 from .runtime import DRIVER_VERSION, STEP_QUEUE, STEP_WORKFLOW, step_workflow_id
@@ -48,6 +49,10 @@ class MessageTooLarge(ValueError):
     pass
 
 
+class DatabaseNotFound(ValueError):
+    pass
+
+
 class AgentClient:
     """Async client. Every method raises `SessionNotFound` for an unknown session ID."""
 
@@ -58,9 +63,11 @@ class AgentClient:
 
     # Plumbing -----------------------------------------------------------------------------
 
-    def _db(self) -> Database:
+    def _db(self, *, create: bool = False) -> Database:
         if self._database is None:
-            database = Database(self.database_url)
+            if not create:
+                _check_sqlite_file(self.database_url)
+            database = Database(self.database_url, retry_seconds=10.0)
             database.create_schema()
             DBOS.migrate(self.database_url)
             self._dbos_client = DBOSClient(
@@ -69,8 +76,8 @@ class AgentClient:
             self._database = database
         return self._database
 
-    async def _write(self, fn: Callable[[Connection], T]) -> T:
-        database = await asyncio.to_thread(self._db)
+    async def _write(self, fn: Callable[[Connection], T], *, create: bool = False) -> T:
+        database = await asyncio.to_thread(lambda: self._db(create=create))
         return await database.write(fn)
 
     async def _read(self, fn: Callable[[Connection], T]) -> T:
@@ -138,7 +145,7 @@ class AgentClient:
             self._enqueue(conn, session_id, step)
             return session_id
 
-        return await self._write(tx)
+        return await self._write(tx, create=True)
 
     async def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
         rows = await self._read(lambda conn: store.list_sessions(conn, limit))
@@ -150,7 +157,7 @@ class AgentClient:
                 turn_count=s.state.turn_count if s.state else 0,
                 active_turn_id=s.state.active_turn_id if s.state else None,
                 created_at=s.created_at,
-                updated_at=s.created_at,
+                updated_at=s.updated_at,
             )
             for s in rows
         ]
@@ -196,7 +203,9 @@ class AgentClient:
             resolution = AgentInterruptResolution(approved=approved, rejection_message=message)
             remaining = [i for i in session.pending_interrupts if i.interrupt_id != interrupt_id]
             session.set("pending_interrupts", remaining)
-            store.publish(conn, session_id, INTERRUPT_RESOLUTIONS, resolution.to_json(), interrupt_id)
+            store.publish(
+                conn, session_id, INTERRUPT_RESOLUTIONS, resolution.to_json(), interrupt_id
+            )
             _client_event(
                 conn,
                 session,
@@ -360,6 +369,17 @@ def _client_event(
     store.write_events(conn, session, [EventRecord(type, turn_id, 1, payload, "")])
 
 
+def _check_sqlite_file(url: str) -> None:
+    """Reads never create a database: a wrong working directory or URL gets a clear error."""
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///")
+        if path and path != ":memory:" and not os.path.exists(path):
+            raise DatabaseNotFound(
+                f"no dex-agents database at {path}: start a session first, or pass the "
+                "database your Worker uses (--database-url or DEX_AGENTS_DATABASE_URL)"
+            )
+
+
 def _check_message_size(text: str) -> None:
     size = len(text.encode())
     if size > texts.MAX_USER_MESSAGE_BYTES:
@@ -377,5 +397,3 @@ def _check_client_settings(settings: dict[str, Any]) -> None:
         raise ValueError(
             f"session_settings are {size:,} bytes; at most {texts.MAX_SESSION_SETTINGS_BYTES:,}"
         )
-
-

@@ -56,7 +56,7 @@ class AgentSessionOptions:
 class AgentSessionFlow:
     """Registers a framework runner as a Flow type a Worker can host.
 
-        flow = AgentSessionFlow(PydanticAiRunner(agent), flow_type="TriageAgent")
+    flow = AgentSessionFlow(PydanticAiRunner(agent), flow_type="TriageAgent")
     """
 
     def __init__(
@@ -79,7 +79,9 @@ class AgentSessionFlow:
             if "write_todos" not in options.built_in_tools:
                 raise ValueError("plan_mode_enabled needs the write_todos built-in tool")
             if not getattr(self.runner, "supports_plan_mode", False):
-                raise ValueError("plan_mode_enabled needs a runner whose supports_plan_mode is True")
+                raise ValueError(
+                    "plan_mode_enabled needs a runner whose supports_plan_mode is True"
+                )
         if options.compaction is not None and not isinstance(self.runner, ContextCompactionRunner):
             raise ValueError(
                 "AgentSessionOptions.compaction needs a runner that implements "
@@ -91,4 +93,6 @@ class AgentSessionFlow:
         return isinstance(self.runner, UnfinishedTurnMessageBuilder)
 
     def __repr__(self) -> str:
-        return f"AgentSessionFlow(flow_type={self.flow_type!r}, runner={type(self.runner).__name__})"
+        return (
+            f"AgentSessionFlow(flow_type={self.flow_type!r}, runner={type(self.runner).__name__})"
+        )

@@ -50,6 +50,9 @@ STEP_WORKFLOW = "dex_agents.run_step"
 STEP_QUEUE = "dex_agents_steps"
 # A waiting Step looks at committed state again at least this often, even unwoken.
 RECHECK_SECONDS = 5.0
+# How many Steps one workflow runs in a row before it hands over to a new one, so that a
+# recovered workflow re-reads a short chain.
+MAX_INLINE_STEPS = 8
 
 
 def step_workflow_id(session_id: str, step_execution_id: str) -> str:
@@ -67,10 +70,25 @@ def current_runtime() -> Runtime:
 
 @DBOS.workflow(name=STEP_WORKFLOW)
 async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
-    next_steps = await current_runtime().run_step(session_id, step_execution_id)
+    runtime = current_runtime()
+    next_steps = await runtime.run_step(session_id, step_execution_id)
+    # A lone successor that does not wait runs in this workflow: it saves a workflow start
+    # and its checkpoints. Parallel successors and waiting ones get workflows of their own.
+    for _ in range(MAX_INLINE_STEPS):
+        successor = inline_successor(next_steps)
+        if successor is None:
+            break
+        next_steps = await runtime.run_step(session_id, successor)
     for next_step in next_steps:
         with SetWorkflowID(step_workflow_id(session_id, next_step)):
             await DBOS.start_workflow_async(run_step_workflow, session_id, next_step)
+
+
+def inline_successor(next_steps: Sequence[str]) -> str | None:
+    if len(next_steps) != 1:
+        return None
+    step_type = next_steps[0].rsplit("-", 1)[0]
+    return None if STEP_HANDLERS[step_type].options.waits else next_steps[0]
 
 
 class Waker:
@@ -184,7 +202,7 @@ class Runtime:
         flows: Sequence[AgentSessionFlow],
         database: Database,
         *,
-        wake_poll_interval: float = 0.05,
+        wake_poll_interval: float = 0.02,
         retry_backoff_seconds: float = 0.5,
     ) -> None:
         self.flows = {flow.flow_type: flow for flow in flows}
@@ -193,6 +211,7 @@ class Runtime:
         self.messages = MessageCache()
         self.retry_backoff_seconds = retry_backoff_seconds
         self._running: dict[str, dict[str, asyncio.Task[Any]]] = defaultdict(dict)
+        self._background: set[asyncio.Task[None]] = set()
         self._flow_types: dict[str, str] = {}
         database.on_wake = self.waker.notify_threadsafe
         self.waker.add_listener(self._check_cancellations)
@@ -204,7 +223,9 @@ class Runtime:
             lambda conn: store.load_step(conn, session_id, step_execution_id)
         )
         if row is None:
-            log.error("Step execution %s of session %s does not exist", step_execution_id, session_id)
+            log.error(
+                "Step execution %s of session %s does not exist", step_execution_id, session_id
+            )
             return []
         if row.status in ("succeeded", "failed"):
             return row.next_steps
@@ -223,11 +244,17 @@ class Runtime:
         while True:
             if handler.options.waits and not await self._wait(ctx, handler):
                 return []
-            if not handler.has_execute:
-                outcome = await self.database.write(lambda conn: self._commit(conn, ctx, handler, None))
-                if outcome is None:
-                    continue
-                return outcome
+            if handler.has_execute:
+                return await self._run_attempts(ctx, handler)
+            committed = await self.database.write(
+                lambda conn: self._commit(conn, ctx, handler, None)
+            )
+            if committed is not None:
+                return committed
+
+    async def _run_attempts(self, ctx: StepContext, handler: StepHandler) -> Sequence[str]:
+        """Begins attempts until one commits or the failure route takes over."""
+        while True:
             begun = await self.database.write(lambda conn: self._begin_attempt(conn, ctx, handler))
             if begun.next_steps is not None:
                 return begun.next_steps
@@ -237,17 +264,27 @@ class Runtime:
             except StepCancelled:
                 return []
             except Exception as error:
-                routed = await self.database.write(
-                    lambda conn: self._attempt_failed(conn, ctx, handler, error)
-                )
+                routed = await self._record_failed_attempt(ctx, handler, error)
                 if routed is not None:
                     return routed
                 await asyncio.sleep(self.retry_backoff_seconds * 2 ** (ctx.attempt - 1))
                 continue
-            committed = await self.database.write(
-                lambda conn: self._commit(conn, ctx, handler, result, fence=ctx.attempt)
-            )
-            return committed or []
+            return await self._commit_result(ctx, handler, result)
+
+    async def _commit_result(
+        self, ctx: StepContext, handler: StepHandler, result: Any
+    ) -> Sequence[str]:
+        committed = await self.database.write(
+            lambda conn: self._commit(conn, ctx, handler, result, fence=ctx.attempt)
+        )
+        return committed or []
+
+    async def _record_failed_attempt(
+        self, ctx: StepContext, handler: StepHandler, error: Exception
+    ) -> Sequence[str] | None:
+        return await self.database.write(
+            lambda conn: self._attempt_failed(conn, ctx, handler, error)
+        )
 
     async def _flow_of(self, session_id: str) -> AgentSessionFlow:
         flow_type = self._flow_types.get(session_id)
@@ -297,10 +334,17 @@ class Runtime:
                 f"the Worker stopped while attempt {row.attempts} of {ctx.step_execution_id} ran"
             )
             progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
-            return Begun(next_steps=self._route_failure(tx, handler, detail, progress, "WorkerLost"))
+            return Begun(
+                next_steps=self._route_failure(tx, handler, detail, progress, "WorkerLost")
+            )
         started: dict[str, Any] = {"started_at": now_text()} if row.attempts == 0 else {}
         store.update_step(
-            conn, ctx.session_id, ctx.step_execution_id, status="running", attempts=attempt, **started
+            conn,
+            ctx.session_id,
+            ctx.step_execution_id,
+            status="running",
+            attempts=attempt,
+            **started,
         )
         transition = handler.begin(ctx, tx)
         if transition is not None:
@@ -451,7 +495,9 @@ class Runtime:
 
     def _check_cancellations(self, sessions: set[str]) -> None:
         for session_id in sessions & self._running.keys():
-            asyncio.ensure_future(self._cancel_if_requested(session_id))
+            task = asyncio.ensure_future(self._cancel_if_requested(session_id))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def _cancel_if_requested(self, session_id: str) -> None:
         running = dict(self._running.get(session_id, {}))

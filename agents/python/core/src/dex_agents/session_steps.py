@@ -308,7 +308,8 @@ class RunModel(StepHandler):
         if isinstance(result, TurnCompleted):
             return self._complete(ctx, tx, result)
         if isinstance(result, TurnContinued):
-            store.append_messages(tx.conn, tx.session, state.active_turn_id, result.new_messages)
+            turn_id: str = ctx.loaded["turn_id"]
+            store.append_messages(tx.conn, tx.session, turn_id, result.new_messages)
             tx.session.set("framework_run_state", result.framework_run_state)
             return go(("RunModel", None))
         return self._request_tools(ctx, tx, result)
@@ -317,7 +318,9 @@ class RunModel(StepHandler):
         session = tx.session
         turn_id = session.active_state.active_turn_id
         assert turn_id is not None
-        store.append_messages(tx.conn, session, turn_id, _checked_messages(ctx, result.new_messages))
+        store.append_messages(
+            tx.conn, session, turn_id, _checked_messages(ctx, result.new_messages)
+        )
         message_count = turn_message_count(session)
         end_turn(tx, error=result.turn_error)
         if result.turn_error:
@@ -326,7 +329,9 @@ class RunModel(StepHandler):
             tx.event("turn_completed", {"message_count": message_count}, turn_id=turn_id)
         return go(("AwaitUserMessage", None))
 
-    def _request_tools(self, ctx: StepContext, tx: StepTx, result: ToolCallsRequested) -> Transition:
+    def _request_tools(
+        self, ctx: StepContext, tx: StepTx, result: ToolCallsRequested
+    ) -> Transition:
         session = tx.session
         turn_id = session.active_state.active_turn_id
         assert turn_id is not None
@@ -335,7 +340,9 @@ class RunModel(StepHandler):
             end_turn(tx, error=problem)
             tx.event("turn_failed", {"error": problem}, turn_id=turn_id)
             return go(("AwaitUserMessage", None))
-        store.append_messages(tx.conn, session, turn_id, _checked_messages(ctx, result.new_messages))
+        store.append_messages(
+            tx.conn, session, turn_id, _checked_messages(ctx, result.new_messages)
+        )
         session.set("framework_run_state", result.framework_run_state)
         existing = store.load_tool_calls(tx.conn, ctx.session_id)
         next_steps: list[tuple[str, Any]] = []
@@ -370,7 +377,8 @@ class RunModel(StepHandler):
         seen = {r.tool_call_id for r in store.load_tool_calls(tx.conn, ctx.session_id)}
         for call in result.tool_calls:
             if not isinstance(call, DeferredToolCall):
-                return f"ToolCallsRequested.tool_calls holds {type(call).__name__}, not DeferredToolCall"
+                kind = type(call).__name__
+                return f"ToolCallsRequested.tool_calls holds {kind}, not DeferredToolCall"
             problem = tool_call_id_problem(call.tool_call_id, seen)
             if problem:
                 return f"the model's tool calls cannot run: {problem}"
@@ -559,7 +567,9 @@ class AwaitToolApproval(StepHandler):
         if taken:
             resolution = AgentInterruptResolution.model_validate_json(taken[0].payload)
             if resolution.approved:
-                store.save_tool_call(tx.conn, ctx.session_id, record.model_copy(update={"status": "approved"}))
+                store.save_tool_call(
+                    tx.conn, ctx.session_id, record.model_copy(update={"status": "approved"})
+                )
                 return go((tool_step_type(record), call_id))
             rejected = record.model_copy(
                 update={"status": "rejected", "rejection_message": resolution.rejection_message}
@@ -590,7 +600,9 @@ def _pending(session: Session, interrupt_id: str) -> AgentInterrupt | None:
 
 
 def remove_interrupt(tx: StepTx, interrupt: AgentInterrupt) -> None:
-    remaining = [i for i in tx.session.pending_interrupts if i.interrupt_id != interrupt.interrupt_id]
+    remaining = [
+        i for i in tx.session.pending_interrupts if i.interrupt_id != interrupt.interrupt_id
+    ]
     tx.session.set("pending_interrupts", remaining)
 
 
@@ -620,7 +632,9 @@ class ResumeTurn(StepHandler):
         expected = int(ctx.step_input)
         if store.count(conn, ctx.session_id, TURN_CONTROL_REQUESTS):
             return READY
-        return READY if store.count(conn, ctx.session_id, TOOL_CALL_RESULTS) >= expected else NOT_READY
+        return (
+            READY if store.count(conn, ctx.session_id, TOOL_CALL_RESULTS) >= expected else NOT_READY
+        )
 
     def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
         state = tx.session.active_state
@@ -719,14 +733,16 @@ class RecordTurnFailure(StepHandler):
             items = list(await runner.build_unfinished_turn_messages(turn))
             return list(_checked_messages(ctx, items))
         except Exception as error:  # a runner defect must never block the failure route
-            log.warning("build_unfinished_turn_messages failed; storing no messages for it: %s", error)
+            log.warning(
+                "build_unfinished_turn_messages failed; storing no messages for it: %s", error
+            )
             return []
 
     def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
         session = tx.session
         state = session.active_state
-        turn_id = state.active_turn_id
-        if turn_id != ctx.loaded["turn_id"]:
+        turn_id: str = ctx.loaded["turn_id"]
+        if state.active_turn_id != turn_id:
             return END
         recovery = ctx.recovery
         error = recovery.detail if recovery else "the turn failed"

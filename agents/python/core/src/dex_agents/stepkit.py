@@ -126,7 +126,9 @@ class StepTx:
         self.events.append(
             EventRecord(
                 type=type,
-                turn_id=turn_id if turn_id is not None else (state.active_turn_id if state else None),
+                turn_id=turn_id
+                if turn_id is not None
+                else (state.active_turn_id if state else None),
                 attempt=max(self.ctx.attempt, 1),
                 payload=dict(payload),
                 step_execution_id=self.ctx.step_execution_id,

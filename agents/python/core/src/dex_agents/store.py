@@ -63,6 +63,7 @@ class Session:
     session_id: str
     flow_type: str
     created_at: str
+    updated_at: str
     start_input: AgentSessionStartInput
     state: AgentState | None
     usage: AgentUsage
@@ -105,6 +106,7 @@ def _session_from_row(row: Any) -> Session:
         session_id=row.session_id,
         flow_type=row.flow_type,
         created_at=row.created_at,
+        updated_at=row.updated_at,
         start_input=AgentSessionStartInput.model_validate_json(row.start_input),
         state=_load_json(row.state, AgentState),
         usage=_load_json(row.usage, AgentUsage) or AgentUsage(),
@@ -177,9 +179,7 @@ def save_session(conn: Connection, session: Session) -> None:
     values["event_counter"] = session.event_counter
     values["updated_at"] = now_text()
     conn.execute(
-        db.sessions.update()
-        .where(db.sessions.c.session_id == session.session_id)
-        .values(**values)
+        db.sessions.update().where(db.sessions.c.session_id == session.session_id).values(**values)
     )
     session.dirty.clear()
 
@@ -199,7 +199,7 @@ def append_messages(
         return []
     state = session.active_state
     now = now_text()
-    stored = []
+    stored: list[AgentMessage] = []
     for item in items:
         stored.append(
             AgentMessage(
@@ -221,7 +221,9 @@ def append_messages(
     )
     session.set(
         "state",
-        state.model_copy(update={"next_message_sequence": state.next_message_sequence + len(stored)}),
+        state.model_copy(
+            update={"next_message_sequence": state.next_message_sequence + len(stored)}
+        ),
     )
     return stored
 
@@ -415,7 +417,9 @@ def write_events(conn: Connection, session: Session, records: Sequence[EventReco
     wake(conn, session.session_id)
 
 
-def append_events_unlocked(conn: Connection, session_id: str, records: Sequence[EventRecord]) -> None:
+def append_events_unlocked(
+    conn: Connection, session_id: str, records: Sequence[EventRecord]
+) -> None:
     """Appends events from outside a session transaction (streamed deltas): reserves the
     offsets with one atomic counter update."""
     if not records:
@@ -482,7 +486,12 @@ class StepRow:
 
 
 def schedule_step(
-    conn: Connection, session: Session, step_type: str, step_input: Any, *, status: str = "scheduled"
+    conn: Connection,
+    session: Session,
+    step_type: str,
+    step_input: Any,
+    *,
+    status: str = "scheduled",
 ) -> str:
     session.step_counter += 1
     step_execution_id = f"{step_type}-{session.step_counter}"
@@ -530,7 +539,9 @@ def update_step(conn: Connection, session_id: str, step_execution_id: str, **val
         values["next_steps"] = json.dumps(values["next_steps"])
     result = conn.execute(
         db.steps.update()
-        .where(db.steps.c.session_id == session_id, db.steps.c.step_execution_id == step_execution_id)
+        .where(
+            db.steps.c.session_id == session_id, db.steps.c.step_execution_id == step_execution_id
+        )
         .values(**values)
     )
     return int(result.rowcount)

@@ -38,7 +38,7 @@ class Worker:
         *,
         database_url: str | None = None,
         worker_id: str | None = None,
-        wake_poll_interval: float = 0.05,
+        wake_poll_interval: float = 0.02,
         queue_poll_interval: float = 0.05,
     ) -> None:
         self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)

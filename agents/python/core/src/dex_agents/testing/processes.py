@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -63,10 +64,14 @@ class WorkerProcess:
         deadline = time.monotonic() + self.start_timeout
         while not ready.exists():
             if self.process.poll() is not None:
-                raise RuntimeError(f"the Worker exited with {self.process.returncode}:\n{self.log()}")
+                raise RuntimeError(
+                    f"the Worker exited with {self.process.returncode}:\n{self.log()}"
+                )
             if time.monotonic() > deadline:
                 self.kill()
-                raise TimeoutError(f"the Worker did not start in {self.start_timeout:g} s:\n{self.log()}")
+                raise TimeoutError(
+                    f"the Worker did not start in {self.start_timeout:g} s:\n{self.log()}"
+                )
             time.sleep(0.02)
         return self
 
@@ -78,10 +83,8 @@ class WorkerProcess:
         """SIGKILL of the whole process group: no cleanup runs, as in a crash."""
         if self.process is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait()
 
     def stop(self, timeout: float = 10.0) -> None:

@@ -159,8 +159,15 @@ class ScriptedRunner:
                 tool_name=item.get("name"),
                 tool_output=item["content"],
             )
+        calls = item.get("tool_calls") or []
+        single = calls[0]["function"] if len(calls) == 1 else None
         return FrameworkMessage(
-            role=item["role"], text=item.get("content"), framework_item=json.dumps(item)
+            role=item["role"],
+            text=item.get("content"),
+            framework_item=json.dumps(item),
+            tool_call_id=calls[0]["id"] if single else None,
+            tool_name=single["name"] if single else None,
+            tool_arguments=single["arguments"] if single else None,
         )
 
     @staticmethod
@@ -187,26 +194,26 @@ class ScriptedRunner:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage: AgentUsage | None = None
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
-            async with client.stream(
-                "POST", f"{self.base_url}/chat/completions", json=request
-            ) as response:
-                if response.status_code != 200:
-                    body = (await response.aread()).decode(errors="replace")
-                    raise RuntimeError(f"model call failed with HTTP {response.status_code}: {body}")
-                async for line in response.aiter_lines():
-                    if not line.startswith("data: ") or line == "data: [DONE]":
-                        continue
-                    chunk = json.loads(line[6:])
-                    if chunk.get("usage"):
-                        usage = _usage(chunk["usage"])
-                    for choice in chunk.get("choices", []):
-                        delta = choice.get("delta", {})
-                        if delta.get("content"):
-                            text.append(delta["content"])
-                            turn.events.write("text_delta", {"text": delta["content"]})
-                        for part in delta.get("tool_calls") or []:
-                            _merge_tool_call(calls, part)
+        async with (
+            httpx.AsyncClient(timeout=self.timeout) as client,
+            client.stream("POST", f"{self.base_url}/chat/completions", json=request) as response,
+        ):
+            if response.status_code != 200:
+                body = (await response.aread()).decode(errors="replace")
+                raise RuntimeError(f"model call failed with HTTP {response.status_code}: {body}")
+            async for line in response.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                if chunk.get("usage"):
+                    usage = _usage(chunk["usage"])
+                for choice in chunk.get("choices", []):
+                    delta = choice.get("delta", {})
+                    if delta.get("content"):
+                        text.append(delta["content"])
+                        turn.events.write("text_delta", {"text": delta["content"]})
+                    for part in delta.get("tool_calls") or []:
+                        _merge_tool_call(calls, part)
         reply: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
         if calls:
             reply["tool_calls"] = [calls[i] for i in sorted(calls)]

@@ -1,0 +1,292 @@
+"""The `dex-agents` CLI against a real database and a real Worker process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from dex_agents.cli import cli
+from dex_agents.testing import reply_text, reply_tools
+from dex_agents.types import AgentEvent, AgentMessagesPage, AgentSnapshot
+
+SESSION = "cli-demo"
+
+
+def run(database_url: str, *args: str, exit_code: int = 0) -> Result:
+    """One CLI command; the database comes from the environment, as a user would set it."""
+    result = CliRunner().invoke(cli, list(args), env={"DEX_AGENTS_DATABASE_URL": database_url})
+    assert result.exit_code == exit_code, (result.output, result.stderr, result.exception)
+    return result
+
+
+def snapshot_of(database_url: str, session_id: str = SESSION) -> AgentSnapshot:
+    return AgentSnapshot.model_validate_json(
+        run(database_url, "snapshot", session_id, "--json").stdout
+    )
+
+
+def wait_for(
+    database_url: str, predicate: Callable[[AgentSnapshot], bool], timeout: float = 60.0
+) -> AgentSnapshot:
+    deadline = time.monotonic() + timeout
+    while True:
+        snapshot = snapshot_of(database_url)
+        if predicate(snapshot):
+            return snapshot
+        assert time.monotonic() < deadline, f"timed out; last snapshot: {snapshot}"
+        time.sleep(0.1)
+
+
+def turn_done(snapshot: AgentSnapshot) -> bool:
+    state = snapshot.state
+    return (
+        state is not None and state.turn_count == 1 and state.status == "waiting_for_user_message"
+    )
+
+
+def test_cli_drives_a_session_through_an_approval(make_worker, model, database_url, tool_log):
+    model.enqueue(
+        reply_tools(
+            ("r1", "get_weather", {"city": "Paris"}),
+            ("w1", "send_email", {"to": "ana@example.com", "body": "Sunny in Paris."}),
+        ),
+        reply_text("Sent: it is sunny in Paris.\nAnything else?"),
+    )
+    with make_worker():
+        started = run(database_url, "start", "Assistant", "Weather in Paris, email Ana.",
+                      "--session-id", SESSION)  # fmt: skip
+        assert started.stdout == f"{SESSION}\n"
+        wait_for(
+            database_url,
+            lambda s: (
+                bool(s.pending_interrupts)
+                and any(c.tool_call_id == "r1" and c.status == "succeeded" for c in s.tool_calls)
+            ),
+        )
+        _check_pending_approval(database_url)
+        assert run(database_url, "approve", SESSION, "w1").stdout.startswith("approved w1")
+        wait_for(database_url, turn_done)
+
+    again = run(database_url, "approve", SESSION, "w1", exit_code=1)
+    assert again.stderr == (
+        "error: interrupt w1 is not pending (already resolved, or its deadline passed); "
+        "pending: none\n"
+    )
+    assert tool_log.count("send_email") == 1
+    _check_history(database_url)
+    _check_messages(database_url)
+    _check_events(database_url)
+    _check_finished_snapshot(database_url)
+
+
+def _check_pending_approval(database_url: str) -> None:
+    out = run(database_url, "snapshot", SESSION).stdout
+    assert "status       running_tools" in out
+    assert "active turn  turn-1" in out
+    assert "usage        1 model call, 10 input tokens" in out
+    assert "Pending interrupts (1)" in out
+    row = next(line for line in out.splitlines() if line.startswith("w1 "))  # the interrupt
+    assert row.split()[:3] == ["w1", "tool_approval", "send_email"]
+    assert '{"to":"ana@example.com","body":"Sunny in Paris."}' in row
+    assert row.endswith("none")  # no deadline
+    assert f"dex-agents approve {SESSION} w1" in out
+    assert "Tool calls of turn-1 (2)" in out
+    assert _row(out, "r1")[:4] == ["r1", "get_weather", "read", "succeeded"]
+    call = ["w1", "send_email", "non_idempotent_write", "awaiting_approval"]
+    assert _row(out, "w1", skip=1)[:4] == call
+    assert "Queued messages: none" in out
+    assert "  #1    user       Weather in Paris, email Ana." in out
+
+    sessions = run(database_url, "sessions").stdout.splitlines()
+    assert sessions[0].split() == ["SESSION", "ID", "FLOW", "TYPE", "STATUS", "TURNS", "ACTIVE",
+                                   "TURN", "CREATED"]  # fmt: skip
+    assert sessions[1].split()[:5] == [SESSION, "Assistant", "running_tools", "0", "turn-1"]
+
+
+def _row(out: str, first: str, skip: int = 0) -> list[str]:
+    rows = [line.split() for line in out.splitlines() if line.startswith(first + " ")]
+    return rows[skip]
+
+
+def _check_history(database_url: str) -> None:
+    lines = run(database_url, "history", SESSION).stdout.splitlines()
+    assert lines[0] == (
+        "StartAgentSession -> RunModel -> CallTool -> AwaitToolApproval -> ResumeTurn -> "
+        "CallSingleAttemptTool -> RunModel -> AwaitUserMessage"
+    )
+    assert lines[1] == ""
+    assert lines[2].split() == ["#", "STEP", "EXECUTION", "TYPE", "STATUS", "ATTEMPTS", "STARTED",
+                                "DURATION", "ERROR"]  # fmt: skip
+    first, last = lines[3].split(), lines[-1].split()
+    assert first[:5] == ["1", "StartAgentSession-1", "StartAgentSession", "succeeded", "1"]
+    assert first[-2].endswith(("ms", "s")) and first[-1] == "-"
+    assert last == ["8", "AwaitUserMessage-8", "AwaitUserMessage", "waiting", "0", "-", "-", "-"]
+
+    steps = json.loads(run(database_url, "history", SESSION, "--json").stdout)
+    assert [s["step_execution_id"] for s in steps][:2] == ["StartAgentSession-1", "RunModel-2"]
+
+
+def _check_messages(database_url: str) -> None:
+    out = run(database_url, "messages", SESSION).stdout.splitlines()
+    assert out[0] == "  #1    user       Weather in Paris, email Ana."
+    assert (
+        out[2] == '  #3    tool       get_weather [r1] returned {"city":"Paris","forecast":"sunny"}'
+    )
+    assert out[3] == "  #4    tool       send_email [w1] returned sent to ana@example.com"
+    assert out[4] == "  #5    assistant  Sent: it is sunny in Paris. Anything else?"
+    assert out[5] == "(the oldest message; there are no earlier ones)"
+
+    page = run(database_url, "messages", SESSION, "--limit", "2").stdout.splitlines()
+    assert [line.split()[0] for line in page[:2]] == ["#4", "#5"]
+    assert page[2] == f"next page: dex-agents messages {SESSION} --before 4 --limit 2"
+    older = run(database_url, "messages", SESSION, "--before", "4", "--limit", "2").stdout
+    assert [line.split()[0] for line in older.splitlines()[:2]] == ["#2", "#3"]
+
+    full = run(database_url, "messages", SESSION, "--before", "6", "--limit", "1", "--full").stdout
+    assert "Sent: it is sunny in Paris.\n" in full and "Anything else?" in full
+    page_json = run(database_url, "messages", SESSION, "--json").stdout
+    assert len(AgentMessagesPage.model_validate_json(page_json).messages) == 5
+
+
+def _check_events(database_url: str) -> None:
+    out = run(database_url, "events", SESSION).stdout.splitlines()
+    assert out[0].split() == ["OFFSET", "TYPE", "TURN", "STEP", "EXECUTION", "ATTEMPT", "PAYLOAD"]
+    assert out[1].split() == [
+        "1",
+        "turn_started",
+        "turn-1",
+        "StartAgentSession-1",
+        "1",
+        "sequence=1",
+    ]
+    (raised,) = [line for line in out if " interrupt_raised " in line]
+    assert "interrupt_id=w1 tool_call_id=w1 tool_name=send_email" in raised
+    (resolved,) = [line for line in out if " interrupt_resolved " in line]
+    assert "interrupt_id=w1 approved=true" in resolved
+    (text,) = [line for line in out if " text_delta " in line]  # the deltas, on one line
+    assert '"Sent: it is sunny in Paris.\\nAnything else?"  (' in text and "deltas" in text
+    assert out[-1].split()[1:] == ["turn_completed", "turn-1", "RunModel-7", "1", "message_count=4"]
+
+    last = int(out[-1].split()[0])
+    tail = run(database_url, "events", SESSION, "--after", str(last - 2), "--json").stdout
+    offsets = [AgentEvent.model_validate_json(line).offset for line in tail.splitlines()]
+    assert offsets == [last - 1, last]
+    assert run(database_url, "events", SESSION, "--after", str(last)).stdout == (
+        f"no events after offset {last}\n"
+    )
+
+
+def _check_finished_snapshot(database_url: str) -> None:
+    out = run(database_url, "snapshot", SESSION, "--messages", "2").stdout
+    assert "status       waiting_for_user_message" in out
+    assert "turns        1 completed or failed" in out
+    assert "Pending interrupts: none" in out
+    assert "Tool calls of the active turn: none" in out
+    assert "Last 2 messages\n  #4    tool" in out
+    assert f"earlier: dex-agents messages {SESSION} --before 4" in out
+    assert snapshot_of(database_url).usage.model_calls == 2
+
+
+def test_cli_rejects_with_a_message_and_sends_a_follow_up(
+    make_worker, model, database_url, tool_log
+):
+    model.enqueue(
+        reply_tools(("w1", "send_email", {"to": "bob@example.com", "body": "Hi"})),
+        reply_text("Understood, not sent."),
+        reply_text("Hello again."),
+    )
+    with make_worker():
+        run(database_url, "start", "Assistant", "Email Bob.", "--session-id", SESSION)
+        wait_for(database_url, lambda s: bool(s.pending_interrupts))
+        rejected = run(database_url, "reject", SESSION, "w1", "--message", "Not today.")
+        assert rejected.stdout.startswith("rejected w1")
+        wait_for(database_url, turn_done)
+        assert run(database_url, "send", SESSION, "Hi again").stdout == "queued\n"
+        wait_for(database_url, lambda s: s.state is not None and s.state.turn_count == 2)
+
+    assert tool_log.count("send_email") == 0
+    transcript = run(database_url, "messages", SESSION).stdout
+    assert "send_email [w1] returned Not today." in transcript
+    assert "#5    user       Hi again\n  #6    assistant  Hello again." in transcript
+
+
+def test_events_follow_streams_until_interrupted(make_worker, model, database_url, tool_log):
+    model.enqueue(reply_text("Hi there, streaming."))
+    with make_worker():
+        run(database_url, "start", "Assistant", "Hi", "--session-id", SESSION)
+        follow = subprocess.Popen(
+            [sys.executable, "-m", "dex_agents", "events", SESSION, "--follow"],
+            env={**os.environ, "DEX_AGENTS_DATABASE_URL": database_url},
+            cwd=Path(__file__).parent.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            lines = []
+            assert follow.stdout is not None
+            while not lines or "turn_completed" not in lines[-1]:
+                line = follow.stdout.readline()
+                assert line, f"the follower ended early: {lines}"
+                lines.append(line)
+            follow.send_signal(signal.SIGINT)
+            _, stderr = follow.communicate(timeout=30)
+        finally:
+            follow.kill()
+
+    assert follow.returncode == 0, stderr
+    assert any('"Hi there, streaming."' in line for line in lines)
+    last = lines[-1].split()[0]
+    assert stderr.endswith(
+        f"stopped after offset {last}; continue with: "
+        f"dex-agents events {SESSION} --after {last} --follow\n"
+    )
+
+
+def test_cli_errors_are_one_line_with_exit_code_1(database_url: str) -> None:
+    empty = run(database_url, "sessions").stdout
+    assert empty.startswith("no sessions in ") and "dex-agents start FLOW_TYPE MESSAGE" in empty
+
+    for command in (["snapshot"], ["history"], ["messages"], ["events"], ["send", "hi"],
+                    ["approve", "w1"], ["reject", "w1"]):  # fmt: skip
+        failed = run(database_url, command[0], "nope", *command[1:], exit_code=1)
+        assert failed.stderr.startswith(
+            "error: no agent session 'nope': check the ID with `dex-agents sessions` (database: "
+        ), command
+        assert failed.stdout == "" and "Traceback" not in failed.output
+
+    # No Worker runs, so the session stays unstarted.
+    assert run(database_url, "start", "Assistant", "--session-id", SESSION).stdout == f"{SESSION}\n"
+    assert "status       not started" in run(database_url, "snapshot", SESSION).stdout
+    duplicate = run(database_url, "start", "Assistant", "--session-id", SESSION, exit_code=1)
+    assert duplicate.stderr == f"error: a session with ID '{SESSION}' already exists\n"
+    unknown = run(database_url, "reject", SESSION, "w9", exit_code=1)
+    assert unknown.stderr == (
+        "error: interrupt w9 is not pending (already resolved, or its deadline passed); "
+        "pending: none\n"
+    )
+    blank = run(database_url, "send", SESSION, "   ", exit_code=1)
+    assert blank.stderr == "error: the message is blank; nothing was queued (send some text)\n"
+    too_large = run(database_url, "send", SESSION, "x" * 1_048_577, exit_code=1)
+    assert too_large.stderr.startswith("error: the message is 1,048,577 bytes")
+
+    settings = run(database_url, "start", "Assistant", "--settings", "[1]", exit_code=2)
+    assert "must be a JSON object" in settings.stderr
+
+
+def test_an_unusable_database_is_an_error(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'missing' / 'dex.sqlite'}"
+    result = CliRunner().invoke(cli, ["sessions", "--database-url", url])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: cannot use the database {url}: unable to open database file; "
+        "check --database-url or DEX_AGENTS_DATABASE_URL\n"
+    )

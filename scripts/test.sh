@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every Python package's checks and tests: lint, types, then pytest.
+# Postgres tests run when DEX_AGENTS_TEST_POSTGRES_URL is set (see scripts/start-postgres.sh).
+# Usage: scripts/test.sh [package-dir ...]   (default: every agents/python/*/ with a pyproject)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v uv >/dev/null || python3 -m pip install --quiet uv
+
+packages=("$@")
+if [ ${#packages[@]} -eq 0 ]; then
+  for dir in agents/python/core agents/python/*/; do
+    dir="${dir%/}"
+    [ -f "$dir/pyproject.toml" ] || continue
+    [[ " ${packages[*]-} " == *" $dir "* ]] || packages+=("$dir")
+  done
+fi
+
+status=0
+for dir in "${packages[@]}"; do
+  echo "=== $dir"
+  (
+    cd "$dir"
+    uv sync --locked --quiet
+    uv run --quiet ruff check .
+    uv run --quiet ruff format --check .
+    uv run --quiet mypy
+    uv run pytest -q -p no:cacheprovider
+  ) || status=1
+done
+exit $status
