@@ -329,7 +329,8 @@ class AgentClient:
 
 
 class SyncAgentClient:
-    """The same calls, blocking, for scripts and the CLI."""
+    """The same calls, blocking, for scripts and notebooks (not for use inside a running
+    event loop)."""
 
     def __init__(self, database_url: str | None = None) -> None:
         self._client = AgentClient(database_url)
@@ -338,13 +339,67 @@ class SyncAgentClient:
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._loop.run_until_complete(coroutine)
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._client, name)
+    def start_session(
+        self,
+        flow_type: str,
+        initial_message: str | None = None,
+        *,
+        session_id: str | None = None,
+        session_settings: dict[str, Any] | None = None,
+    ) -> str:
+        return self._run(
+            self._client.start_session(
+                flow_type,
+                initial_message,
+                session_id=session_id,
+                session_settings=session_settings,
+            )
+        )
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._run(method(*args, **kwargs))
+    def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
+        return self._run(self._client.list_sessions(limit))
 
-        return call
+    def send_user_message(self, session_id: str, message: str | AgentUserMessage) -> bool:
+        return self._run(self._client.send_user_message(session_id, message))
+
+    def resolve_interrupt(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        approved: bool,
+        rejection_message: str | None = None,
+    ) -> bool:
+        return self._run(
+            self._client.resolve_interrupt(session_id, interrupt_id, approved, rejection_message)
+        )
+
+    def update_session_settings(
+        self, session_id: str, session_settings: dict[str, Any] | None
+    ) -> bool:
+        return self._run(self._client.update_session_settings(session_id, session_settings))
+
+    def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
+        return self._run(self._client.get_agent_snapshot(session_id))
+
+    def list_agent_messages(
+        self, session_id: str, before_sequence: int | None = None, limit: int = 50
+    ) -> AgentMessagesPage:
+        return self._run(self._client.list_agent_messages(session_id, before_sequence, limit))
+
+    def get_step_history(self, session_id: str) -> list[StepExecution]:
+        return self._run(self._client.get_step_history(session_id))
+
+    def read_events(self, session_id: str, after: int = 0, limit: int = 1000) -> list[AgentEvent]:
+        return self._run(self._client.read_events(session_id, after, limit))
+
+    def wait_for(
+        self,
+        session_id: str,
+        predicate: Callable[[AgentSnapshot], bool],
+        timeout: float = 30.0,
+        poll_interval: float = 0.05,
+    ) -> AgentSnapshot:
+        return self._run(self._client.wait_for(session_id, predicate, timeout, poll_interval))
 
     def close(self) -> None:
         self._run(self._client.close())

@@ -78,8 +78,7 @@ def _script(model: ScriptedModelServer) -> None:
 def _wait(
     client: SyncAgentClient, session: str, ready: Callable[[AgentSnapshot], bool]
 ) -> AgentSnapshot:
-    snapshot: AgentSnapshot = client.wait_for(session, ready, timeout=60)
-    return snapshot
+    return client.wait_for(session, ready, timeout=60)
 
 
 def _idle(turns: int) -> Callable[[AgentSnapshot], bool]:

@@ -49,7 +49,7 @@ DRIVER_VERSION = "dex-agents-driver-1"
 STEP_WORKFLOW = "dex_agents.run_step"
 STEP_QUEUE = "dex_agents_steps"
 # A waiting Step looks at committed state again at least this often, even unwoken.
-RECHECK_SECONDS = 5.0
+RECHECK_SECONDS = 30.0
 # How many Steps one workflow runs in a row before it hands over to a new one, so that a
 # recovered workflow re-reads a short chain.
 MAX_INLINE_STEPS = 8

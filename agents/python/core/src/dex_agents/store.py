@@ -157,7 +157,12 @@ def lock_session(conn: Connection, session_id: str) -> Session:
     return _session_from_row(row)
 
 
-read_session = lock_session
+def read_session(conn: Connection, session_id: str) -> Session:
+    """Loads the session row without locking it (for reads and wait conditions)."""
+    row = conn.execute(sa.select(db.sessions).where(db.sessions.c.session_id == session_id)).first()
+    if row is None:
+        raise SessionNotFound(session_id)
+    return _session_from_row(row)
 
 
 def _dump(value: Any) -> str | None:
