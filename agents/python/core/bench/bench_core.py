@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import tempfile
@@ -97,11 +98,15 @@ class TurnWatcher:
 
     async def wait_turns(self, session: str, turns: int) -> None:
         event = self.changed.setdefault(session, asyncio.Event())
-        while True:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
             event.clear()
             if await self.turn_count(session) >= turns:
                 return
-            await asyncio.wait_for(event.wait(), timeout=120)
+            # Turn ends write events, which wake; a session's start does not, so look again.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout=0.05)
+        raise TimeoutError(f"session {session} did not finish turn {turns}")
 
     async def run_turns(self, session: str, turns: int, start: int) -> None:
         for n in range(start + 1, start + turns + 1):

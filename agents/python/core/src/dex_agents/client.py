@@ -19,12 +19,18 @@ from dbos import DBOS, DBOSClient
 from sqlalchemy.engine import Connection
 
 from . import store, texts
-from .clock import parse_time, utc_now
+from .clock import now_text, parse_time, utc_now
 from .db import Database, create_dbos_engine
 from .events import read_events
 from .runtime import DRIVER_VERSION, STEP_QUEUE, STEP_WORKFLOW, step_workflow_id
-from .session_steps import interrupt_resolved_payload, settings_problem
-from .store import INTERRUPT_RESOLUTIONS, QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES, EventRecord
+from .steps.common import interrupt_resolved_payload, settings_problem
+from .store import (
+    INTERRUPT_RESOLUTIONS,
+    QUEUED_USER_MESSAGES,
+    STEERED_USER_MESSAGES,
+    TURN_CONTROL_REQUESTS,
+    EventRecord,
+)
 from .types import (
     AgentEvent,
     AgentInterruptResolution,
@@ -35,6 +41,7 @@ from .types import (
     PendingUserMessage,
     SessionSummary,
     StepExecution,
+    TurnCancellationRequest,
 )
 from .worker import _database_url
 
@@ -217,6 +224,135 @@ class AgentClient:
 
         return await self._write(tx)
 
+    async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
+        """Answers a pending question. False when it is not a pending question, its deadline
+        passed, or the answer is blank or not one of its choices while free text is not
+        allowed."""
+
+        def tx(conn: Connection) -> bool:
+            session = store.lock_session(conn, session_id)
+            interrupt = next(
+                (i for i in session.pending_interrupts if i.interrupt_id == interrupt_id), None
+            )
+            if interrupt is None or interrupt.kind != "question" or _past(interrupt.deadline):
+                return False
+            if not answer.strip():
+                return False
+            if (
+                interrupt.choices
+                and not interrupt.allows_free_text
+                and answer not in interrupt.choices
+            ):
+                return False
+            resolution = AgentInterruptResolution(approved=True, answer=answer)
+            remaining = [i for i in session.pending_interrupts if i.interrupt_id != interrupt_id]
+            session.set("pending_interrupts", remaining)
+            store.publish(
+                conn, session_id, INTERRUPT_RESOLUTIONS, resolution.to_json(), interrupt_id
+            )
+            payload = interrupt_resolved_payload(
+                interrupt, approved=True, rejection_message=None, answered=True
+            )
+            _client_event(conn, session, "interrupt_resolved", payload)
+            store.save_session(conn, session)
+            return True
+
+        return await self._write(tx)
+
+    async def steer_user_message(
+        self, session_id: str, *, text: str | None = None, message_id: str | None = None
+    ) -> bool:
+        """Redirects the active turn: by new text, or by moving a queued message (by its ID).
+        With no active turn, text is queued as send_user_message queues it."""
+        if (text is None) == (message_id is None):
+            await self._read(lambda conn: store.read_session(conn, session_id))
+            return False
+        if text is not None:
+            if not text.strip():
+                await self._read(lambda conn: store.read_session(conn, session_id))
+                return False
+            _check_message_size(text)
+
+        def tx(conn: Connection) -> bool:
+            session = store.lock_session(conn, session_id)
+            state = session.state
+            active = state is not None and state.active_turn_id is not None
+            if message_id is not None:
+                queued = _queued_message(conn, session_id, message_id)
+                if queued is None:
+                    return False
+                if not active:
+                    return True  # a queued message stays queued
+                assert state is not None
+                if not state.accepts_turn_control:
+                    return False
+                _take_queued(conn, queued)
+                payload = queued.payload
+            else:
+                payload = AgentUserMessage(text=text or "").to_json()
+                if not active:
+                    store.publish(conn, session_id, QUEUED_USER_MESSAGES, payload)
+                    return True
+                assert state is not None
+                if not state.accepts_turn_control:
+                    return False
+            store.publish(conn, session_id, STEERED_USER_MESSAGES, payload)
+            store.publish(conn, session_id, TURN_CONTROL_REQUESTS, '{"kind":"steer"}')
+            return True
+
+        return await self._write(tx)
+
+    async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
+        """Deletes a queued message; False when it is not pending."""
+
+        def tx(conn: Connection) -> bool:
+            store.lock_session(conn, session_id)
+            queued = _queued_message(conn, session_id, message_id)
+            if queued is None:
+                return False
+            _take_queued(conn, queued)
+            return True
+
+        return await self._write(tx)
+
+    async def cancel_turn(self, session_id: str, turn_id: str | None = None) -> bool:
+        """Stops the active turn (or `turn_id`, when it is the active one): cancels a running
+        model call and every waiting approval, question, timer and task poll; the turn ends
+        as turn_cancelled. True means the request is recorded."""
+
+        def tx(conn: Connection) -> bool:
+            session = store.lock_session(conn, session_id)
+            state = session.state
+            if state is None or state.active_turn_id is None:
+                return False
+            if turn_id is not None and turn_id != state.active_turn_id:
+                return False
+            if not state.accepts_turn_control:
+                return False
+            request = session.turn_cancellation
+            if request is not None and request.turn_id == state.active_turn_id:
+                return True
+            active = state.active_turn_id
+            session.set(
+                "turn_cancellation",
+                TurnCancellationRequest(turn_id=active, requested_at=now_text()),
+            )
+            for step in store.open_steps(conn, session_id, CANCELLED_BY_CANCEL_TURN):
+                store.update_step(
+                    conn,
+                    session_id,
+                    step.step_execution_id,
+                    status="cancelled",
+                    ended_at=now_text(),
+                )
+            finish = store.schedule_step(conn, session, "FinishTurnCancellation", active)
+            store.save_session(conn, session)
+            store.wake(conn, session_id)
+            self._enqueue(conn, session_id, finish)
+            return True
+
+        return await self._write(tx)
+
     async def update_session_settings(
         self, session_id: str, session_settings: dict[str, Any] | None
     ) -> bool:
@@ -378,6 +514,22 @@ class SyncAgentClient:
     ) -> bool:
         return self._run(self._client.update_session_settings(session_id, session_settings))
 
+    def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
+        return self._run(self._client.answer_question(session_id, interrupt_id, answer))
+
+    def steer_user_message(
+        self, session_id: str, *, text: str | None = None, message_id: str | None = None
+    ) -> bool:
+        return self._run(
+            self._client.steer_user_message(session_id, text=text, message_id=message_id)
+        )
+
+    def delete_queued_message(self, session_id: str, message_id: str) -> bool:
+        return self._run(self._client.delete_queued_message(session_id, message_id))
+
+    def cancel_turn(self, session_id: str, turn_id: str | None = None) -> bool:
+        return self._run(self._client.cancel_turn(session_id, turn_id))
+
     def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
         return self._run(self._client.get_agent_snapshot(session_id))
 
@@ -404,6 +556,38 @@ class SyncAgentClient:
     def close(self) -> None:
         self._run(self._client.close())
         self._loop.close()
+
+
+# The Steps cancel_turn stops, including a running attempt.
+CANCELLED_BY_CANCEL_TURN = (
+    "RunModel",
+    "CompactContext",
+    "RecordTurnFailure",
+    "AwaitToolApproval",
+    "AwaitQuestionAnswer",
+    "AwaitTimer",
+    "PollToolTask",
+)
+
+
+class ChannelMessageNotFound(LookupError):
+    """A queued message was consumed between the read and the commit; nothing committed."""
+
+
+def _queued_message(
+    conn: Connection, session_id: str, message_id: str
+) -> store.ChannelMessage | None:
+    if not message_id.isdigit():
+        return None
+    queued = store.peek(conn, session_id, QUEUED_USER_MESSAGES)
+    return next((m for m in queued if m.message_id == int(message_id)), None)
+
+
+def _take_queued(conn: Connection, message: store.ChannelMessage) -> None:
+    if store.delete_channel_messages(conn, [message.message_id]) != 1:
+        raise ChannelMessageNotFound(
+            f"CHANNEL_MESSAGE_NOT_FOUND: queued message {message.message_id} was consumed"
+        )
 
 
 def _pending(message: store.ChannelMessage) -> PendingUserMessage:

@@ -8,7 +8,9 @@ share one transaction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -210,6 +212,9 @@ class Database:
         self.sqlite = is_sqlite(self.url)
         self.retry_seconds = retry_seconds
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dex-db")
+        # SQLite has one writer at a time; writers of this process queue on a lock instead
+        # of meeting in SQLite's busy handler, whose sleeps grow to 100 ms under contention.
+        self._write_lock = threading.Lock() if self.sqlite else contextlib.nullcontext()
         # Called with the sessions a committed transaction woke (from a pool thread).
         self.on_wake: Callable[[set[str]], None] | None = None
 
@@ -218,7 +223,7 @@ class Database:
 
     def write_sync(self, fn: Callable[[Connection], T]) -> T:
         def run() -> T:
-            with self.engine.begin() as conn:
+            with self._write_lock, self.engine.begin() as conn:
                 conn.info.pop("dex_woken", None)
                 result = fn(conn)
                 woken: set[str] = conn.info.pop("dex_woken", set())

@@ -30,7 +30,6 @@ from .clock import now_text
 from .db import Database
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
-from .session_steps import STEP_HANDLERS
 from .stepkit import (
     NonRetryableError,
     Recovery,
@@ -39,6 +38,7 @@ from .stepkit import (
     StepTx,
     Transition,
 )
+from .steps import STEP_HANDLERS
 from .types import AgentMessage
 
 log = logging.getLogger("dex_agents")
@@ -240,6 +240,7 @@ class Runtime:
             step_type=row.step_type,
             input=row.input_value,
             checkpoint=row.checkpoint,
+            scheduled_at=row.scheduled_at,
         )
         while True:
             if handler.options.waits and not await self._wait(ctx, handler):
@@ -328,6 +329,7 @@ class Runtime:
         tx = StepTx(conn, session, ctx)
         attempt = row.attempts + 1
         ctx.attempt = attempt
+        ctx.progress_started = row.progress_started
         if attempt > handler.options.max_attempts:
             # The last attempt never reported back: its Worker stopped while it ran.
             detail = row.error or (
@@ -397,7 +399,7 @@ class Runtime:
     def _route_failure(
         self, tx: StepTx, handler: StepHandler, detail: str, progress: str, error_type: str
     ) -> Sequence[str]:
-        route = handler.options.failure_route
+        route = handler.failure_route(tx.ctx, tx)
         recovery = Recovery(detail, progress, error_type)
         if route is None:
             log.error("%s failed with no failure route: %s", tx.ctx.step_execution_id, detail)

@@ -94,6 +94,9 @@ class StepContext:
     input: Any
     attempt: int = 0
     checkpoint: str | None = None
+    scheduled_at: str = ""
+    # Whether an earlier attempt passed its point of no return (a tool took effect).
+    progress_started: bool = False
     # Whatever `begin` loaded for Execute; retries of the same run reuse it.
     loaded: Any = None
 
@@ -149,6 +152,10 @@ class StepHandler:
     has_execute: ClassVar[bool] = False
     # The AgentSessionOptions field (a timedelta) that bounds one Execute, if any.
     timeout_option: ClassVar[str | None] = None
+
+    def failure_route(self, ctx: StepContext, tx: StepTx) -> str | None:
+        """Where the Step goes once its attempts ran out."""
+        return self.options.failure_route
 
     def check(self, ctx: StepContext, conn: Connection) -> Wait:
         """The wait condition, from committed state (read-only)."""

@@ -484,6 +484,7 @@ class StepRow:
     checkpoint: str | None
     error: str | None
     next_steps: list[str]
+    scheduled_at: str
 
     @property
     def input_value(self) -> Any:
@@ -536,6 +537,7 @@ def load_step(conn: Connection, session_id: str, step_execution_id: str) -> Step
         checkpoint=row.checkpoint,
         error=row.error,
         next_steps=json.loads(row.next_steps),
+        scheduled_at=row.scheduled_at,
     )
 
 

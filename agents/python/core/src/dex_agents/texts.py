@@ -17,6 +17,9 @@ CANCELLED_NOTE_HEADER = "[Dex] The user stopped the previous turn after these to
 NOTE_FOOTER = "Do not repeat these tool calls unless the user asks again."
 STEERED_REJECTION = '{"status":"cancelled","reason":"superseded_by_steered_user_message"}'
 TURN_CANCELLED_REJECTION = '{"status":"cancelled","reason":"turn_cancelled_by_user"}'
+CANCELLED_TASK_ERROR = (
+    "the turn was cancelled while the tool's task was running; the task may have taken effect"
+)
 UNFINISHED_MESSAGES_REQUIRED = (
     "a runner that sets ToolCallsRequested.new_messages must implement "
     "build_unfinished_turn_messages"

@@ -22,10 +22,13 @@ from ..runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskStarted,
     TurnCompleted,
 )
 from ..types import AgentUsage
@@ -100,7 +103,7 @@ class ScriptedRunner:
         """The turn's items kept in run state, with a result for every final tool call."""
         return self._to_messages(self._pending_items(turn))
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         record = call.tool_call
         function = self.tools.get(record.tool_name)
         if function is None:
@@ -120,6 +123,8 @@ class ScriptedRunner:
             raise ToolExecutionError(f"invalid arguments for {record.tool_name}: {error}") from None
         finally:
             _current_execution.reset(token)
+        if isinstance(result, ToolInputRequested | ToolTaskStarted):
+            return result  # the tool asks the user first, or started remote work
         return ToolExecutionResult(result if isinstance(result, str) else json.dumps(result))
 
     # Chat Completions ---------------------------------------------------------------------

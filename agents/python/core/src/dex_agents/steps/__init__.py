@@ -1,0 +1,38 @@
+"""The Session Flow's Steps, one handler per Step type of the spec."""
+
+from ..stepkit import StepHandler
+from .model import RecordTurnFailure, RunModel
+from .tools import (
+    CallSingleAttemptTool,
+    CallTool,
+    CancelToolTask,
+    PollToolTask,
+    RecordToolFailure,
+    RecordToolOutcomeUnknown,
+)
+from .turns import ApplyTurnControl, AwaitUserMessage, FinishTurnCancellation, StartAgentSession
+from .waits import AwaitQuestionAnswer, AwaitTimer, AwaitToolApproval, ResumeTurn
+
+STEP_HANDLERS: dict[str, StepHandler] = {
+    handler.step_type: handler
+    for handler in (
+        StartAgentSession(),
+        AwaitUserMessage(),
+        RunModel(),
+        CallTool(),
+        CallSingleAttemptTool(),
+        AwaitToolApproval(),
+        AwaitQuestionAnswer(),
+        AwaitTimer(),
+        ResumeTurn(),
+        PollToolTask(),
+        CancelToolTask(),
+        ApplyTurnControl(),
+        FinishTurnCancellation(),
+        RecordToolFailure(),
+        RecordToolOutcomeUnknown(),
+        RecordTurnFailure(),
+    )
+}
+
+__all__ = ["STEP_HANDLERS"]

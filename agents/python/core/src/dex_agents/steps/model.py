@@ -1,0 +1,266 @@
+"""RunModel, one model call per Step, and RecordTurnFailure, its failure route."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import store, texts
+from ..clock import after, now_text
+from ..policy import resolve_tool_policy, tool_call_id_problem
+from ..results import tool_calls_note
+from ..runner import (
+    AgentTurnContext,
+    DeferredToolCall,
+    ToolCallsRequested,
+    TurnCompleted,
+    TurnContinued,
+)
+from ..stepkit import (
+    END,
+    NonRetryableError,
+    StepContext,
+    StepHandler,
+    StepOptions,
+    StepTx,
+    Transition,
+    go,
+)
+from ..types import AgentInterrupt, AgentToolCall
+from .common import (
+    add_interrupt,
+    build_user_item,
+    checked_messages,
+    control_reason,
+    no_heartbeat,
+    record_usage,
+    tool_step_type,
+)
+from .turns import (
+    build_unfinished_messages,
+    end_turn,
+    turn_message_count,
+    unfinished_turn_context,
+)
+
+
+class RunModel(StepHandler):
+    step_type = "RunModel"
+    options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
+    has_execute = True
+    timeout_option = "model_call_timeout"
+
+    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+        session = tx.session
+        state = session.active_state
+        if state.active_turn_id is None:
+            return END
+        # Steering and cancellation are decided before the model call only: a retry reuses
+        # what the first attempt saw.
+        if ctx.attempt == 1 and control_reason(tx) is not None:
+            return go(("ApplyTurnControl", None))
+        if ctx.loaded is None or ctx.loaded["turn_id"] != state.active_turn_id:
+            ctx.loaded = {
+                "turn_id": state.active_turn_id,
+                "messages": ctx.runtime.messages.load(
+                    tx.conn, ctx.session_id, state.next_message_sequence - 1
+                ),
+                "run_state": session.framework_run_state,
+                "tool_calls": store.load_tool_calls(tx.conn, ctx.session_id),
+                "settings": session.turn_settings(),
+                "mode": state.interaction_mode,
+                "plan": session.plan,
+                "summary": session.context_summary,
+            }
+        return None
+
+    async def execute(self, ctx: StepContext) -> Any:
+        loaded = ctx.loaded
+        writer = ctx.runtime.event_writer(ctx, loaded["turn_id"])
+        options = ctx.flow.options
+        turn = AgentTurnContext(
+            flow_id=ctx.session_id,
+            turn_id=loaded["turn_id"],
+            attempt=ctx.attempt,
+            step_execution_id=ctx.step_execution_id,
+            messages=loaded["messages"],
+            framework_run_state=loaded["run_state"],
+            tool_calls=loaded["tool_calls"],
+            events=writer,
+            heartbeat=no_heartbeat,
+            tool_policies=options.tool_policies,
+            default_tool_effect=options.default_tool_effect,
+            enabled_built_in_tools=tuple(options.built_in_tools),
+            session_settings=loaded["settings"],
+            interaction_mode=loaded["mode"],
+            plan=loaded["plan"],
+            context_summary=loaded["summary"],
+        )
+        writer.start()
+        try:
+            outcome = await ctx.flow.runner.run_model_step(turn)
+        finally:
+            await writer.close()
+        if not isinstance(outcome, TurnCompleted | ToolCallsRequested | TurnContinued):
+            raise NonRetryableError(
+                f"{type(ctx.flow.runner).__name__}.run_model_step returned "
+                f"{type(outcome).__name__}; it must return TurnCompleted, ToolCallsRequested "
+                "or TurnContinued"
+            )
+        return outcome
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        turn_id: str = ctx.loaded["turn_id"]
+        if tx.session.active_state.active_turn_id != turn_id:
+            return END
+        record_usage(tx, result.usage)
+        if isinstance(result, TurnCompleted):
+            return self._complete(ctx, tx, result, turn_id)
+        if isinstance(result, TurnContinued):
+            if result.new_messages and not ctx.flow.builds_unfinished_turn_messages:
+                return self._fail(tx, texts.UNFINISHED_MESSAGES_REQUIRED, turn_id)
+            messages = checked_messages(ctx, result.new_messages)
+            store.append_messages(tx.conn, tx.session, turn_id, messages)
+            tx.session.set("framework_run_state", result.framework_run_state)
+            return go(("RunModel", None))
+        return self._request_tools(ctx, tx, result, turn_id)
+
+    def _complete(
+        self, ctx: StepContext, tx: StepTx, result: TurnCompleted, turn_id: str
+    ) -> Transition:
+        session = tx.session
+        store.append_messages(tx.conn, session, turn_id, checked_messages(ctx, result.new_messages))
+        message_count = turn_message_count(session)
+        end_turn(tx, error=result.turn_error)
+        if result.turn_error:
+            tx.event("turn_failed", {"error": result.turn_error}, turn_id=turn_id)
+        else:
+            tx.event("turn_completed", {"message_count": message_count}, turn_id=turn_id)
+        return go(("AwaitUserMessage", None))
+
+    def _fail(self, tx: StepTx, error: str, turn_id: str) -> Transition:
+        """Fails the turn in this commit, without a retry (a runner or model defect)."""
+        end_turn(tx, error=error)
+        tx.event("turn_failed", {"error": error}, turn_id=turn_id)
+        return go(("AwaitUserMessage", None))
+
+    def _request_tools(
+        self, ctx: StepContext, tx: StepTx, result: ToolCallsRequested, turn_id: str
+    ) -> Transition:
+        session = tx.session
+        problem = self._tool_calls_problem(ctx, tx, result)
+        if problem is not None:
+            return self._fail(tx, problem, turn_id)
+        messages = checked_messages(ctx, result.new_messages)
+        store.append_messages(tx.conn, session, turn_id, messages)
+        session.set("framework_run_state", result.framework_run_state)
+        first_order = len(store.load_tool_calls(tx.conn, ctx.session_id))
+        next_steps: list[tuple[str, Any]] = []
+        for order, call in enumerate(result.tool_calls, start=first_order):
+            record = self._record(ctx, call, turn_id, order)
+            store.insert_tool_call(tx.conn, ctx.session_id, record)
+            tx.event(
+                "tool_call_deferred",
+                {
+                    "tool_call_id": record.tool_call_id,
+                    "tool_name": record.tool_name,
+                    "effect": record.effect,
+                    "requires_approval": record.requires_approval,
+                },
+            )
+            if record.requires_approval:
+                self._raise_approval(ctx, tx, record)
+                next_steps.append(("AwaitToolApproval", record.tool_call_id))
+            else:
+                next_steps.append((tool_step_type(record), record.tool_call_id))
+        next_steps.append(("ResumeTurn", len(result.tool_calls)))
+        session.set("state", session.active_state.model_copy(update={"status": "running_tools"}))
+        return go(*next_steps)
+
+    def _tool_calls_problem(
+        self, ctx: StepContext, tx: StepTx, result: ToolCallsRequested
+    ) -> str | None:
+        if result.new_messages and not ctx.flow.builds_unfinished_turn_messages:
+            return texts.UNFINISHED_MESSAGES_REQUIRED
+        if not result.tool_calls:
+            return "the runner returned ToolCallsRequested without any tool call"
+        seen = {r.tool_call_id for r in store.load_tool_calls(tx.conn, ctx.session_id)}
+        for call in result.tool_calls:
+            if not isinstance(call, DeferredToolCall):
+                kind = type(call).__name__
+                return f"ToolCallsRequested.tool_calls holds {kind}, not DeferredToolCall"
+            problem = tool_call_id_problem(call.tool_call_id, seen)
+            if problem:
+                return f"the model's tool calls cannot run: {problem}"
+            seen.add(call.tool_call_id)
+        return None
+
+    def _record(
+        self, ctx: StepContext, call: DeferredToolCall, turn_id: str, order: int
+    ) -> AgentToolCall:
+        options = ctx.flow.options
+        given = call.policy
+        policy = resolve_tool_policy(
+            call.tool_name,
+            options.tool_policies,
+            options.default_tool_effect,
+            framework_effect=given.effect if given else None,
+            framework_requires_approval=given.requires_approval if given else None,
+        )
+        assert policy.effect is not None and policy.requires_approval is not None
+        return AgentToolCall(
+            tool_call_id=call.tool_call_id,
+            turn_id=turn_id,
+            tool_name=call.tool_name,
+            arguments=call.arguments,
+            effect=policy.effect,
+            requires_approval=policy.requires_approval,
+            status="awaiting_approval" if policy.requires_approval else "approved",
+            deferral_order=order,
+            tool_source_reference=call.tool_source_reference,
+        )
+
+    def _raise_approval(self, ctx: StepContext, tx: StepTx, record: AgentToolCall) -> None:
+        deadline = ctx.flow.options.interrupt_deadline
+        add_interrupt(
+            tx,
+            AgentInterrupt(
+                interrupt_id=record.tool_call_id,
+                kind="tool_approval",
+                tool_call_id=record.tool_call_id,
+                tool_name=record.tool_name,
+                arguments=record.arguments,
+                created_at=now_text(),
+                deadline=after(deadline) if deadline else None,
+            ),
+        )
+
+
+class RecordTurnFailure(StepHandler):
+    """Ends a turn whose model Step ran out of attempts, keeping what it can of the turn."""
+
+    step_type = "RecordTurnFailure"
+    options = StepOptions(max_attempts=3)
+    has_execute = True
+
+    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+        ctx.loaded = unfinished_turn_context(ctx, tx)
+        return END if ctx.loaded is None else None
+
+    async def execute(self, ctx: StepContext) -> Any:
+        return await build_unfinished_messages(ctx)
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        session = tx.session
+        turn_id: str = ctx.loaded["turn_id"]
+        if session.active_state.active_turn_id != turn_id:
+            return END
+        recovery = ctx.recovery
+        error = recovery.detail if recovery else "the turn failed"
+        if result:
+            store.append_messages(tx.conn, session, turn_id, result)
+        note = tool_calls_note(texts.TURN_FAILURE_NOTE_HEADER, ctx.loaded["records"])
+        if note is not None:
+            store.append_messages(tx.conn, session, turn_id, [build_user_item(ctx, note)])
+        end_turn(tx, error=error)
+        tx.event("turn_failed", {"error": error}, turn_id=turn_id)
+        return go(("AwaitUserMessage", None))

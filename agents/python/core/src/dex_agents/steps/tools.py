@@ -1,0 +1,373 @@
+"""Tool Steps: one call each, the polls and cancellation of tasks, and their failure routes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from .. import store, texts
+from ..clock import parse_time
+from ..policy import idempotency_key
+from ..runner import (
+    DeferredToolExecution,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskCancellation,
+    ToolTaskCanceller,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskPoller,
+    ToolTaskStarted,
+)
+from ..stepkit import (
+    END,
+    READY,
+    NonRetryableError,
+    StepContext,
+    StepHandler,
+    StepOptions,
+    StepTx,
+    Transition,
+    Wait,
+    go,
+)
+from ..types import AgentToolCall
+from .common import (
+    abandon_call,
+    control_reason,
+    final_status_for_effect,
+    finish_tool_call,
+    is_cancelled,
+    load_record,
+    no_heartbeat,
+    poll_interval_seconds,
+)
+
+
+@dataclass(frozen=True)
+class ToolFailed:
+    """A ToolExecutionError: a failure the model sees, never retried."""
+
+    error: str
+
+
+def _tool_started_event(tx: StepTx, record: AgentToolCall) -> None:
+    tx.event(
+        "tool_call_started",
+        {"tool_call_id": record.tool_call_id, "tool_name": record.tool_name},
+        turn_id=record.turn_id,
+    )
+
+
+def _ask(record: AgentToolCall, request: ToolInputRequested) -> AgentToolCall:
+    """A tool asked the user before taking effect: AwaitQuestionAnswer raises the question."""
+    return record.model_copy(
+        update={
+            "status": "awaiting_answer",
+            "input_continuation": request.continuation,
+            "input_question": request.question,
+            "input_choices": list(request.choices),
+            "input_allows_free_text": request.allows_free_text,
+            "task_answer_pending": False,
+        }
+    )
+
+
+class CallTool(StepHandler):
+    """Runs one read or idempotent_write call; a crash runs it again with the same key."""
+
+    step_type = "CallTool"
+    options = StepOptions(max_attempts=3, failure_route="RecordToolFailure")
+    has_execute = True
+    timeout_option = "tool_call_timeout"
+
+    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+        record = load_record(tx, ctx.step_input)
+        if record is None or record.status != "approved":
+            return END
+        # Steering decides only before tool_call_started: a started tool runs to the end.
+        reason = None if ctx.progress_started else control_reason(tx)
+        if reason is not None:
+            abandon_call(tx, record, reason)
+            return END
+        ctx.loaded = record
+        tx.mark_started()
+        _tool_started_event(tx, record)
+        return None
+
+    async def execute(self, ctx: StepContext) -> Any:
+        record: AgentToolCall = ctx.loaded
+        runner = ctx.flow.runner
+        writer = ctx.runtime.event_writer(ctx, record.turn_id)
+        execution = DeferredToolExecution(
+            flow_id=ctx.session_id,
+            turn_id=record.turn_id,
+            step_execution_id=ctx.step_execution_id,
+            tool_call=record,
+            idempotency_key=idempotency_key(ctx.session_id, record.turn_id, record.tool_call_id),
+            attempt=ctx.attempt,
+            events=writer,
+            heartbeat=no_heartbeat,
+            save_heartbeat_checkpoint=ctx.runtime.checkpoint_saver(ctx),
+            heartbeat_checkpoint=ctx.checkpoint,
+            input_answers=tuple(record.input_answers),
+            supports_tool_tasks=isinstance(runner, ToolTaskPoller),
+        )
+        writer.start()
+        try:
+            outcome = await runner.execute_deferred_tool_call(execution)
+        except ToolExecutionError as error:
+            return ToolFailed(str(error) or type(error).__name__)
+        finally:
+            await writer.close()
+        return _checked_outcome(ctx, outcome, "execute_deferred_tool_call")
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        record = load_record(tx, ctx.step_input)
+        if record is None or record.is_final:
+            return END
+        if isinstance(result, ToolTaskStarted):
+            return self._task_started(ctx, tx, record, result)
+        return record_outcome(tx, record, result)
+
+    def _task_started(
+        self, ctx: StepContext, tx: StepTx, record: AgentToolCall, started: ToolTaskStarted
+    ) -> Transition:
+        interval = poll_interval_seconds(started.poll_interval_seconds)
+        problem = None
+        if not isinstance(ctx.flow.runner, ToolTaskPoller):
+            problem = "the tool started a task, but the runner does not implement poll_tool_task"
+        elif not isinstance(started.task_id, str) or not started.task_id.strip():
+            problem = "the tool started a task with a blank task_id"
+        elif interval is None:
+            problem = (
+                f"the tool's task poll interval {started.poll_interval_seconds!r} is not a number"
+            )
+        if problem is not None:
+            status = final_status_for_effect(record)
+            finish_tool_call(tx, record.model_copy(update={"status": status, "error": problem}))
+            return END
+        waiting = record.model_copy(
+            update={
+                "status": "waiting_for_task",
+                "task_id": started.task_id,
+                "task_poll_interval_seconds": interval,
+                "input_continuation": None,
+            }
+        )
+        store.save_tool_call(tx.conn, ctx.session_id, waiting)
+        tx.event(
+            "tool_task_started",
+            {
+                "tool_call_id": record.tool_call_id,
+                "tool_name": record.tool_name,
+                "task_id": started.task_id,
+            },
+            turn_id=record.turn_id,
+        )
+        return go(("PollToolTask", record.tool_call_id))
+
+
+class CallSingleAttemptTool(CallTool):
+    """Runs one non_idempotent_write or unclassified call at most once."""
+
+    step_type = "CallSingleAttemptTool"
+    options = StepOptions(max_attempts=1, failure_route="RecordToolOutcomeUnknown")
+
+
+def _checked_outcome(ctx: StepContext, outcome: Any, method: str) -> Any:
+    allowed = (ToolExecutionResult, ToolInputRequested, ToolTaskStarted, ToolTaskPending)
+    if isinstance(outcome, ToolExecutionResult) and not isinstance(outcome.output, str):
+        outcome = None
+    if not isinstance(outcome, allowed):
+        raise NonRetryableError(
+            f"{type(ctx.flow.runner).__name__}.{method} returned {outcome!r}; it must return "
+            "ToolExecutionResult(output: str), ToolInputRequested or a task outcome"
+        )
+    return outcome
+
+
+def record_outcome(tx: StepTx, record: AgentToolCall, result: Any) -> Transition:
+    """Records what a tool call or task poll returned; shared by CallTool and PollToolTask."""
+    if isinstance(result, ToolFailed):
+        finish_tool_call(tx, _done(record, status="failed", error=result.error))
+        return END
+    if isinstance(result, ToolExecutionResult):
+        finish_tool_call(tx, _done(record, status="succeeded", output=result.output))
+        return END
+    if isinstance(result, ToolInputRequested):
+        store.save_tool_call(tx.conn, tx.session.session_id, _ask(record, result))
+        return go(("AwaitQuestionAnswer", record.tool_call_id))
+    raise NonRetryableError(f"unexpected tool outcome {result!r}")
+
+
+def _done(record: AgentToolCall, **values: Any) -> AgentToolCall:
+    return record.model_copy(update={**values, "task_answer_pending": False})
+
+
+class PollToolTask(StepHandler):
+    """Polls a started task once per Step; steering never abandons it."""
+
+    step_type = "PollToolTask"
+    options = StepOptions(max_attempts=3, waits=True)
+    has_execute = True
+    timeout_option = "tool_call_timeout"
+
+    def failure_route(self, ctx: StepContext, tx: StepTx) -> str | None:
+        record = load_record(tx, ctx.step_input)
+        return (
+            "RecordToolFailure"
+            if record and record.effect in ("read", "idempotent_write")
+            else "RecordToolOutcomeUnknown"
+        )
+
+    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+        session = store.read_session(conn, ctx.session_id)
+        record = store.load_tool_call(conn, ctx.session_id, ctx.step_input)
+        if record is None or record.is_final or record.task_answer_pending or is_cancelled(session):
+            return READY
+        interval = record.task_poll_interval_seconds or 1
+        due = parse_time(ctx.scheduled_at).timestamp() + interval
+        return READY if due <= time.time() else Wait(False, due)
+
+    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+        record = load_record(tx, ctx.step_input)
+        if record is None or record.is_final:
+            return END
+        if is_cancelled(tx.session):
+            return go(("FinishTurnCancellation", record.turn_id))
+        ctx.loaded = record
+        return None
+
+    async def execute(self, ctx: StepContext) -> Any:
+        record: AgentToolCall = ctx.loaded
+        runner = ctx.flow.runner
+        if not isinstance(runner, ToolTaskPoller):
+            raise NonRetryableError("the runner does not implement poll_tool_task")
+        writer = ctx.runtime.event_writer(ctx, record.turn_id)
+        poll = ToolTaskPoll(
+            flow_id=ctx.session_id,
+            tool_call=record,
+            idempotency_key=idempotency_key(ctx.session_id, record.turn_id, record.tool_call_id),
+            attempt=ctx.attempt,
+            input_answers=tuple(record.input_answers),
+            events=writer,
+            heartbeat=no_heartbeat,
+            pending_answer=record.input_answers[-1] if record.task_answer_pending else None,
+        )
+        writer.start()
+        try:
+            outcome = await runner.poll_tool_task(poll)
+        except ToolExecutionError as error:
+            return ToolFailed(str(error) or type(error).__name__)
+        finally:
+            await writer.close()
+        return _checked_outcome(ctx, outcome, "poll_tool_task")
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        record = load_record(tx, ctx.step_input)
+        if record is None or record.is_final:
+            return END
+        if isinstance(result, ToolTaskPending):
+            interval = poll_interval_seconds(result.poll_interval_seconds) or 1
+            pending = record.model_copy(
+                update={
+                    "task_poll_interval_seconds": interval,
+                    "input_continuation": result.continuation,
+                    "task_answer_pending": False,
+                }
+            )
+            store.save_tool_call(tx.conn, ctx.session_id, pending)
+            return go(("PollToolTask", record.tool_call_id))
+        if isinstance(result, ToolTaskStarted):
+            raise NonRetryableError("poll_tool_task returned ToolTaskStarted")
+        return record_outcome(tx, record, result)
+
+
+class CancelToolTask(StepHandler):
+    """Asks the runner to cancel a task that cancel_turn abandoned, then records the call
+    outcome_unknown: the task may have taken effect."""
+
+    step_type = "CancelToolTask"
+    options = StepOptions(max_attempts=3, failure_route="RecordToolOutcomeUnknown")
+    has_execute = True
+
+    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+        record = load_record(tx, ctx.step_input)
+        if record is None or record.is_final:
+            return END
+        ctx.loaded = record
+        return None
+
+    async def execute(self, ctx: StepContext) -> Any:
+        record: AgentToolCall = ctx.loaded
+        runner = ctx.flow.runner
+        if isinstance(runner, ToolTaskCanceller):
+            cancellation = ToolTaskCancellation(
+                flow_id=ctx.session_id,
+                tool_call=record,
+                idempotency_key=idempotency_key(
+                    ctx.session_id, record.turn_id, record.tool_call_id
+                ),
+                attempt=ctx.attempt,
+                heartbeat=no_heartbeat,
+            )
+            await runner.cancel_tool_task(cancellation)
+        return None
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        record = load_record(tx, ctx.step_input)
+        if record is None or record.is_final:
+            return END
+        finish_tool_call(tx, cancelled_task_record(record))
+        return END
+
+
+def cancelled_task_record(record: AgentToolCall) -> AgentToolCall:
+    return record.model_copy(
+        update={
+            "status": "outcome_unknown",
+            "error": texts.CANCELLED_TASK_ERROR,
+            "cancellation_reason": "turn_cancelled",
+            "task_answer_pending": False,
+        }
+    )
+
+
+class RecordToolFailure(StepHandler):
+    """Failure route of CallTool and PollToolTask: `failed` for a read, else outcome_unknown."""
+
+    step_type = "RecordToolFailure"
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        record = load_record(tx, ctx.step_input)
+        recovery = ctx.recovery
+        if record is None or record.is_final or recovery is None:
+            return END
+        if record.task_id is not None and record.cancellation_reason == "turn_cancelled":
+            finish_tool_call(tx, cancelled_task_record(record))
+            return END
+        if (
+            recovery.attempt_progress == "NOT_STARTED"
+            and record.status == "approved"
+            and not record.input_answers
+        ):
+            error = f"{texts.TOOL_CALL_NOT_RUN_ERROR_PREFIX}: {recovery.detail}"
+            finish_tool_call(tx, _done(record, status="failed", error=error))
+            return END
+        finish_tool_call(tx, _done(record, status=self.status_for(record), error=recovery.detail))
+        return END
+
+    def status_for(self, record: AgentToolCall) -> str:
+        return final_status_for_effect(record)
+
+
+class RecordToolOutcomeUnknown(RecordToolFailure):
+    step_type = "RecordToolOutcomeUnknown"
+
+    def status_for(self, record: AgentToolCall) -> str:
+        return "outcome_unknown"

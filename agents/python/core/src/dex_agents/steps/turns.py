@@ -1,0 +1,335 @@
+"""Turn boundaries: starting a session, taking a user message, steering and cancelling."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from .. import store, texts
+from ..results import tool_calls_note
+from ..runner import AgentTurnContext, FrameworkMessage, UnfinishedTurnMessageBuilder
+from ..stepkit import (
+    END,
+    NOT_READY,
+    READY,
+    WAIT_AGAIN,
+    StepContext,
+    StepHandler,
+    StepOptions,
+    StepTx,
+    Transition,
+    Wait,
+    go,
+)
+from ..store import (
+    INTERRUPT_RESOLUTIONS,
+    QUEUED_USER_MESSAGES,
+    STEERED_USER_MESSAGES,
+    TURN_CONTROL_REQUESTS,
+    Session,
+)
+from ..types import (
+    AgentState,
+    AgentUsage,
+    AgentUserMessage,
+    InteractionMode,
+    TurnReplySequence,
+    TurnSessionSettings,
+)
+from .common import (
+    abandon_call,
+    build_user_item,
+    checked_messages,
+    is_cancelled,
+    no_heartbeat,
+    pending_interrupt_of,
+    question_interrupt_id,
+    resolve_interrupt_for_cancellation,
+    settings_problem,
+)
+
+log = logging.getLogger("dex_agents")
+
+MAX_CHANNEL_MESSAGES = texts.MAX_INT32
+
+
+def interaction_mode_for(
+    ctx: StepContext, session: Session, messages: Sequence[AgentUserMessage]
+) -> InteractionMode:
+    """One decision for every turn start: planning when plan mode is enabled and a message
+    asks for it or a draft plan exists, else chat."""
+    if not ctx.flow.options.plan_mode_enabled:
+        return "chat"
+    draft = session.plan is not None and session.plan.status == "draft"
+    return "planning" if draft or any(m.plan_mode for m in messages) else "chat"
+
+
+def begin_turn(
+    ctx: StepContext,
+    tx: StepTx,
+    messages: Sequence[AgentUserMessage],
+    mode: InteractionMode | None = None,
+) -> Transition:
+    session = tx.session
+    state = session.active_state
+    turn_id = f"turn-{state.turn_count + 1}"
+    items = [build_user_item(ctx, message.text) for message in messages]
+    stored = store.append_messages(tx.conn, session, turn_id, items)
+    state = session.active_state
+    session.set(
+        "state",
+        state.model_copy(
+            update={
+                "status": "running_model",
+                "active_turn_id": turn_id,
+                "interaction_mode": mode or interaction_mode_for(ctx, session, messages),
+                "accepts_turn_control": True,
+            }
+        ),
+    )
+    session.set(
+        "turn_reply_sequence",
+        TurnReplySequence(turn_id=turn_id, sequence=state.next_message_sequence),
+    )
+    session.set(
+        "turn_session_settings",
+        TurnSessionSettings(turn_id=turn_id, session_settings=session.session_settings or {}),
+    )
+    tx.event("turn_started", {"sequence": stored[0].sequence}, turn_id=turn_id)
+    return go(("RunModel", None))
+
+
+def turn_message_count(session: Session) -> int:
+    """Messages the active turn appended after its user messages."""
+    state = session.active_state
+    reply = session.turn_reply_sequence
+    if reply is None or reply.turn_id != state.active_turn_id:
+        return 0
+    return state.next_message_sequence - reply.sequence
+
+
+def end_turn(tx: StepTx, *, error: str | None = None) -> None:
+    """Counts and clears the turn: its records, run state, interrupts and leftover results."""
+    session = tx.session
+    state = session.active_state
+    session.set(
+        "state",
+        state.model_copy(
+            update={
+                "status": "waiting_for_user_message",
+                "active_turn_id": None,
+                "turn_count": state.turn_count + 1,
+                "accepts_turn_control": False,
+                "last_turn_error": error,
+            }
+        ),
+    )
+    store.delete_tool_calls(tx.conn, session.session_id)
+    store.clear_channel(tx.conn, session.session_id, store.TOOL_CALL_RESULTS)
+    session.set("framework_run_state", None)
+    session.set("pending_interrupts", [])
+
+
+class StartAgentSession(StepHandler):
+    step_type = "StartAgentSession"
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        session = tx.session
+        if session.state is not None:
+            return END
+        start = session.start_input
+        settings = start.session_settings
+        problem = settings_problem(settings) if settings is not None else None
+        if problem:
+            reason = f"{texts.SESSION_SETTINGS_INVALID}: {problem}"
+            session.set("state", AgentState(status="failed", last_turn_error=reason))
+            return END
+        session.set("state", AgentState())
+        session.set("pending_interrupts", [])
+        session.set("usage", AgentUsage())
+        if settings:
+            session.set("session_settings", settings)
+        if start.initial_message and start.initial_message.strip():
+            return begin_turn(ctx, tx, [AgentUserMessage(text=start.initial_message)])
+        return go(("AwaitUserMessage", None))
+
+
+class AwaitUserMessage(StepHandler):
+    """Waits for a control wake (a steer beats a queued message) or a queued message."""
+
+    step_type = "AwaitUserMessage"
+    options = StepOptions(waits=True)
+
+    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+        for channel in (TURN_CONTROL_REQUESTS, QUEUED_USER_MESSAGES):
+            if store.count(conn, ctx.session_id, channel):
+                return READY
+        return NOT_READY
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        state = tx.session.active_state
+        if state.status == "failed" or state.active_turn_id is not None:
+            return END
+        if store.count(tx.conn, ctx.session_id, TURN_CONTROL_REQUESTS):
+            return go(("ApplyTurnControl", None))
+        taken = store.consume(tx.conn, ctx.session_id, QUEUED_USER_MESSAGES)
+        if not taken:
+            return WAIT_AGAIN
+        message = AgentUserMessage.model_validate_json(taken[0].payload)
+        return begin_turn(ctx, tx, [message])
+
+
+def unfinished_turn_context(ctx: StepContext, tx: StepTx) -> dict[str, Any] | None:
+    """What build_unfinished_turn_messages needs, loaded in the attempt's first commit."""
+    state = tx.session.active_state
+    if state.active_turn_id is None:
+        return None
+    return {
+        "turn_id": state.active_turn_id,
+        "records": store.load_tool_calls(tx.conn, ctx.session_id),
+        "messages": ctx.runtime.messages.load(
+            tx.conn, ctx.session_id, state.next_message_sequence - 1
+        ),
+        "run_state": tx.session.framework_run_state,
+        "settings": tx.session.turn_settings(),
+    }
+
+
+async def build_unfinished_messages(ctx: StepContext) -> list[FrameworkMessage] | None:
+    """The runner's unfinished-turn messages; None when it has none or they failed, so a
+    runner defect never blocks the Step that ends the turn."""
+    runner = ctx.flow.runner
+    loaded = ctx.loaded
+    if loaded is None or not isinstance(runner, UnfinishedTurnMessageBuilder):
+        return None
+    turn = AgentTurnContext(
+        flow_id=ctx.session_id,
+        turn_id=loaded["turn_id"],
+        attempt=ctx.attempt,
+        step_execution_id=ctx.step_execution_id,
+        messages=loaded["messages"],
+        framework_run_state=loaded["run_state"],
+        tool_calls=loaded["records"],
+        events=ctx.runtime.event_writer(ctx, loaded["turn_id"]),
+        heartbeat=no_heartbeat,
+        tool_policies=ctx.flow.options.tool_policies,
+        default_tool_effect=ctx.flow.options.default_tool_effect,
+        session_settings=loaded["settings"],
+    )
+    try:
+        return checked_messages(ctx, list(await runner.build_unfinished_turn_messages(turn)))
+    except Exception as error:
+        log.warning("build_unfinished_turn_messages failed; storing no messages for it: %s", error)
+        return None
+
+
+class ApplyTurnControl(StepHandler):
+    """Ends a steered or cancelled turn and starts the steered one. The only consumer of
+    SteeredUserMessages."""
+
+    step_type = "ApplyTurnControl"
+    options = StepOptions(max_attempts=3)
+    has_execute = True
+
+    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+        ctx.loaded = unfinished_turn_context(ctx, tx)
+        return None
+
+    async def execute(self, ctx: StepContext) -> Any:
+        return await build_unfinished_messages(ctx)
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        session = tx.session
+        steered = store.consume(
+            tx.conn, ctx.session_id, STEERED_USER_MESSAGES, limit=MAX_CHANNEL_MESSAGES
+        )
+        store.consume(tx.conn, ctx.session_id, TURN_CONTROL_REQUESTS, limit=MAX_CHANNEL_MESSAGES)
+        state = session.active_state
+        loaded_turn = ctx.loaded["turn_id"] if ctx.loaded else None
+        if state.active_turn_id is not None and state.active_turn_id == loaded_turn:
+            self._end_turn(tx, result, steered_count=len(steered))
+        messages = [AgentUserMessage.model_validate_json(m.payload) for m in steered]
+        if messages and session.active_state.active_turn_id is None:
+            return begin_turn(ctx, tx, messages)
+        return go(("AwaitUserMessage", None))
+
+    def _end_turn(
+        self, tx: StepTx, unfinished: list[FrameworkMessage] | None, *, steered_count: int
+    ) -> None:
+        session = tx.session
+        turn_id = session.active_state.active_turn_id
+        assert turn_id is not None
+        cancelled = is_cancelled(session)
+        if unfinished is not None:
+            store.append_messages(tx.conn, session, turn_id, unfinished)
+        else:
+            header = texts.CANCELLED_NOTE_HEADER if cancelled else texts.STEERED_NOTE_HEADER
+            note = tool_calls_note(header, store.load_tool_calls(tx.conn, session.session_id))
+            if note is not None:
+                store.append_messages(tx.conn, session, turn_id, [build_user_item(tx.ctx, note)])
+        message_count = turn_message_count(session)
+        end_turn(tx, error=None)
+        if cancelled:
+            tx.event("turn_cancelled", {"message_count": message_count}, turn_id=turn_id)
+        else:
+            payload = {"steered_message_count": steered_count, "message_count": message_count}
+            tx.event("turn_steered", payload, turn_id=turn_id)
+
+
+class FinishTurnCancellation(StepHandler):
+    """Records every waiting call that cancel_turn abandoned; never ends the turn while
+    ResumeTurn still waits."""
+
+    step_type = "FinishTurnCancellation"
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        session = tx.session
+        state = session.active_state
+        turn_id = ctx.step_input
+        if state.active_turn_id != turn_id or not is_cancelled(session):
+            return END
+        if state.status != "running_tools":
+            return go(("ApplyTurnControl", None))
+        next_steps: list[tuple[str, Any]] = []
+        for record in store.load_tool_calls(tx.conn, ctx.session_id):
+            step = self._settle(tx, record)
+            if step is not None:
+                next_steps.append(step)
+        return go(*next_steps)
+
+    def _settle(self, tx: StepTx, record: Any) -> tuple[str, Any] | None:
+        waiting = record.status in ("awaiting_approval", "awaiting_answer", "waiting_for_timer")
+        if waiting and record.task_id is None:
+            if record.status != "waiting_for_timer" and self._answer_committed(tx, record):
+                step = (
+                    "AwaitToolApproval"
+                    if record.status == "awaiting_approval"
+                    else "AwaitQuestionAnswer"
+                )
+                return (step, record.tool_call_id)
+            abandon_call(tx, record, "turn_cancelled")
+            return None
+        if record.status == "waiting_for_task" or (
+            record.status == "awaiting_answer" and record.task_id is not None
+        ):
+            interrupt = pending_interrupt_of(tx.session, record)
+            if interrupt is not None:
+                resolve_interrupt_for_cancellation(tx, interrupt, "turn_cancelled")
+            kept = record.model_copy(
+                update={"status": "waiting_for_task", "cancellation_reason": "turn_cancelled"}
+            )
+            store.save_tool_call(tx.conn, tx.session.session_id, kept)
+            return ("CancelToolTask", record.tool_call_id)
+        return None
+
+    @staticmethod
+    def _answer_committed(tx: StepTx, record: Any) -> bool:
+        key = (
+            record.tool_call_id
+            if record.status == "awaiting_approval"
+            else question_interrupt_id(record)
+        )
+        return store.count(tx.conn, tx.session.session_id, INTERRUPT_RESOLUTIONS, key) > 0

@@ -1,0 +1,371 @@
+"""Steering and cancellation rules, one test per rule, through real Worker processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dex_agents import texts
+from dex_agents.testing import ScriptedReply, reply_text, reply_tools
+
+from .helpers import events_of, pending_interrupt, step_types, tool_messages, turns_done, wait_until
+
+TASKS = "tests.apps.tasks:flows"
+
+
+def running(snapshot) -> bool:
+    return snapshot.state is not None and snapshot.state.active_turn_id is not None
+
+
+async def test_a_steer_during_a_final_answer_applies_after_the_turn(make_worker, model, client):
+    model.enqueue(ScriptedReply(text="Paris is lovely.", hang=True), reply_text("Rome, then."))
+    with make_worker():
+        session = await client.start_session("Assistant", "Tell me about Paris")
+        model.wait_for_requests(1)
+        assert await client.steer_user_message(session, text="Actually, Rome")
+        model.release()
+        snapshot = await client.wait_for(session, turns_done(2))
+
+    assert [(m.role, m.text) for m in snapshot.messages] == [
+        ("user", "Tell me about Paris"),
+        ("assistant", "Paris is lovely."),
+        ("user", "Actually, Rome"),
+        ("assistant", "Rome, then."),
+    ]
+    assert await step_types(client, session) == [
+        "StartAgentSession",
+        "RunModel",
+        "AwaitUserMessage",
+        "ApplyTurnControl",
+        "RunModel",
+        "AwaitUserMessage",
+    ]
+    assert await events_of(client, session, "turn_steered") == []  # the turn had ended
+
+
+async def test_a_steer_during_a_model_call_abandons_the_calls_it_requested(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(
+        ScriptedReply(
+            tool_calls=reply_tools(
+                ("r1", "get_weather", {"city": "Oslo"}),
+                ("w1", "send_email", {"to": "a@example.com", "body": "hi"}),
+            ).tool_calls,
+            hang=True,
+        ),
+        reply_text("Switching to Bergen."),
+    )
+    with make_worker():
+        session = await client.start_session("Assistant", "Weather in Oslo and email Ann")
+        model.wait_for_requests(1)
+        assert await client.steer_user_message(session, text="Never mind, Bergen")
+        model.release()
+        snapshot = await client.wait_for(session, turns_done(2))
+
+    assert tool_log.count() == 0  # steering abandons calls that have not started
+    seen = tool_messages(model, 1)
+    assert seen == {"r1": texts.STEERED_REJECTION, "w1": texts.STEERED_REJECTION}
+    finished = await events_of(client, session, "tool_call_finished")
+    assert {f["tool_call_id"]: f["status"] for f in finished} == {
+        "r1": "rejected",
+        "w1": "rejected",
+    }
+    resolved = await events_of(client, session, "interrupt_resolved")
+    assert [(r["interrupt_id"], r["cancellation_reason"]) for r in resolved] == [("w1", "steered")]
+    steered = await events_of(client, session, "turn_steered")
+    # The steered turn kept its transcript: the tool-call message and both rejections.
+    assert steered == [{"steered_message_count": 1, "message_count": 3}]
+    assert snapshot.messages[-2].text == "Never mind, Bergen"
+    assert snapshot.messages[-1].text == "Switching to Bergen."
+    history = await step_types(client, session)
+    assert history[:5] == [
+        "StartAgentSession",
+        "RunModel",
+        "CallTool",
+        "AwaitToolApproval",
+        "ResumeTurn",
+    ]
+    assert history[-3:] == ["ApplyTurnControl", "RunModel", "AwaitUserMessage"]
+
+
+async def test_a_steer_abandons_a_waiting_approval_but_not_a_finished_read(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(
+        reply_tools(
+            ("r1", "get_weather", {"city": "Oslo"}),
+            ("w1", "send_email", {"to": "a@example.com", "body": "hi"}),
+        ),
+        reply_text("OK, no email."),
+    )
+    with make_worker():
+        session = await client.start_session("Assistant", "Weather, then email")
+        await client.wait_for(
+            session,
+            lambda s: (
+                pending_interrupt("w1")(s)
+                and any(c.tool_call_id == "r1" and c.is_final for c in s.tool_calls)
+            ),
+        )
+        assert await client.steer_user_message(session, text="Don't email anyone")
+        await client.wait_for(session, turns_done(2))
+        assert await client.resolve_interrupt(session, "w1", approved=True) is False
+
+    assert tool_log.count("get_weather") == 1
+    assert tool_log.count("send_email") == 0
+    seen = tool_messages(model, 1)
+    assert json.loads(seen["r1"])["city"] == "Oslo"  # a read that ran keeps its result
+    assert seen["w1"] == texts.STEERED_REJECTION
+
+
+async def test_an_approval_that_commits_before_the_steer_wins_and_the_tool_sees_the_flag(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(
+        reply_tools(("w1", "send_email", {"to": "b@example.com", "body": "hi"})),
+        reply_text("Fine."),
+    )
+    worker = make_worker().start()
+    session = await client.start_session("Assistant", "Email Bo")
+    await client.wait_for(session, pending_interrupt("w1"))
+    worker.kill()  # both RPCs commit before any Step sees either
+    assert await client.resolve_interrupt(session, "w1", approved=True)
+    assert await client.steer_user_message(session, text="Stop")
+    worker.start()
+    await client.wait_for(session, turns_done(2))
+    worker.stop()
+
+    assert tool_log.count("send_email") == 0
+    assert tool_messages(model, 1) == {"w1": texts.STEERED_REJECTION}
+    resolved = await events_of(client, session, "interrupt_resolved")
+    assert [(r["approved"], r["cancellation_reason"]) for r in resolved] == [(True, None)]
+
+
+async def test_cancel_turn_aborts_a_running_model_call(make_worker, model, client):
+    model.enqueue(ScriptedReply(text="a very long answer", hang=True), reply_text("Next."))
+    with make_worker():
+        session = await client.start_session("Assistant", "Write an essay")
+        model.wait_for_requests(1)
+        assert await client.cancel_turn(session, "turn-2") is False  # not the active turn
+        assert await client.cancel_turn(session)
+        assert await client.cancel_turn(session, "turn-1")  # already cancelled: true, no change
+        model.wait_for_dropped(1)  # the model call was really aborted
+        snapshot = await client.wait_for(session, turns_done(1))
+        assert await client.cancel_turn(session) is False  # no active turn
+        assert await client.send_user_message(session, "Short one")
+        snapshot = await client.wait_for(session, turns_done(2))
+
+    assert [m.text for m in snapshot.messages] == ["Write an essay", "Short one", "Next."]
+    assert await events_of(client, session, "turn_cancelled") == [{"message_count": 0}]
+    history = await client.get_step_history(session)
+    assert [(s.step_type, s.status) for s in history[:5]] == [
+        ("StartAgentSession", "succeeded"),
+        ("RunModel", "cancelled"),
+        ("FinishTurnCancellation", "succeeded"),
+        ("ApplyTurnControl", "succeeded"),
+        ("AwaitUserMessage", "succeeded"),
+    ]
+    assert snapshot.usage.model_calls == 1  # the dropped call recorded no usage
+
+
+async def test_cancel_turn_rejects_waiting_calls_and_ends_the_turn(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(
+        reply_tools(
+            ("r1", "get_weather", {"city": "Oslo"}),
+            ("w1", "send_email", {"to": "c@example.com", "body": "hi"}),
+        ),
+        reply_text("Cancelled; what next?"),
+    )
+    with make_worker():
+        session = await client.start_session("Assistant", "Weather, then email")
+        await client.wait_for(
+            session,
+            lambda s: (
+                pending_interrupt("w1")(s)
+                and any(c.tool_call_id == "r1" and c.is_final for c in s.tool_calls)
+            ),
+        )
+        assert await client.cancel_turn(session)
+        snapshot = await client.wait_for(session, turns_done(1))
+        assert await client.send_user_message(session, "What happened?")
+        await client.wait_for(session, turns_done(2))
+
+    assert tool_log.count("send_email") == 0
+    assert snapshot.pending_interrupts == []
+    finished = await events_of(client, session, "tool_call_finished")
+    assert {f["tool_call_id"]: f["status"] for f in finished} == {
+        "r1": "succeeded",
+        "w1": "rejected",
+    }
+    resolved = await events_of(client, session, "interrupt_resolved")
+    assert resolved == [
+        {
+            "interrupt_id": "w1",
+            "approved": False,
+            "rejection_message": texts.TURN_CANCELLED_REJECTION,
+            "kind": "tool_approval",
+            "answered": False,
+            "cancellation_reason": "turn_cancelled",
+        }
+    ]
+    assert await events_of(client, session, "turn_cancelled") == [{"message_count": 3}]
+    # The turn kept its transcript: the runner's unfinished messages with every result.
+    results = tool_messages(model, 1)
+    assert results["w1"] == texts.TURN_CANCELLED_REJECTION
+
+
+async def test_cancel_turn_survives_a_worker_killed_before_finish_turn_cancellation(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(reply_tools(("w1", "send_email", {"to": "d@example.com", "body": "hi"})))
+    worker = make_worker().start()
+    session = await client.start_session("Assistant", "Email Dee")
+    await client.wait_for(session, pending_interrupt("w1"))
+    worker.kill()
+    assert await client.cancel_turn(session)  # commits while no Worker runs
+    worker.start()
+    snapshot = await client.wait_for(session, turns_done(1))
+    worker.stop()
+
+    assert tool_log.count("send_email") == 0
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    assert await events_of(client, session, "turn_cancelled") == [{"message_count": 2}]
+    assert "FinishTurnCancellation" in await step_types(client, session)
+
+
+async def test_a_leftover_cancellation_wake_from_an_earlier_turn_changes_nothing(
+    make_worker, model, client, tool_log
+):
+    from dex_agents import store
+    from dex_agents.db import Database
+
+    model.enqueue(
+        reply_tools(("w1", "send_email", {"to": "e@example.com", "body": "1"})),
+        reply_text("Sent."),
+    )
+    with make_worker():
+        session = await client.start_session("Assistant", "Email Eve")
+        await client.wait_for(session, pending_interrupt("w1"))
+        database = Database(client.database_url)
+        await database.write(
+            lambda conn: store.publish(
+                conn, session, store.TOOL_CALL_CANCELLATIONS, '{"reason":"steered"}', "w1"
+            )
+        )
+        database.close()
+        snapshot = await client.get_agent_snapshot(session)
+        assert pending_interrupt("w1")(snapshot)  # the wake found neither flag: it waits again
+        assert await client.resolve_interrupt(session, "w1", approved=True)
+        await client.wait_for(session, turns_done(1))
+    assert tool_log.count("send_email") == 1
+
+
+async def test_turn_control_rpcs_refuse_bad_requests(make_worker, model, client):
+    model.enqueue(ScriptedReply(text="One.", hang=True), reply_text("Two."), reply_text("Three."))
+    with make_worker():
+        session = await client.start_session("Assistant")
+        await client.wait_for(session, lambda s: s.state is not None)
+        # No active turn: a steer is queued like any message.
+        assert await client.steer_user_message(session, text="first") is True
+        model.wait_for_requests(1)
+        assert await client.steer_user_message(session) is False
+        assert await client.steer_user_message(session, text="x", message_id="1") is False
+        assert await client.steer_user_message(session, text="  ") is False
+        assert await client.steer_user_message(session, message_id="999999") is False
+        assert await client.delete_queued_message(session, "999999") is False
+
+        assert await client.send_user_message(session, "queued A")
+        assert await client.send_user_message(session, "queued B")
+        queued = (await client.get_agent_snapshot(session)).queued_messages
+        assert [q.message.text for q in queued] == ["queued A", "queued B"]
+        assert await client.delete_queued_message(session, queued[0].message_id)
+        assert await client.steer_user_message(session, message_id=queued[1].message_id)
+        snapshot = await client.get_agent_snapshot(session)
+        assert snapshot.queued_messages == []
+        assert [m.message.text for m in snapshot.steered_messages] == ["queued B"]
+        model.release()
+        snapshot = await client.wait_for(session, turns_done(2))
+
+    assert [m.text for m in snapshot.messages] == ["first", "One.", "queued B", "Two."]
+
+
+async def test_steering_never_abandons_a_started_task(
+    make_worker, model, client, tool_log, tmp_path: Path
+):
+    tasks = tmp_path / "tasks.json"
+    model.enqueue(reply_tools(("t1", "start_job", {"name": "build"})), reply_text("On it."))
+    with make_worker(TASKS, TASKS_FILE=str(tasks)):
+        session = await client.start_session("Tasks", "Build it")
+        await client.wait_for(
+            session, lambda s: any(c.status == "waiting_for_task" for c in s.tool_calls)
+        )
+        assert await client.steer_user_message(session, text="Also test it")
+        wait_until(lambda: tool_log.count("poll") >= 2, what="the task to be polled again")
+        snapshot = await client.get_agent_snapshot(session)
+        assert snapshot.tool_calls[0].status == "waiting_for_task"
+        tasks.write_text(json.dumps({"job-build": "done"}))
+        await client.wait_for(session, turns_done(2))
+
+    assert tool_log.count("start_job") == 1
+    assert tool_messages(model, 1) == {"t1": "job-build finished"}
+    started = await events_of(client, session, "tool_task_started")
+    assert started == [{"tool_call_id": "t1", "tool_name": "start_job", "task_id": "job-build"}]
+    assert await events_of(client, session, "turn_steered") == [
+        {"steered_message_count": 1, "message_count": 2}
+    ]
+
+
+async def test_cancel_turn_cancels_a_polled_task(make_worker, model, client, tool_log, tmp_path):
+    model.enqueue(reply_tools(("t1", "start_job", {"name": "deploy"})), reply_text("Cancelled."))
+    with make_worker(TASKS, TASKS_FILE=str(tmp_path / "tasks.json")):
+        session = await client.start_session("Tasks", "Deploy")
+        await client.wait_for(
+            session, lambda s: any(c.status == "waiting_for_task" for c in s.tool_calls)
+        )
+        wait_until(lambda: tool_log.count("poll") >= 1, what="a poll")
+        assert await client.cancel_turn(session)
+        await client.wait_for(session, turns_done(1))
+
+    assert [e["task_id"] for e in tool_log.entries("cancel_task")] == ["job-deploy"]
+    finished = await events_of(client, session, "tool_call_finished")
+    assert finished == [
+        {"tool_call_id": "t1", "tool_name": "start_job", "status": "outcome_unknown"}
+    ]
+    history = await step_types(client, session)
+    assert "CancelToolTask" in history and "FinishTurnCancellation" in history
+
+
+async def test_a_tool_question_is_answered_before_the_tool_takes_effect(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(reply_tools(("d1", "delete_files", {"path": "/tmp/x"})), reply_text("Deleted."))
+    with make_worker(TASKS):
+        session = await client.start_session("Tasks", "Delete /tmp/x")
+        snapshot = await client.wait_for(session, pending_interrupt("d1-input-1"))
+        (question,) = snapshot.pending_interrupts
+        assert (question.kind, question.question, question.choices) == (
+            "question",
+            "Delete everything under this path?",
+            ["yes", "no"],
+        )
+        assert question.allows_free_text is False
+        assert await client.answer_question(session, "d1-input-1", "maybe") is False
+        assert await client.answer_question(session, "d1-input-1", " ") is False
+        assert await client.answer_question(session, "d1-input-1", "yes")
+        await client.wait_for(session, turns_done(1))
+
+    assert [e["answer"] for e in tool_log.entries("delete_files")] == ["yes"]
+    assert tool_messages(model, 1) == {"d1": "deleted /tmp/x"}
+    assert await step_types(client, session) == [
+        "StartAgentSession",
+        "RunModel",
+        "CallSingleAttemptTool",
+        "ResumeTurn",
+        "AwaitQuestionAnswer",
+        "CallSingleAttemptTool",
+        "RunModel",
+        "AwaitUserMessage",
+    ]
