@@ -14,6 +14,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from dex_agents.cli import cli
+from dex_agents.db import Database
 from dex_agents.testing import reply_text, reply_tools
 from dex_agents.types import AgentEvent, AgentMessagesPage, AgentSnapshot
 
@@ -252,6 +253,7 @@ def test_events_follow_streams_until_interrupted(make_worker, model, database_ur
 
 
 def test_cli_errors_are_one_line_with_exit_code_1(database_url: str) -> None:
+    Database(database_url).create_schema()  # a database that holds no session yet
     empty = run(database_url, "sessions").stdout
     assert empty.startswith("no sessions in ") and "dex-agents start FLOW_TYPE MESSAGE" in empty
 
@@ -287,6 +289,7 @@ def test_an_unusable_database_is_an_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["sessions", "--database-url", url])
     assert result.exit_code == 1
     assert result.stderr == (
-        f"error: cannot use the database {url}: unable to open database file; "
-        "check --database-url or DEX_AGENTS_DATABASE_URL\n"
+        f"error: no dex-agents database at {tmp_path / 'missing' / 'dex.sqlite'}: start a "
+        "session first, or pass the database your Worker uses (--database-url or "
+        "DEX_AGENTS_DATABASE_URL)\n"
     )
