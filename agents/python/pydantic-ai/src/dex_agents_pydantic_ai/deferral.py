@@ -1,0 +1,89 @@
+"""Deferring every tool call of a model step, and the policy of each deferred call.
+
+`DeferAllTools` is a run capability the runner adds to the agent's run: it makes every function
+tool `external`, so Pydantic AI validates each call's arguments and returns the calls as
+`DeferredToolRequests` instead of running them. Tools that need approval stay `unapproved`, which
+Pydantic AI defers as well. The user's agent is not changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, get_args
+
+from dex_agents.runner import AgentTurnContext, DeferredToolCall
+from dex_agents.types import ToolEffect
+from pydantic_ai import DeferredToolRequests, RunContext, ToolDefinition
+from pydantic_ai.capabilities import AbstractCapability
+
+TOOL_EFFECTS: frozenset[str] = frozenset(get_args(ToolEffect))
+
+
+@dataclass(kw_only=True)
+class ToolCatalog(AbstractCapability[Any]):
+    """Records the tool definitions of the run's last step; with `defer`, defers every call."""
+
+    defer: bool
+    tools: dict[str, ToolDefinition] = field(default_factory=dict)
+    output_tool_names: set[str] = field(default_factory=set)
+
+    async def prepare_tools(
+        self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        self.tools = {tool_def.name: tool_def for tool_def in tool_defs}
+        if not self.defer:
+            return tool_defs
+        return [
+            replace(tool_def, kind="external") if tool_def.kind == "function" else tool_def
+            for tool_def in tool_defs
+        ]
+
+    async def prepare_output_tools(
+        self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        self.output_tool_names = {tool_def.name for tool_def in tool_defs}
+        return tool_defs
+
+
+def framework_effect(tool_def: ToolDefinition | None) -> ToolEffect | None:
+    """The effect the tool's metadata declares: `effect`, or MCP read-only/idempotent hints."""
+    metadata: Mapping[str, Any] = (tool_def.metadata if tool_def else None) or {}
+    effect = metadata.get("effect")
+    if isinstance(effect, str) and effect in TOOL_EFFECTS:
+        return effect  # type: ignore[return-value]  # checked against ToolEffect above
+    annotations = metadata.get("annotations")
+    if isinstance(annotations, Mapping):
+        if annotations.get("readOnlyHint") is True:
+            return "read"
+        if annotations.get("idempotentHint") is True:
+            return "idempotent_write"
+    return None
+
+
+def deferred_tool_calls(
+    requests: DeferredToolRequests,
+    tools: Mapping[str, ToolDefinition],
+    turn: AgentTurnContext,
+    order: Sequence[str],
+) -> list[DeferredToolCall]:
+    """One DeferredToolCall per deferred call, in the order the model made them."""
+    approvals = {call.tool_call_id for call in requests.approvals}
+    position = {tool_call_id: index for index, tool_call_id in enumerate(order)}
+    calls = sorted(
+        [*requests.calls, *requests.approvals],
+        key=lambda call: position.get(call.tool_call_id, len(position)),
+    )
+    return [
+        DeferredToolCall(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            arguments=call.args_as_json_str(),
+            policy=turn.resolve_tool_policy(
+                call.tool_name,
+                framework_effect(tools.get(call.tool_name)),
+                True if call.tool_call_id in approvals else None,
+            ),
+        )
+        for call in calls
+    ]

@@ -1,0 +1,280 @@
+"""PydanticAiRunner: a Pydantic AI agent in Step mode.
+
+Each `run_model_step` is one Pydantic AI run that makes exactly one model call: every tool call
+the model makes is deferred (DeferredToolRequests), the turn's messages go into the run state as
+ModelMessagesTypeAdapter JSON, and the next model step feeds the final tool results back with
+DeferredToolResults. Each tool call runs later, in its own Step, through the agent's own tool.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+from dex_agents.results import model_visible_result
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    TurnCompleted,
+    TurnContinued,
+)
+from dex_agents.texts import OUTCOME_UNKNOWN_TEXT
+from dex_agents.types import AgentToolCall
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied, UserError
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    SystemPromptPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models import Model
+from pydantic_ai.output import OutputSpec
+
+from .deferral import ToolCatalog, deferred_tool_calls
+from .heartbeat import heartbeat_every
+from .messages import load_history, to_framework_messages, user_message
+from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
+from .run_state import RunState
+from .tool_step import ToolStepRun, tool_execution_scope
+
+DepsT = TypeVar("DepsT")
+
+RETRY_ROUNDS_EXCEEDED = (
+    "the model kept making invalid tool calls or output: {rounds} retry requests in a row"
+)
+
+
+@dataclass(frozen=True)
+class DepsContext:
+    """What the deps factory knows about the Step it builds deps for."""
+
+    flow_id: str
+    turn_id: str
+    tool_call: AgentToolCall | None = None
+    """The call a tool Step runs; None for a model step."""
+    session_settings: Mapping[str, Any] = field(default_factory=dict)
+    """The turn's session settings; empty in tool Steps, which do not receive them."""
+
+
+DepsFactory = Callable[[DepsContext], DepsT | Awaitable[DepsT]]
+
+
+class PydanticAiRunner(Generic[DepsT]):
+    """Runs an existing Pydantic AI agent, unchanged, one model call per RunModel Step."""
+
+    def __init__(
+        self,
+        agent: Agent[DepsT, Any],
+        *,
+        deps_factory: DepsFactory[DepsT] | None = None,
+        model: Model | str | None = None,
+        stream: bool = True,
+        max_retry_rounds: int = 3,
+        heartbeat_interval_seconds: float = 30.0,
+    ) -> None:
+        """
+        Args:
+            agent: The agent. Its tools, toolsets, instructions, system prompts, output type,
+                model settings and capabilities all keep working.
+            deps_factory: Builds the run's deps in every model and tool Step (sync or async).
+            model: The model, for an agent built without one.
+            stream: Stream the model call, writing text_delta and reasoning_delta events.
+            max_retry_rounds: Model calls in a row that may end in a retry request (invalid
+                tool arguments, output that fails validation) before the turn fails.
+            heartbeat_interval_seconds: How often a long model or tool call heartbeats.
+        """
+        self._agent = agent
+        self._deps_factory = deps_factory
+        self._model = model
+        self._stream = stream
+        self._max_retry_rounds = max_retry_rounds
+        self._heartbeat_interval = heartbeat_interval_seconds
+        self._output_type = deferrable_output_type(agent)
+
+    @property
+    def agent(self) -> Agent[DepsT, Any]:
+        return self._agent
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return user_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        state = RunState.from_json(turn.framework_run_state)
+        deps = await self._deps(
+            DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
+        )
+        history = await self._with_system_prompt(
+            [*load_history(turn.messages), *state.messages], deps
+        )
+        catalog = ToolCatalog(defer=True)
+        async with heartbeat_every(turn.heartbeat, self._heartbeat_interval):
+            call = await run_model_call(
+                self._agent,
+                history=history,
+                deferred_tool_results=_tool_results(state, turn.tool_calls),
+                output_type=self._output_type,
+                deps=deps,
+                model=self._model,
+                conversation_id=turn.flow_id,
+                catalog=catalog,
+                events=turn.events,
+                stream=self._stream,
+            )
+        return self._outcome(turn, state, call, catalog)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        deps = await self._deps(DepsContext(call.flow_id, call.turn_id, tool_call=call.tool_call))
+        run = ToolStepRun(self._agent, deps, self._output_type, self._model, call.flow_id)
+        with tool_execution_scope(call):
+            async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
+                # Dex ran the approval the policy asked for; the tool sees it as approved.
+                return await run.call(call.tool_call, approved=call.tool_call.requires_approval)
+
+    async def build_unfinished_turn_messages(
+        self, turn: AgentTurnContext
+    ) -> Sequence[FrameworkMessage]:
+        """The turn's transcript so far, with a result for each tool call it deferred last."""
+        state = RunState.from_json(turn.framework_run_state)
+        messages = list(state.messages)
+        records = {record.tool_call_id: record for record in turn.tool_calls}
+        parts: list[ModelRequestPart] = [
+            _result_part(records[tool_call_id])
+            for tool_call_id in state.pending_tool_call_ids
+            if tool_call_id in records
+        ]
+        if parts:
+            messages.append(ModelRequest(parts=parts))
+        return to_framework_messages(messages)
+
+    def _outcome(
+        self,
+        turn: AgentTurnContext,
+        state: RunState,
+        call: ModelCallOutcome,
+        catalog: ToolCatalog,
+    ) -> AgentTurnOutcome:
+        items = [*state.messages, *call.new_messages]
+        usage = usage_of(call.response)
+        metadata = call_metadata(call.response, self._request_model())
+        output_tools = frozenset(catalog.output_tool_names)
+        if call.next_request is not None:
+            items.append(call.next_request)
+            rounds = state.retry_rounds + 1
+            if rounds > self._max_retry_rounds:
+                return TurnCompleted(
+                    new_messages=to_framework_messages(items, output_tools),
+                    usage=usage,
+                    model_call_metadata=metadata,
+                    turn_error=RETRY_ROUNDS_EXCEEDED.format(rounds=rounds),
+                )
+            return TurnContinued(
+                framework_run_state=RunState(items, (), rounds).to_json(),
+                usage=usage,
+                model_call_metadata=metadata,
+            )
+        if isinstance(call.output, DeferredToolRequests):
+            made = call.response.tool_calls if call.response else []
+            order = [part.tool_call_id for part in made]
+            tool_calls = deferred_tool_calls(call.output, catalog.tools, turn, order)
+            pending = tuple(tool_call.tool_call_id for tool_call in tool_calls)
+            return ToolCallsRequested(
+                framework_run_state=RunState(items, pending).to_json(),
+                tool_calls=tool_calls,
+                usage=usage,
+                model_call_metadata=metadata,
+            )
+        return TurnCompleted(
+            new_messages=to_framework_messages(items, output_tools),
+            usage=usage,
+            model_call_metadata=metadata,
+        )
+
+    async def _deps(self, context: DepsContext) -> Any:
+        if self._deps_factory is None:
+            return None
+        deps = self._deps_factory(context)
+        if inspect.isawaitable(deps):
+            return await deps
+        return deps
+
+    async def _with_system_prompt(
+        self, history: list[ModelMessage], deps: Any
+    ) -> list[ModelMessage]:
+        """Puts the agent's system prompts first, as a Pydantic AI run does on a new history.
+
+        Stored messages never hold them, so each model call uses the prompts of the code that
+        runs it.
+        """
+        if any(
+            isinstance(part, SystemPromptPart)
+            for message in history
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+        ):
+            return history
+        parts = await self._agent.system_prompt_parts(
+            deps=deps, model=self._model, message_history=history
+        )
+        if not parts:
+            return history
+        first = history[0] if history else None
+        if isinstance(first, ModelRequest):
+            return [replace(first, parts=[*parts, *first.parts]), *history[1:]]
+        return [ModelRequest(parts=list(parts)), *history]
+
+    def _request_model(self) -> str | None:
+        model = self._model or self._agent.model
+        if isinstance(model, Model):
+            return model.model_name
+        return model
+
+
+def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
+    """The agent's output type plus DeferredToolRequests; None when it already has it."""
+    spec = agent.output_type
+    items: list[Any] = list(spec) if isinstance(spec, list | tuple) else [spec]
+    if DeferredToolRequests in items:
+        return None
+    # Pydantic AI refuses a run output type when the agent has output validators.
+    if getattr(agent, "_output_validators", None):
+        raise UserError(
+            "dex-agents-pydantic-ai: an agent with output validators must list "
+            "DeferredToolRequests in its output_type, e.g. output_type=[MyOutput, "
+            "DeferredToolRequests]"
+        )
+    return [*items, DeferredToolRequests]
+
+
+def _tool_results(state: RunState, records: Sequence[AgentToolCall]) -> DeferredToolResults | None:
+    """The final records of the calls the last response deferred, as the model sees them."""
+    if not state.pending_tool_call_ids:
+        return None
+    by_id = {record.tool_call_id: record for record in records}
+    results = DeferredToolResults()
+    for tool_call_id in state.pending_tool_call_ids:
+        record = by_id.get(tool_call_id)
+        if record is None:
+            raise RuntimeError(f"no tool call record for deferred call {tool_call_id!r}")
+        text = model_visible_result(record)
+        if record.status == "rejected":
+            results.approvals[tool_call_id] = ToolDenied(text)
+        else:
+            results.calls[tool_call_id] = text
+    return results
+
+
+def _result_part(record: AgentToolCall) -> ToolReturnPart:
+    text = model_visible_result(record) if record.is_final else OUTCOME_UNKNOWN_TEXT
+    return ToolReturnPart(
+        tool_name=record.tool_name,
+        content=text,
+        tool_call_id=record.tool_call_id,
+        outcome="denied" if record.status == "rejected" else "success",
+    )

@@ -1,0 +1,141 @@
+"""One tool call in its own Step, run by the agent's real tool function.
+
+The call runs through Pydantic AI itself: a run whose history ends with the model response that
+made the call, stopped before the model request that would carry the result. Pydantic AI finds
+the tool in the agent's toolsets, validates the arguments, builds the real RunContext (deps,
+tool_call_id, retry) and runs the tool with every hook and wrapper the agent has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from dex_agents.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult
+from dex_agents.types import AgentToolCall
+from pydantic_ai import (
+    Agent,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolApproved,
+    UnexpectedModelBehavior,
+)
+from pydantic_ai.messages import ModelRequestPart, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.models import Model
+from pydantic_ai.output import OutputSpec
+
+from .deferral import ToolCatalog
+
+APPROVAL_AT_RUN_TIME = (
+    "the tool asked for approval while it ran; give it ToolPolicy(requires_approval=True) so "
+    "the approval happens before the call"
+)
+DEFERRED_AT_RUN_TIME = (
+    "the tool deferred its call to outside the agent (CallDeferred or an external tool), "
+    "which a tool Step cannot wait for"
+)
+
+_CURRENT: ContextVar[DeferredToolExecution | None] = ContextVar(
+    "dex_agents_pydantic_ai_tool_execution", default=None
+)
+
+
+def current_tool_execution() -> DeferredToolExecution | None:
+    """The Dex tool call a tool function runs for, with its idempotency key; None elsewhere."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def tool_execution_scope(call: DeferredToolExecution) -> Iterator[None]:
+    token = _CURRENT.set(call)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+@dataclass(frozen=True)
+class _ToolRun:
+    return_part: ToolReturnPart | None
+    requests: DeferredToolRequests | None
+    declared_kind: str | None
+    """The tool definition's own kind: `unapproved` when it declares requires_approval."""
+
+
+@dataclass(frozen=True)
+class ToolStepRun:
+    """How a tool Step runs the agent: its deps, output type, model and conversation."""
+
+    agent: Agent[Any, Any]
+    deps: Any
+    output_type: OutputSpec[Any] | None
+    model: Model | str | None
+    conversation_id: str
+
+    async def call(self, record: AgentToolCall, *, approved: bool) -> ToolExecutionResult:
+        run = await self._attempt(record, approved)
+        if run.requests is not None and run.requests.approvals and not approved:
+            if run.declared_kind != "unapproved":
+                raise ToolExecutionError(APPROVAL_AT_RUN_TIME)
+            # A ToolPolicy waived the tool's declared approval; Pydantic AI deferred it unrun.
+            run = await self._attempt(record, True)
+        if run.return_part is None:
+            asked_approval = run.requests is not None and bool(run.requests.approvals)
+            raise ToolExecutionError(
+                APPROVAL_AT_RUN_TIME if asked_approval else DEFERRED_AT_RUN_TIME
+            )
+        part = run.return_part
+        if part.outcome == "success":
+            return ToolExecutionResult(part.model_response_str())
+        # ModelRetry, ToolFailed and invalid arguments: a failure the model reads.
+        raise ToolExecutionError(part.model_response_str(wrap_if_error=False))
+
+    async def _attempt(self, record: AgentToolCall, approved: bool) -> _ToolRun:
+        call = ToolCallPart(record.tool_name, record.arguments, record.tool_call_id)
+        catalog = ToolCatalog(defer=False)
+        results = (
+            DeferredToolResults(approvals={record.tool_call_id: ToolApproved()})
+            if approved
+            else None
+        )
+        try:
+            async with self.agent.iter(
+                None,
+                output_type=self.output_type,
+                message_history=[ModelResponse(parts=[call])],
+                deferred_tool_results=results,
+                deps=self.deps,
+                model=self.model,
+                conversation_id=self.conversation_id,
+                capabilities=[catalog],
+                infer_name=False,
+            ) as agent_run:
+                node = agent_run.next_node
+                while not Agent.is_end_node(node):
+                    if Agent.is_model_request_node(node):
+                        # The request that would carry the result to the model: the tool ran.
+                        return _ToolRun(_return_part(node.request.parts, record), None, None)
+                    node = await agent_run.next(node)
+                output = node.data.output
+        except UnexpectedModelBehavior as error:
+            # The tool exceeded its retries (ModelRetry with max_retries reached).
+            raise ToolExecutionError(str(error)) from error
+        except Exception as error:
+            # Pydantic AI refuses to call an approved external tool, so it never ran.
+            declared = catalog.tools.get(record.tool_name)
+            if declared is not None and declared.kind == "external":
+                raise ToolExecutionError(DEFERRED_AT_RUN_TIME) from error
+            raise
+        declared = catalog.tools.get(record.tool_name)
+        requests = output if isinstance(output, DeferredToolRequests) else None
+        return _ToolRun(None, requests, declared.kind if declared else None)
+
+
+def _return_part(parts: Sequence[ModelRequestPart], record: AgentToolCall) -> ToolReturnPart | None:
+    for part in parts:
+        if isinstance(part, ToolReturnPart) and part.tool_call_id == record.tool_call_id:
+            return part
+    return None

@@ -1,0 +1,134 @@
+"""The Pydantic AI agents the tests run: ordinary agents, written as a user would write them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dex_agents.testing import ToolRunLog
+from pydantic import BaseModel
+from pydantic_ai import (
+    Agent,
+    ApprovalRequiredToolset,
+    FunctionToolset,
+    ModelRetry,
+    RunContext,
+    ToolFailed,
+)
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from dex_agents_pydantic_ai import DepsContext, current_tool_execution
+
+
+@dataclass
+class AppDeps:
+    run_log: ToolRunLog
+    user_name: str
+    flow_id: str
+
+
+def deps_factory(run_log_path: str | Path) -> Any:
+    def build(context: DepsContext) -> AppDeps:
+        return AppDeps(ToolRunLog(run_log_path), user_name="Ada", flow_id=context.flow_id)
+
+    return build
+
+
+def scripted_model(base_url: str) -> OpenAIChatModel:
+    return OpenAIChatModel("gpt-test", provider=OpenAIProvider(base_url=base_url, api_key="test"))
+
+
+def _key() -> str | None:
+    execution = current_tool_execution()
+    return execution.idempotency_key if execution else None
+
+
+def build_triage_agent(model: OpenAIChatModel) -> Agent[AppDeps, str]:
+    refunds = FunctionToolset[AppDeps]()
+
+    @refunds.tool
+    def refund(ctx: RunContext[AppDeps], order_id: str, amount: int) -> str:
+        """Refund an order; large refunds need approval."""
+        ctx.deps.run_log.record("refund", order_id=order_id, amount=amount)
+        return f"refunded {amount} on {order_id}"
+
+    agent = Agent(
+        model,
+        deps_type=AppDeps,
+        system_prompt="You triage support requests.",
+        instructions="Answer briefly.",
+        toolsets=[
+            ApprovalRequiredToolset(refunds, lambda ctx, tool_def, args: args["amount"] > 100)
+        ],
+    )
+
+    @agent.system_prompt(dynamic=True)
+    def who(ctx: RunContext[AppDeps]) -> str:
+        return f"The user is {ctx.deps.user_name}."
+
+    @agent.tool(metadata={"effect": "read"})
+    async def get_weather(ctx: RunContext[AppDeps], city: str) -> str:
+        """Current weather of a city."""
+        log = ctx.deps.run_log
+        log.record(
+            "get_weather", city=city, tool_call_id=ctx.tool_call_id, flow_id=ctx.deps.flow_id
+        )
+        await asyncio.sleep(float(os.environ.get("WEATHER_SECONDS", "0")))
+        log.record("get_weather:finished", city=city)
+        return f"Sunny in {city}"
+
+    @agent.tool(metadata={"effect": "read"})
+    def lookup_order(ctx: RunContext[AppDeps], order_id: str) -> dict[str, Any]:
+        """A sync tool with a structured result."""
+        ctx.deps.run_log.record("lookup_order", order_id=order_id, key=_key())
+        if not order_id.startswith("o-"):
+            raise ModelRetry("order ids start with 'o-'")
+        return {"order_id": order_id, "status": "shipped"}
+
+    @agent.tool(requires_approval=True, metadata={"effect": "non_idempotent_write"})
+    def send_email(ctx: RunContext[AppDeps], to: str, body: str) -> str:
+        """Send an email."""
+        ctx.deps.run_log.record("send_email", to=to, approved=ctx.tool_call_approved, key=_key())
+        return f"email sent to {to}"
+
+    @agent.tool(metadata={"effect": "idempotent_write"})
+    def update_ticket(ctx: RunContext[AppDeps], ticket_id: str, status: str) -> str:
+        """Set a ticket's status."""
+        ctx.deps.run_log.record("update_ticket", ticket_id=ticket_id, key=_key())
+        return f"ticket {ticket_id} is {status}"
+
+    @agent.tool
+    async def charge_card(ctx: RunContext[AppDeps], amount: int) -> str:
+        """Charge the customer's card; a slow, single-attempt write."""
+        ctx.deps.run_log.record("charge_card:start", amount=amount, key=_key())
+        await asyncio.sleep(float(os.environ.get("CHARGE_CARD_SECONDS", "0")))
+        ctx.deps.run_log.record("charge_card:done", amount=amount)
+        return f"charged {amount}"
+
+    @agent.tool_plain(metadata={"effect": "read"})
+    def check_stock(item: str) -> str:
+        """Fails as the model should see it (ToolFailed), or with an unexpected error."""
+        if item == "fire":
+            raise RuntimeError("the disk is on fire")
+        raise ToolFailed(f"{item} is out of stock")
+
+    return agent
+
+
+class Ticket(BaseModel):
+    category: str
+    priority: int
+
+
+def build_ticket_agent(model: OpenAIChatModel) -> Agent[AppDeps, Ticket]:
+    agent = Agent(model, deps_type=AppDeps, output_type=Ticket, instructions="File a ticket.")
+
+    @agent.tool_plain(metadata={"effect": "read"})
+    def known_categories() -> list[str]:
+        return ["billing", "shipping"]
+
+    return agent

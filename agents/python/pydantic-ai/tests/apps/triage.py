@@ -1,0 +1,39 @@
+"""The Worker app of the integration tests: `dex-agents worker tests.apps.triage:flows`.
+
+The agents are ordinary Pydantic AI agents whose OpenAIChatModel talks to the scripted model
+server the test started; its URL and the tool-run log path come from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolPolicy
+from dex_agents.testing import MODEL_URL_ENV
+
+from dex_agents_pydantic_ai import PydanticAiRunner
+
+from .agents import build_ticket_agent, build_triage_agent, deps_factory, scripted_model
+
+model = scripted_model(os.environ[MODEL_URL_ENV])
+deps = deps_factory(os.environ["TOOL_LOG"])
+deadline_seconds = float(os.environ.get("APPROVAL_DEADLINE_SECONDS", "0"))
+
+flows = [
+    AgentSessionFlow(
+        PydanticAiRunner(build_triage_agent(model), deps_factory=deps),
+        flow_type="TriageAgent",
+        options=AgentSessionOptions(
+            tool_policies={
+                "charge_card": ToolPolicy(effect="non_idempotent_write", requires_approval=False)
+            },
+            interrupt_deadline=timedelta(seconds=deadline_seconds) if deadline_seconds else None,
+        ),
+    ),
+    AgentSessionFlow(
+        PydanticAiRunner(build_ticket_agent(model), deps_factory=deps),
+        flow_type="TicketAgent",
+        options=AgentSessionOptions(default_tool_effect="read"),
+    ),
+]
