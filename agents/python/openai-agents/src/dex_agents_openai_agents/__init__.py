@@ -1,0 +1,13 @@
+"""Durable OpenAI Agents SDK sessions: every model call and every tool call is its own Dex Step."""
+
+from .recorded import current_tool_execution
+from .runner import ContextFactory, OpenAIAgentsRunner, RunContextRequest
+from .stream import HANDOFF_EVENT
+
+__all__ = [
+    "HANDOFF_EVENT",
+    "ContextFactory",
+    "OpenAIAgentsRunner",
+    "RunContextRequest",
+    "current_tool_execution",
+]

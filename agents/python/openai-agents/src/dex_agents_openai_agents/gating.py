@@ -1,0 +1,126 @@
+"""Gated copies of the application's agent graph.
+
+Every function tool of every agent reachable through handoffs gets a copy whose `needs_approval`
+is always true, so the SDK stops the run after the model call that asks for it. When the run
+resumes with the call approved, the copy's `on_invoke_tool` answers with the recorded Dex result;
+the real tool runs only in its own tool Step. The application's agents are never changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import weakref
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from agents import Agent, FunctionTool, Handoff, RunContextWrapper
+from agents.tool_context import ToolContext
+
+from .recorded import recorded_result
+
+
+async def _answer_with_recorded_result(ctx: ToolContext[Any], arguments: str) -> str:
+    return recorded_result(ctx.tool_call_id)
+
+
+def gate_function_tool(tool: FunctionTool) -> FunctionTool:
+    """A copy of `tool` that always needs approval and never runs the real function.
+
+    Tool guardrails, the timeout and the output schema belong to the real call, which runs in
+    the tool Step; the copy returns model-visible text.
+    """
+    gated = copy.copy(tool)
+    gated.on_invoke_tool = _answer_with_recorded_result
+    gated.needs_approval = True
+    gated.tool_input_guardrails = None
+    gated.tool_output_guardrails = None
+    gated.timeout_seconds = None
+    gated.output_json_schema = None
+    gated._output_type_adapter = None
+    gated.custom_data_extractor = None
+    return gated
+
+
+def _handoff_targets(agent: Agent[Any]) -> Iterator[Agent[Any]]:
+    for item in agent.handoffs:
+        if isinstance(item, Agent):
+            yield item
+        elif isinstance(item, Handoff):
+            ref = item._agent_ref
+            target = ref() if ref is not None else None
+            if isinstance(target, Agent):
+                yield target
+
+
+class GatedAgentGraph:
+    """The gated copy of an agent and of every agent it can hand off to."""
+
+    def __init__(self, root: Agent[Any]) -> None:
+        self._gated_by_original: dict[int, Agent[Any]] = {}
+        self._originals_by_name: dict[str, Agent[Any]] = {}
+        # Keeps the originals alive so their ids stay unique while the graph lives.
+        self._originals: list[Agent[Any]] = []
+        self.root = self._gate_graph(root)
+
+    def _gate_graph(self, root: Agent[Any]) -> Agent[Any]:
+        queue: deque[Agent[Any]] = deque([root])
+        fresh: list[Agent[Any]] = []
+        while queue:
+            original = queue.popleft()
+            if id(original) in self._gated_by_original:
+                continue
+            self._gated_by_original[id(original)] = self._clone(original)
+            self._originals.append(original)
+            self._originals_by_name.setdefault(original.name, original)
+            fresh.append(original)
+            queue.extend(_handoff_targets(original))
+        # Handoffs are rewired once every agent has its copy, so cycles resolve.
+        for original in fresh:
+            gated = self._gated_by_original[id(original)]
+            gated.handoffs = [self._gate_handoff(item) for item in original.handoffs]
+        return self._gated_by_original[id(root)]
+
+    @staticmethod
+    def _clone(agent: Agent[Any]) -> Agent[Any]:
+        tools = [
+            gate_function_tool(tool) if isinstance(tool, FunctionTool) else tool
+            for tool in agent.tools
+        ]
+        return agent.clone(tools=tools, handoffs=[])
+
+    def _gated(self, agent: Agent[Any]) -> Agent[Any]:
+        gated = self._gated_by_original.get(id(agent))
+        if gated is None:
+            # A handoff whose target was not reachable when the graph was built.
+            gated = self._gate_graph(agent)
+        return gated
+
+    def _gate_handoff(self, item: Agent[Any] | Handoff[Any, Any]) -> Any:
+        if isinstance(item, Agent):
+            return self._gated(item)
+        original_invoke = item.on_invoke_handoff
+
+        async def invoke(ctx: RunContextWrapper[Any], input_json: str) -> Agent[Any]:
+            target = await original_invoke(ctx, input_json)
+            return self._gated(target)
+
+        gated_handoff = dataclasses.replace(item, on_invoke_handoff=invoke)
+        ref = item._agent_ref
+        target = ref() if ref is not None else None
+        if isinstance(target, Agent):
+            gated_handoff._agent_ref = weakref.ref(self._gated(target))
+        return gated_handoff
+
+    def original_function_tool(
+        self, agent_name: str, tool_name: str
+    ) -> tuple[Agent[Any], FunctionTool] | None:
+        """The application's own agent and tool behind a gated call."""
+        agent = self._originals_by_name.get(agent_name)
+        if agent is None:
+            return None
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool) and tool.name == tool_name:
+                return agent, tool
+        return None

@@ -1,0 +1,337 @@
+"""The Dex runner for the OpenAI Agents SDK, in Step mode.
+
+Each `run_model_step` lets the SDK make one model call (more only when the model hands off to
+another agent, because the SDK runs a handoff itself and calls the next agent's model). Every
+function tool is gated by `needs_approval`, so the run stops with `result.interruptions` before
+any tool runs; the `RunState` is stored as the framework run state, and each tool call runs in
+its own Dex tool Step through `execute_deferred_tool_call`. The next `run_model_step` restores the
+`RunState`, approves each call whose record is final (the gated tool answers with the recorded
+result) or rejects it with its rejection message, and lets the SDK make the next model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents import (
+    Agent,
+    InputGuardrailTripwireTriggered,
+    MaxTurnsExceeded,
+    OutputGuardrailTripwireTriggered,
+    RunConfig,
+    RunContextWrapper,
+    RunHooks,
+    Runner,
+    RunResultStreaming,
+    RunState,
+    ToolApprovalItem,
+)
+from dex_agents import texts
+from dex_agents.results import model_visible_result
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ModelCallMetadata,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    TurnCompleted,
+)
+from dex_agents.types import AgentToolCall, AgentUsage
+
+from .gating import GatedAgentGraph
+from .items import (
+    answered_call_ids,
+    function_call_names,
+    function_call_output,
+    project_items,
+    raw_field,
+    replay_items,
+    user_message,
+)
+from .policy import framework_effect, framework_requires_approval
+from .recorded import recorded_results, running_tool
+from .stream import StreamForwarder
+from .tool_step import run_function_tool
+from .turn_state import TurnState
+from .usage import run_usage, usage_since
+
+
+@dataclass(frozen=True)
+class RunContextRequest:
+    """What a context factory is asked for: the run context of one Step.
+
+    `tool_call_id` is set when the context is for a tool Step, and None for a model Step.
+    """
+
+    flow_id: str
+    turn_id: str
+    tool_call_id: str | None = None
+
+
+ContextFactory = Callable[[RunContextRequest], Any]
+
+
+class UnsupportedInterruptionError(Exception):
+    """The run stopped for an approval the adapter cannot run as a Dex tool Step."""
+
+
+def _omit_context(_context: Any) -> Mapping[str, Any]:
+    # Every Step builds a fresh context from the factory, so none is stored in the run state.
+    return {}
+
+
+def _turn_error(error: Exception) -> str:
+    if isinstance(error, InputGuardrailTripwireTriggered):
+        return f"input guardrail {error.guardrail_result.guardrail.get_name()!r} tripped"
+    if isinstance(error, OutputGuardrailTripwireTriggered):
+        return f"output guardrail {error.guardrail_result.guardrail.get_name()!r} tripped"
+    return str(error)
+
+
+def _metadata(result: RunResultStreaming) -> ModelCallMetadata:
+    model = result.last_agent.model
+    response_id = result.raw_responses[-1].response_id if result.raw_responses else None
+    return ModelCallMetadata(
+        request_model=model if isinstance(model, str) else None,
+        provider_name="openai",
+        response_id=response_id,
+    )
+
+
+class OpenAIAgentsRunner:
+    """Runs an OpenAI Agents SDK agent as a Dex agent session, one model call per Step.
+
+    `context_factory` builds the SDK run context (`RunContextWrapper.context`) of every model
+    Step and tool Step; it may return an awaitable. The context is never stored. `run_config`,
+    `hooks` and `max_turns` are passed to the SDK's Runner; `max_turns` counts the model calls
+    of one Dex turn and is unlimited by default.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        *,
+        context_factory: ContextFactory | None = None,
+        run_config: RunConfig | None = None,
+        hooks: RunHooks[Any] | None = None,
+        max_turns: int | None = None,
+    ) -> None:
+        self.agent = agent
+        self._graph = GatedAgentGraph(agent)
+        self._context_factory = context_factory
+        self._run_config = run_config
+        self._hooks = hooks
+        self._max_turns = max_turns
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return user_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        context = await self._context(RunContextRequest(turn.flow_id, turn.turn_id))
+        run_input: list[Any] | RunState[Any, Agent[Any]]
+        if turn.framework_run_state is None:
+            run_input, answers = replay_items(turn.messages), {}
+            input_count, earlier = len(run_input), AgentUsage()
+        else:
+            saved = TurnState.from_json(turn.framework_run_state)
+            run_input = await RunState.from_json(
+                self._graph.root,
+                saved.run_state,
+                context_override=RunContextWrapper(context=context),
+            )
+            answers = _decide_interruptions(run_input, turn.tool_calls)
+            input_count, earlier = saved.input_count, saved.usage
+        # The run loop task copies this context when it starts, so the answers reach its tools.
+        with recorded_results(answers):
+            result = self._run_streamed(run_input, context)
+        try:
+            await _drain(turn, result)
+        except (
+            InputGuardrailTripwireTriggered,
+            OutputGuardrailTripwireTriggered,
+            MaxTurnsExceeded,
+        ) as error:
+            usage = usage_since(run_usage(result.context_wrapper.usage), earlier)
+            return TurnCompleted(usage=usage, turn_error=_turn_error(error))
+        total = run_usage(result.context_wrapper.usage)
+        usage = usage_since(total, earlier)
+        if result.interruptions:
+            try:
+                return await self._tool_calls_requested(turn, result, input_count, total, usage)
+            except UnsupportedInterruptionError as error:
+                return TurnCompleted(usage=usage, turn_error=str(error))
+        turn_items = result.to_input_list()[input_count:]
+        return TurnCompleted(
+            new_messages=project_items(turn_items),
+            usage=usage,
+            model_call_metadata=_metadata(result),
+        )
+
+    async def execute_deferred_tool_call(
+        self, execution: DeferredToolExecution
+    ) -> ToolExecutionResult:
+        record = execution.tool_call
+        agent_name = _source_agent(record) or self.agent.name
+        found = self._graph.original_function_tool(agent_name, record.tool_name)
+        if found is None:
+            raise ToolExecutionError(
+                f"agent {agent_name!r} has no function tool named {record.tool_name!r}"
+            )
+        agent, tool = found
+        context = await self._context(
+            RunContextRequest(execution.flow_id, execution.turn_id, record.tool_call_id)
+        )
+        with running_tool(execution):
+            return await run_function_tool(agent, tool, execution, context, self._run_config)
+
+    async def build_unfinished_turn_messages(
+        self, turn: AgentTurnContext
+    ) -> Sequence[FrameworkMessage]:
+        """The turn's items so far, with a result for every function call the model made."""
+        if turn.framework_run_state is None:
+            return []
+        items = list(TurnState.from_json(turn.framework_run_state).turn_items)
+        records = {record.tool_call_id: record for record in turn.tool_calls}
+        answered = answered_call_ids(items)
+        for call_id in function_call_names(items):
+            if call_id in answered:
+                continue
+            record = records.get(call_id)
+            text = (
+                model_visible_result(record)
+                if record is not None and record.is_final
+                else texts.OUTCOME_UNKNOWN_TEXT
+            )
+            items.append(function_call_output(call_id, text))
+        return project_items(items)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    async def _context(self, request: RunContextRequest) -> Any:
+        if self._context_factory is None:
+            return None
+        context = self._context_factory(request)
+        if inspect.isawaitable(context):
+            context = await context
+        return context
+
+    def _run_streamed(
+        self, run_input: list[Any] | RunState[Any, Agent[Any]], context: Any
+    ) -> RunResultStreaming:
+        if isinstance(run_input, RunState):
+            # The restored state keeps its own context, max_turns and current agent.
+            return Runner.run_streamed(
+                self._graph.root, run_input, hooks=self._hooks, run_config=self._run_config
+            )
+        return Runner.run_streamed(
+            self._graph.root,
+            run_input,
+            context=context,
+            max_turns=self._max_turns,
+            hooks=self._hooks,
+            run_config=self._run_config,
+        )
+
+    async def _tool_calls_requested(
+        self,
+        turn: AgentTurnContext,
+        result: RunResultStreaming,
+        input_count: int,
+        total: AgentUsage,
+        usage: AgentUsage,
+    ) -> ToolCallsRequested:
+        calls = [
+            await self._deferred_call(turn, item, result.context_wrapper)
+            for item in result.interruptions
+        ]
+        saved = TurnState(
+            run_state=result.to_state().to_json(context_serializer=_omit_context),
+            input_count=input_count,
+            turn_items=[dict(item) for item in result.to_input_list()[input_count:]],
+            usage=total,
+        )
+        return ToolCallsRequested(
+            framework_run_state=saved.to_json(),
+            tool_calls=calls,
+            usage=usage,
+            model_call_metadata=_metadata(result),
+        )
+
+    async def _deferred_call(
+        self,
+        turn: AgentTurnContext,
+        item: ToolApprovalItem,
+        context: RunContextWrapper[Any],
+    ) -> DeferredToolCall:
+        raw = item.raw_item
+        call_id, name, arguments = (raw_field(raw, key) for key in ("call_id", "name", "arguments"))
+        found = (
+            self._graph.original_function_tool(item.agent.name, name)
+            if raw_field(raw, "type") == "function_call" and isinstance(name, str)
+            else None
+        )
+        if found is None or not isinstance(call_id, str) or not isinstance(arguments, str):
+            raise UnsupportedInterruptionError(
+                f"the OpenAI Agents adapter cannot defer the {item.tool_name or 'unnamed'} "
+                f"approval of agent {item.agent.name!r}: only function tools run as Dex tool Steps"
+            )
+        tool = found[1]
+        policy = turn.resolve_tool_policy(
+            tool.name,
+            framework_effect(tool),
+            await framework_requires_approval(tool, context, arguments, call_id),
+        )
+        return DeferredToolCall(
+            tool_call_id=call_id,
+            tool_name=tool.name,
+            arguments=arguments,
+            policy=policy,
+            tool_source_reference=json.dumps({"agent": item.agent.name}),
+        )
+
+
+async def _drain(turn: AgentTurnContext, result: RunResultStreaming) -> None:
+    forwarder = StreamForwarder(turn.events, turn.heartbeat)
+    try:
+        async for event in result.stream_events():
+            forwarder.forward(event)
+    except asyncio.CancelledError:
+        result.cancel()
+        raise
+
+
+def _source_agent(record: AgentToolCall) -> str | None:
+    if not record.tool_source_reference:
+        return None
+    agent = json.loads(record.tool_source_reference).get("agent")
+    return agent if isinstance(agent, str) else None
+
+
+def _decide_interruptions(
+    state: RunState[Any, Agent[Any]], records: Sequence[AgentToolCall]
+) -> dict[str, str]:
+    """Approves or rejects every pending call from its final record; returns the answers the
+    gated tools give for the approved ones."""
+    by_id = {record.tool_call_id: record for record in records}
+    answers: dict[str, str] = {}
+    for item in state.get_interruptions():
+        call_id = raw_field(item.raw_item, "call_id")
+        record = by_id.get(call_id) if isinstance(call_id, str) else None
+        if record is None or not record.is_final:
+            raise RuntimeError(f"tool call {call_id!r} has no final record to resume the turn with")
+        text = model_visible_result(record)
+        if record.status == "rejected":
+            state.reject(item, rejection_message=text)
+        else:
+            state.approve(item)
+            answers[record.tool_call_id] = text
+    return answers

@@ -1,0 +1,52 @@
+"""The framework run state Dex stores while a turn waits for its tool calls."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dex_agents.types import AgentUsage
+
+from .items import InputItem
+
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TurnState:
+    """`RunState.to_json()` plus what the adapter needs to finish or abandon the turn."""
+
+    run_state: dict[str, Any]
+    # How many stored items the turn's run started from; the turn's own items follow them.
+    input_count: int
+    # The turn's items so far, the pending function calls included, without their outputs.
+    turn_items: list[InputItem]
+    # The run's cumulative usage when it stopped, so the next Step reports only its own.
+    usage: AgentUsage
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": _VERSION,
+                "run_state": self.run_state,
+                "input_count": self.input_count,
+                "turn_items": self.turn_items,
+                "usage": self.usage.model_dump(),
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> TurnState:
+        data = json.loads(text)
+        if data.get("version") != _VERSION:
+            version = data.get("version")
+            raise ValueError(f"unsupported OpenAI Agents turn state version {version!r}")
+        return cls(
+            run_state=data["run_state"],
+            input_count=data["input_count"],
+            turn_items=data["turn_items"],
+            usage=AgentUsage.model_validate(data["usage"]),
+        )
