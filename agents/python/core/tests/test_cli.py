@@ -10,12 +10,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 
 from dex_agents.cli import cli
 from dex_agents.db import Database
-from dex_agents.testing import reply_text, reply_tools
+from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 from dex_agents.types import AgentEvent, AgentMessagesPage, AgentSnapshot
 
 SESSION = "cli-demo"
@@ -293,3 +294,50 @@ def test_an_unusable_database_is_an_error(tmp_path: Path) -> None:
         "session first, or pass the database your Worker uses (--database-url or "
         "DEX_AGENTS_DATABASE_URL)\n"
     )
+
+
+def test_answer_steer_cancel_and_unqueue(
+    database_url: str, make_worker: Callable[..., Any], model: Any
+) -> None:
+    model.enqueue(
+        reply_tools(("d1", "delete_files", {"path": "/tmp/x"})),
+        reply_text("Deleted."),
+        ScriptedReply(text="Long answer", hang=True),
+    )
+    with make_worker("tests.apps.tasks:flows"):
+        run(database_url, "start", "Tasks", "Delete /tmp/x", "--session-id", SESSION)
+        _wait(lambda: "d1-input-1" in run(database_url, "snapshot", SESSION).stdout)
+        wrong = run(database_url, "answer", SESSION, "d1-input-1", "maybe", exit_code=1)
+        assert "not one of the choices (yes, no)" in wrong.stderr
+        assert (
+            run(database_url, "answer", SESSION, "d1-input-1", "yes").stdout
+            == "answered d1-input-1\n"
+        )
+        _wait(lambda: "turns        1" in run(database_url, "snapshot", SESSION).stdout)
+
+        nothing = run(database_url, "cancel", SESSION, exit_code=1)
+        assert nothing.stderr.startswith("error: no turn of this session is running")
+        run(database_url, "send", SESSION, "Write a long story")
+        model.wait_for_requests(3)
+        run(database_url, "send", SESSION, "queued one")
+        queued = json.loads(run(database_url, "snapshot", SESSION, "--json").stdout)
+        message_id = queued["queued_messages"][0]["message_id"]
+        assert run(database_url, "unqueue", SESSION, message_id).stdout.startswith("deleted")
+        run(database_url, "unqueue", SESSION, message_id, exit_code=1)
+        assert run(database_url, "steer", SESSION, exit_code=1).stderr.startswith(
+            "error: nothing was steered"
+        )
+        assert run(database_url, "cancel", SESSION).stdout.startswith("cancelling")
+        model.wait_for_dropped(1)
+        _wait(lambda: "turns        2" in run(database_url, "snapshot", SESSION).stdout)
+    history = run(database_url, "history", SESSION).stdout.splitlines()[0]
+    assert history.endswith(
+        "RunModel -> FinishTurnCancellation -> ApplyTurnControl -> AwaitUserMessage"
+    )
+
+
+def _wait(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)

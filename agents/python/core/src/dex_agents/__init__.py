@@ -41,6 +41,7 @@ from .runner import (
     UnfinishedTurnMessageBuilder,
 )
 from .store import SessionNotFound
+from .tool_context import current_tool_execution
 from .worker import Worker
 
 __version__ = "0.2.0"
@@ -85,6 +86,7 @@ __all__ = [
     "TurnContinued",
     "UnfinishedTurnMessageBuilder",
     "Worker",
+    "current_tool_execution",
     "model_visible_result",
     "resolve_tool_policy",
 ]

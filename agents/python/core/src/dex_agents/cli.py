@@ -262,6 +262,96 @@ def reject(
     click.echo(f"rejected {interrupt_id}; the model is told it did not run")
 
 
+@cli.command()
+@database_option
+@session_argument
+@click.argument("interrupt_id")
+@click.argument("answer")
+def answer(database_url: str | None, session_id: str, interrupt_id: str, answer: str) -> None:
+    """Answer a pending question (ask_user, or a tool's question)."""
+
+    async def call(client: AgentClient) -> AgentSnapshot | None:
+        if await client.answer_question(session_id, interrupt_id, answer):
+            return None
+        return await client.get_agent_snapshot(session_id)
+
+    snapshot = _call(database_url, call)
+    if snapshot is None:
+        click.echo(f"answered {interrupt_id}")
+        return
+    match = next((i for i in snapshot.pending_interrupts if i.interrupt_id == interrupt_id), None)
+    if match is not None and match.kind == "question":
+        choices = ", ".join(match.choices)
+        raise CliError(
+            f"the answer is blank, or not one of the choices ({choices}) of a question "
+            "that takes no free text"
+        )
+    raise CliError(_not_pending(session_id, interrupt_id, snapshot, approved=False))
+
+
+# Turn control -------------------------------------------------------------------------------
+
+
+@cli.command()
+@database_option
+@session_argument
+@click.argument("message", required=False)
+@click.option("--queued", "message_id", help="Steer with this queued message's ID instead.")
+def steer(
+    database_url: str | None, session_id: str, message: str | None, message_id: str | None
+) -> None:
+    """Redirect the running turn with MESSAGE (or a queued message).
+
+    Calls that have not taken effect are abandoned; the steered message starts the next
+    turn. With no turn running, MESSAGE is queued."""
+    steered = _call(
+        database_url,
+        lambda client: client.steer_user_message(session_id, text=message, message_id=message_id),
+    )
+    if not steered:
+        raise CliError(
+            "nothing was steered: give exactly one of MESSAGE or --queued, a non-blank "
+            "message, or the ID of a message that is still queued (see dex-agents snapshot)"
+        )
+    click.echo("steered")
+
+
+@cli.command()
+@database_option
+@session_argument
+@click.option("--turn", "turn_id", help="Only if this is the active turn.")
+def cancel(database_url: str | None, session_id: str, turn_id: str | None) -> None:
+    """Stop the running turn: abort its model call and its waiting calls."""
+    if not _call(database_url, lambda client: client.cancel_turn(session_id, turn_id)):
+        raise CliError("no turn of this session is running (or --turn names another turn)")
+    click.echo("cancelling; the turn ends as turn_cancelled")
+
+
+@cli.command(name="unqueue")
+@database_option
+@session_argument
+@click.argument("message_id")
+def unqueue(database_url: str | None, session_id: str, message_id: str) -> None:
+    """Delete a queued message (IDs are listed by dex-agents snapshot)."""
+    if not _call(database_url, lambda client: client.delete_queued_message(session_id, message_id)):
+        raise CliError(f"message {message_id} is not queued")
+    click.echo(f"deleted queued message {message_id}")
+
+
+@cli.command(name="execute-plan")
+@database_option
+@session_argument
+@click.argument("revision", type=int)
+def execute_plan(database_url: str | None, session_id: str, revision: int) -> None:
+    """Approve plan REVISION for execution."""
+    if not _call(database_url, lambda client: client.execute_plan(session_id, revision)):
+        raise CliError(
+            f"plan revision {revision} cannot run now: it must be the current draft or active "
+            "revision, and the session must wait for a message with nothing queued or pending"
+        )
+    click.echo(f"executing plan revision {revision}")
+
+
 def _resolve(
     database_url: str | None,
     session_id: str,
@@ -287,8 +377,9 @@ def _not_pending(
     match = next((i for i in pending if i.interrupt_id == interrupt_id), None)
     if match is not None and match.kind == "question" and approved:
         return (
-            f"interrupt {interrupt_id} is a question, not a tool approval; the CLI cannot "
-            f"answer it, but can decline it: dex-agents reject {session_id} {interrupt_id}"
+            f"interrupt {interrupt_id} is a question, not a tool approval: answer it with "
+            f"dex-agents answer {session_id} {interrupt_id} TEXT, or decline it with "
+            f"dex-agents reject {session_id} {interrupt_id}"
         )
     ids = ", ".join(i.interrupt_id for i in pending) or "none"
     return (

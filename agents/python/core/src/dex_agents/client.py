@@ -26,6 +26,7 @@ from .runtime import DRIVER_VERSION, STEP_QUEUE, STEP_WORKFLOW, step_workflow_id
 from .steps.common import interrupt_resolved_payload, settings_problem
 from .store import (
     INTERRUPT_RESOLUTIONS,
+    PLAN_EXECUTIONS,
     QUEUED_USER_MESSAGES,
     STEERED_USER_MESSAGES,
     TURN_CONTROL_REQUESTS,
@@ -39,6 +40,7 @@ from .types import (
     AgentSnapshot,
     AgentUserMessage,
     PendingUserMessage,
+    PlanExecutionRequest,
     SessionSummary,
     StepExecution,
     TurnCancellationRequest,
@@ -181,7 +183,9 @@ class AgentClient:
         _check_message_size(message.text)
 
         def tx(conn: Connection) -> bool:
-            store.lock_session(conn, session_id)
+            session = store.lock_session(conn, session_id)
+            if message.plan_mode and not (session.features or {}).get("plan_mode_enabled"):
+                return False
             store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
             return True
 
@@ -254,6 +258,33 @@ class AgentClient:
                 interrupt, approved=True, rejection_message=None, answered=True
             )
             _client_event(conn, session, "interrupt_resolved", payload)
+            store.save_session(conn, session)
+            return True
+
+        return await self._write(tx)
+
+    async def execute_plan(self, session_id: str, revision: int) -> bool:
+        """Approves a draft (or active) plan revision for execution. False unless the session
+        waits for a user message with nothing queued, steered or pending, and no execution of
+        that revision is already accepted."""
+
+        def tx(conn: Connection) -> bool:
+            session = store.lock_session(conn, session_id)
+            state, plan = session.state, session.plan
+            if state is None or state.active_turn_id is not None:
+                return False
+            if state.status != "waiting_for_user_message" or session.pending_interrupts:
+                return False
+            if plan is None or plan.revision != revision or plan.status not in ("draft", "active"):
+                return False
+            if session.pending_plan_execution is not None:
+                return False
+            for channel in (QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES):
+                if store.count(conn, session_id, channel):
+                    return False
+            request = PlanExecutionRequest(revision=revision)
+            session.set("pending_plan_execution", request)
+            store.publish(conn, session_id, PLAN_EXECUTIONS, request.to_json(), str(revision))
             store.save_session(conn, session)
             return True
 
@@ -408,7 +439,7 @@ class AgentClient:
             return AgentMessagesPage(
                 messages=page,
                 next_before_sequence=None if starts_at_oldest else page[0].sequence,
-                deleted_before_sequence=None,
+                deleted_before_sequence=first if first > 1 else None,
             )
 
         return await self._read(read)
@@ -516,6 +547,9 @@ class SyncAgentClient:
 
     def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
         return self._run(self._client.answer_question(session_id, interrupt_id, answer))
+
+    def execute_plan(self, session_id: str, revision: int) -> bool:
+        return self._run(self._client.execute_plan(session_id, revision))
 
     def steer_user_message(
         self, session_id: str, *, text: str | None = None, message_id: str | None = None

@@ -47,6 +47,8 @@ sessions = sa.Table(
     sa.Column("plan", sa.Text),
     sa.Column("pending_plan_execution", sa.Text),
     sa.Column("context_summary", sa.Text),
+    # What RPCs must know of the Flow (plan mode), written by the Worker at each turn start.
+    sa.Column("features", sa.Text),
     sa.Column("step_counter", sa.Integer, nullable=False, default=0),
     sa.Column("event_counter", sa.Integer, nullable=False, default=0),
 )

@@ -42,11 +42,10 @@ class StreamingEventWriter:
         self._buffer: list[EventRecord] = []
         self._lock = threading.Lock()
         self._flusher: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = asyncio.Event()
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._flusher = self._loop.create_task(self._flush_periodically())
+        self._flusher = asyncio.get_running_loop().create_task(self._flush_periodically())
 
     def write(self, type: str, payload: Mapping[str, Any]) -> None:
         record = EventRecord(
@@ -68,16 +67,18 @@ class StreamingEventWriter:
             )
 
     async def close(self) -> None:
+        """Stops the periodic flush without cancelling a write in progress (a cancelled write
+        would lose the records it had taken), then writes what is left."""
+        self._stopping.set()
         if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
+            await asyncio.shield(self._flusher)
             self._flusher = None
         await self.flush()
 
     async def _flush_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(self._flush_interval)
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=self._flush_interval)
             await self.flush()
 
 

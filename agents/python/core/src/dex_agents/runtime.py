@@ -169,16 +169,22 @@ class MessageCache:
 
     def __init__(self, capacity: int = 256) -> None:
         self._capacity = capacity
-        self._sessions: OrderedDict[str, list[AgentMessage]] = OrderedDict()
+        # session -> (the sequence the list starts after, the messages in order)
+        self._sessions: OrderedDict[str, tuple[int, list[AgentMessage]]] = OrderedDict()
 
-    def load(self, conn: Connection, session_id: str, through: int) -> list[AgentMessage]:
-        cached = self._sessions.pop(session_id, [])
-        if cached and cached[-1].sequence > through:
-            cached = [m for m in cached if m.sequence <= through]
-        last = cached[-1].sequence if cached else 0
+    def load(
+        self, conn: Connection, session_id: str, through: int, after: int = 0
+    ) -> list[AgentMessage]:
+        """The stored messages with sequences in (after, through]."""
+        start, cached = self._sessions.pop(session_id, (after, []))
+        if start > after:  # the cache begins later than asked: load the whole range
+            start, cached = after, []
+        cached = [m for m in cached if after < m.sequence <= through]
+        last = cached[-1].sequence if cached else after
         if last < through:
-            cached = cached + store.load_messages(conn, session_id, after_sequence=last)
-        self._sessions[session_id] = cached
+            cached += store.load_messages(conn, session_id, after_sequence=last)
+            cached = [m for m in cached if m.sequence <= through]
+        self._sessions[session_id] = (after, cached)
         while len(self._sessions) > self._capacity:
             self._sessions.popitem(last=False)
         return list(cached)

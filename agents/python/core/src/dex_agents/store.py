@@ -30,6 +30,7 @@ from .types import (
     AgentToolCall,
     AgentUsage,
     ContextSummary,
+    PlanExecutionRequest,
     StepExecution,
     TurnCancellationRequest,
     TurnReplySequence,
@@ -74,7 +75,9 @@ class Session:
     turn_session_settings: TurnSessionSettings | None
     turn_reply_sequence: TurnReplySequence | None
     plan: AgentPlan | None
+    pending_plan_execution: PlanExecutionRequest | None
     context_summary: ContextSummary | None
+    features: dict[str, Any] | None
     step_counter: int
     event_counter: int
     dirty: set[str] = field(default_factory=set)
@@ -117,7 +120,9 @@ def _session_from_row(row: Any) -> Session:
         turn_session_settings=_load_json(row.turn_session_settings, TurnSessionSettings),
         turn_reply_sequence=_load_json(row.turn_reply_sequence, TurnReplySequence),
         plan=_load_json(row.plan, AgentPlan),
+        pending_plan_execution=_load_json(row.pending_plan_execution, PlanExecutionRequest),
         context_summary=_load_json(row.context_summary, ContextSummary),
+        features=json.loads(row.features) if row.features else None,
         step_counter=row.step_counter,
         event_counter=row.event_counter,
     )
@@ -268,6 +273,16 @@ def messages_before(
         query = query.where(db.messages.c.sequence < before_sequence)
     query = query.order_by(db.messages.c.sequence.desc()).limit(limit)
     return [_message(row) for row in reversed(list(conn.execute(query)))]
+
+
+def delete_messages_through(conn: Connection, session_id: str, sequence: int) -> int:
+    """Retention: deletes every stored message up to and including `sequence`."""
+    result = conn.execute(
+        db.messages.delete().where(
+            db.messages.c.session_id == session_id, db.messages.c.sequence <= sequence
+        )
+    )
+    return int(result.rowcount)
 
 
 def first_message_sequence(conn: Connection, session_id: str) -> int | None:

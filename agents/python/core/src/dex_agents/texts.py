@@ -20,6 +20,10 @@ TURN_CANCELLED_REJECTION = '{"status":"cancelled","reason":"turn_cancelled_by_us
 CANCELLED_TASK_ERROR = (
     "the turn was cancelled while the tool's task was running; the task may have taken effect"
 )
+PLAN_APPROVED = (
+    "[Dex] The user approved plan revision {revision}. Execute it and keep the task statuses "
+    "current with write_todos."
+)
 UNFINISHED_MESSAGES_REQUIRED = (
     "a runner that sets ToolCallsRequested.new_messages must implement "
     "build_unfinished_turn_messages"

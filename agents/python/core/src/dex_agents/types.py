@@ -164,6 +164,10 @@ class AgentPlan(WireModel):
     updated_at: str
 
 
+class PlanExecutionRequest(WireModel):
+    revision: int
+
+
 class ContextSummary(WireModel):
     generation: int
     first_sequence: int = 1

@@ -1,6 +1,7 @@
 """The Session Flow's Steps, one handler per Step type of the spec."""
 
 from ..stepkit import StepHandler
+from .compaction import CompactContext
 from .model import RecordTurnFailure, RunModel
 from .tools import (
     CallSingleAttemptTool,
@@ -19,6 +20,7 @@ STEP_HANDLERS: dict[str, StepHandler] = {
         StartAgentSession(),
         AwaitUserMessage(),
         RunModel(),
+        CompactContext(),
         CallTool(),
         CallSingleAttemptTool(),
         AwaitToolApproval(),

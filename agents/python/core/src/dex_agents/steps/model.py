@@ -26,6 +26,13 @@ from ..stepkit import (
     go,
 )
 from ..types import AgentInterrupt, AgentToolCall
+from .builtin_calls import (
+    built_in_record,
+    is_built_in,
+    route_built_in,
+    settle_planning_rejection,
+    write_todos_count,
+)
 from .common import (
     add_interrupt,
     build_user_item,
@@ -35,6 +42,7 @@ from .common import (
     record_usage,
     tool_step_type,
 )
+from .compaction import CompactionNeeded, apply_retention, compaction_decision
 from .turns import (
     build_unfinished_messages,
     end_turn,
@@ -59,10 +67,15 @@ class RunModel(StepHandler):
         if ctx.attempt == 1 and control_reason(tx) is not None:
             return go(("ApplyTurnControl", None))
         if ctx.loaded is None or ctx.loaded["turn_id"] != state.active_turn_id:
+            summary = session.context_summary
             ctx.loaded = {
                 "turn_id": state.active_turn_id,
+                # With a summary, the runner sees only the messages after it.
                 "messages": ctx.runtime.messages.load(
-                    tx.conn, ctx.session_id, state.next_message_sequence - 1
+                    tx.conn,
+                    ctx.session_id,
+                    state.next_message_sequence - 1,
+                    after=summary.last_sequence if summary else 0,
                 ),
                 "run_state": session.framework_run_state,
                 "tool_calls": store.load_tool_calls(tx.conn, ctx.session_id),
@@ -95,6 +108,9 @@ class RunModel(StepHandler):
             plan=loaded["plan"],
             context_summary=loaded["summary"],
         )
+        decision = compaction_decision(ctx, turn)
+        if decision is not None:
+            return decision
         writer.start()
         try:
             outcome = await ctx.flow.runner.run_model_step(turn)
@@ -112,6 +128,10 @@ class RunModel(StepHandler):
         turn_id: str = ctx.loaded["turn_id"]
         if tx.session.active_state.active_turn_id != turn_id:
             return END
+        if isinstance(result, CompactionNeeded):
+            state = tx.session.active_state.model_copy(update={"status": "compacting_context"})
+            tx.session.set("state", state)
+            return go(("CompactContext", {"through_sequence": result.through_sequence}))
         record_usage(tx, result.usage)
         if isinstance(result, TurnCompleted):
             return self._complete(ctx, tx, result, turn_id)
@@ -131,6 +151,7 @@ class RunModel(StepHandler):
         store.append_messages(tx.conn, session, turn_id, checked_messages(ctx, result.new_messages))
         message_count = turn_message_count(session)
         end_turn(tx, error=result.turn_error)
+        apply_retention(ctx, tx)
         if result.turn_error:
             tx.event("turn_failed", {"error": result.turn_error}, turn_id=turn_id)
         else:
@@ -154,9 +175,15 @@ class RunModel(StepHandler):
         store.append_messages(tx.conn, session, turn_id, messages)
         session.set("framework_run_state", result.framework_run_state)
         first_order = len(store.load_tool_calls(tx.conn, ctx.session_id))
+        planning = session.active_state.interaction_mode == "planning"
+        write_todos = write_todos_count(ctx, result.tool_calls)
         next_steps: list[tuple[str, Any]] = []
         for order, call in enumerate(result.tool_calls, start=first_order):
-            record = self._record(ctx, call, turn_id, order)
+            built_in = is_built_in(ctx, call.tool_name)
+            if built_in:
+                record = built_in_record(call, turn_id, order)
+            else:
+                record = self._record(ctx, call, turn_id, order)
             store.insert_tool_call(tx.conn, ctx.session_id, record)
             tx.event(
                 "tool_call_deferred",
@@ -167,7 +194,13 @@ class RunModel(StepHandler):
                     "requires_approval": record.requires_approval,
                 },
             )
-            if record.requires_approval:
+            if planning and not (built_in and call.tool_name == "write_todos"):
+                settle_planning_rejection(tx, record)
+            elif built_in:
+                step = route_built_in(ctx, tx, record, write_todos)
+                if step is not None:
+                    next_steps.append(step)
+            elif record.requires_approval:
                 self._raise_approval(ctx, tx, record)
                 next_steps.append(("AwaitToolApproval", record.tool_call_id))
             else:

@@ -35,6 +35,7 @@ from ..stepkit import (
     Wait,
     go,
 )
+from ..tool_context import running_tool
 from ..types import AgentToolCall
 from .common import (
     abandon_call,
@@ -119,7 +120,8 @@ class CallTool(StepHandler):
         )
         writer.start()
         try:
-            outcome = await runner.execute_deferred_tool_call(execution)
+            with running_tool(execution):
+                outcome = await runner.execute_deferred_tool_call(execution)
         except ToolExecutionError as error:
             return ToolFailed(str(error) or type(error).__name__)
         finally:

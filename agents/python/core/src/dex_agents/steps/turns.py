@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from .. import store, texts
+from ..clock import now_text
 from ..results import tool_calls_note
 from ..runner import AgentTurnContext, FrameworkMessage, UnfinishedTurnMessageBuilder
 from ..stepkit import (
@@ -26,6 +27,7 @@ from ..stepkit import (
 )
 from ..store import (
     INTERRUPT_RESOLUTIONS,
+    PLAN_EXECUTIONS,
     QUEUED_USER_MESSAGES,
     STEERED_USER_MESSAGES,
     TURN_CONTROL_REQUESTS,
@@ -67,16 +69,26 @@ def interaction_mode_for(
     return "planning" if draft or any(m.plan_mode for m in messages) else "chat"
 
 
+def flow_features(ctx: StepContext) -> dict[str, Any]:
+    options = ctx.flow.options
+    return {
+        "plan_mode_enabled": options.plan_mode_enabled,
+        "built_in_tools": list(options.built_in_tools),
+    }
+
+
 def begin_turn(
     ctx: StepContext,
     tx: StepTx,
     messages: Sequence[AgentUserMessage],
     mode: InteractionMode | None = None,
+    texts_override: Sequence[str] | None = None,
 ) -> Transition:
     session = tx.session
     state = session.active_state
     turn_id = f"turn-{state.turn_count + 1}"
-    items = [build_user_item(ctx, message.text) for message in messages]
+    user_texts = texts_override or [message.text for message in messages]
+    items = [build_user_item(ctx, text) for text in user_texts]
     stored = store.append_messages(tx.conn, session, turn_id, items)
     state = session.active_state
     session.set(
@@ -98,6 +110,7 @@ def begin_turn(
         "turn_session_settings",
         TurnSessionSettings(turn_id=turn_id, session_settings=session.session_settings or {}),
     )
+    session.set("features", flow_features(ctx))
     tx.event("turn_started", {"sequence": stored[0].sequence}, turn_id=turn_id)
     return go(("RunModel", None))
 
@@ -148,6 +161,7 @@ class StartAgentSession(StepHandler):
             session.set("state", AgentState(status="failed", last_turn_error=reason))
             return END
         session.set("state", AgentState())
+        session.set("features", flow_features(ctx))
         session.set("pending_interrupts", [])
         session.set("usage", AgentUsage())
         if settings:
@@ -158,7 +172,8 @@ class StartAgentSession(StepHandler):
 
 
 class AwaitUserMessage(StepHandler):
-    """Waits for a control wake (a steer beats a queued message) or a queued message."""
+    """Waits for a control wake, a queued message, or a plan execution, in that order: a
+    steer beats a queued message, which beats a plan execution."""
 
     step_type = "AwaitUserMessage"
     options = StepOptions(waits=True)
@@ -167,7 +182,11 @@ class AwaitUserMessage(StepHandler):
         for channel in (TURN_CONTROL_REQUESTS, QUEUED_USER_MESSAGES):
             if store.count(conn, ctx.session_id, channel):
                 return READY
-        return NOT_READY
+        plan = store.read_session(conn, ctx.session_id).plan
+        if plan is None or plan.status not in ("draft", "active"):
+            return NOT_READY
+        requested = store.count(conn, ctx.session_id, PLAN_EXECUTIONS, str(plan.revision))
+        return READY if requested else NOT_READY
 
     def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
         state = tx.session.active_state
@@ -176,10 +195,31 @@ class AwaitUserMessage(StepHandler):
         if store.count(tx.conn, ctx.session_id, TURN_CONTROL_REQUESTS):
             return go(("ApplyTurnControl", None))
         taken = store.consume(tx.conn, ctx.session_id, QUEUED_USER_MESSAGES)
+        if taken:
+            message = AgentUserMessage.model_validate_json(taken[0].payload)
+            return begin_turn(ctx, tx, [message])
+        return self._execute_plan(ctx, tx)
+
+    def _execute_plan(self, ctx: StepContext, tx: StepTx) -> Transition:
+        session = tx.session
+        plan = session.plan
+        if plan is None or plan.status not in ("draft", "active"):
+            return WAIT_AGAIN
+        taken = store.consume(tx.conn, ctx.session_id, PLAN_EXECUTIONS, str(plan.revision))
         if not taken:
             return WAIT_AGAIN
-        message = AgentUserMessage.model_validate_json(taken[0].payload)
-        return begin_turn(ctx, tx, [message])
+        session.set("pending_plan_execution", None)
+        if plan.status == "draft":
+            plan = plan.model_copy(update={"status": "active", "updated_at": now_text()})
+            session.set("plan", plan)
+            tx.event(
+                "plan_updated",
+                {"revision": plan.revision, "status": plan.status, "task_count": len(plan.tasks)},
+            )
+        approval = texts.PLAN_APPROVED.format(revision=plan.revision)
+        transition = begin_turn(ctx, tx, [], "executing", texts_override=[approval])
+        tx.event("plan_execution_started", {"revision": plan.revision})
+        return transition
 
 
 def unfinished_turn_context(ctx: StepContext, tx: StepTx) -> dict[str, Any] | None:

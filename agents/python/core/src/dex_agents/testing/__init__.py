@@ -1,5 +1,6 @@
 """Test and demo helpers: a scripted model server, a scripted runner, real Worker processes."""
 
+from ..tool_context import current_tool_execution
 from .model_server import (
     RecordedRequest,
     ScriptedModelServer,
@@ -10,7 +11,7 @@ from .model_server import (
     reply_tools,
 )
 from .processes import WorkerProcess
-from .scripted_runner import MODEL_URL_ENV, ScriptedRunner, current_tool_execution
+from .scripted_runner import MODEL_URL_ENV, ScriptedRunner
 from .tool_log import ToolRunLog
 
 __all__ = [

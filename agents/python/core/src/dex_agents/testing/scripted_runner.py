@@ -7,7 +7,6 @@ reply the test scripted. Tools are plain Python functions called with the JSON a
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import json
 import os
@@ -31,18 +30,10 @@ from ..runner import (
     ToolTaskStarted,
     TurnCompleted,
 )
+from ..tool_context import running_tool
 from ..types import AgentUsage
 
 MODEL_URL_ENV = "DEX_AGENTS_SCRIPTED_MODEL_URL"
-
-_current_execution: contextvars.ContextVar[DeferredToolExecution] = contextvars.ContextVar(
-    "dex_agents_tool_execution"
-)
-
-
-def current_tool_execution() -> DeferredToolExecution:
-    """The tool call being executed, with its idempotency key (inside a tool function)."""
-    return _current_execution.get()
 
 
 class ScriptedRunner:
@@ -114,15 +105,13 @@ class ScriptedRunner:
             raise ToolExecutionError("arguments must be a JSON object") from None
         if not isinstance(arguments, dict):
             raise ToolExecutionError("arguments must be a JSON object")
-        token = _current_execution.set(call)
         try:
-            result = function(**arguments)
-            if inspect.isawaitable(result):
-                result = await result
+            with running_tool(call):
+                result = function(**arguments)
+                if inspect.isawaitable(result):
+                    result = await result
         except TypeError as error:
             raise ToolExecutionError(f"invalid arguments for {record.tool_name}: {error}") from None
-        finally:
-            _current_execution.reset(token)
         if isinstance(result, ToolInputRequested | ToolTaskStarted):
             return result  # the tool asks the user first, or started remote work
         return ToolExecutionResult(result if isinstance(result, str) else json.dumps(result))

@@ -1,0 +1,130 @@
+"""CompactContext: one summary call that folds the earlier conversation into ContextSummary,
+and the retention that later deletes what a summary covers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import store
+from ..clock import now_text
+from ..runner import AgentTurnContext, ContextCompactionRunner, ContextSummaryRequest
+from ..stepkit import END, StepContext, StepHandler, StepOptions, StepTx, Transition, go
+from ..types import ContextSummary
+from .common import record_usage
+
+
+@dataclass(frozen=True)
+class CompactionNeeded:
+    """RunModel's decision to summarize through `through_sequence` instead of calling the model."""
+
+    through_sequence: int
+
+
+def compaction_decision(ctx: StepContext, turn: AgentTurnContext) -> CompactionNeeded | None:
+    """At trigger_ratio of the window, a cutoff after the current summary compacts."""
+    policy = ctx.flow.options.compaction
+    runner = ctx.flow.runner
+    if policy is None or not isinstance(runner, ContextCompactionRunner):
+        return None
+    if runner.estimate_input_tokens(turn) < policy.trigger_ratio * policy.context_window_tokens:
+        return None
+    budget = int(policy.retained_ratio * policy.context_window_tokens)
+    cutoff = runner.select_compaction_cutoff(turn, budget)
+    summarized = turn.context_summary.last_sequence if turn.context_summary else 0
+    if cutoff is None or cutoff <= summarized:
+        return None
+    return CompactionNeeded(cutoff)
+
+
+def apply_retention(ctx: StepContext, tx: StepTx) -> None:
+    """Deletes messages a summary covers, keeping the newest retained_message_limit."""
+    limit = ctx.flow.options.retained_message_limit
+    summary = tx.session.context_summary
+    if ctx.flow.options.compaction is None or limit is None or summary is None:
+        return
+    newest = tx.session.active_state.next_message_sequence - 1
+    through = min(summary.last_sequence, newest - limit)
+    if through > 0:
+        store.delete_messages_through(tx.conn, tx.session.session_id, through)
+
+
+class CompactContext(StepHandler):
+    step_type = "CompactContext"
+    options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
+    has_execute = True
+    timeout_option = "model_call_timeout"
+
+    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+        session = tx.session
+        state = session.active_state
+        if state.active_turn_id is None:
+            return END
+        through = int(ctx.step_input["through_sequence"])
+        tx.event("compaction_started", {"through_sequence": through})
+        previous = session.context_summary
+        ctx.loaded = {
+            "turn_id": state.active_turn_id,
+            "through": through,
+            "previous": previous,
+            "messages": [
+                m
+                for m in store.load_messages(
+                    tx.conn,
+                    ctx.session_id,
+                    after_sequence=previous.last_sequence if previous else 0,
+                )
+                if m.sequence <= through
+            ],
+            "settings": session.turn_settings(),
+        }
+        return None
+
+    async def execute(self, ctx: StepContext) -> Any:
+        runner = ctx.flow.runner
+        policy = ctx.flow.options.compaction
+        assert isinstance(runner, ContextCompactionRunner) and policy is not None
+        loaded = ctx.loaded
+        writer = ctx.runtime.event_writer(ctx, loaded["turn_id"])
+        request = ContextSummaryRequest(
+            flow_id=ctx.session_id,
+            turn_id=loaded["turn_id"],
+            attempt=ctx.attempt,
+            previous_summary=loaded["previous"],
+            messages=loaded["messages"],
+            through_sequence=loaded["through"],
+            events=writer,
+            heartbeat=lambda: None,
+            input_token_budget=policy.context_window_tokens,
+            session_settings=loaded["settings"],
+        )
+        writer.start()
+        try:
+            result = await runner.summarize_context(request)
+        finally:
+            await writer.close()
+        if not result.text.strip():
+            raise ValueError("summarize_context returned a blank summary")
+        return result
+
+    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+        session = tx.session
+        if session.active_state.active_turn_id != ctx.loaded["turn_id"]:
+            return END
+        previous = ctx.loaded["previous"]
+        through = ctx.loaded["through"]
+        summary = ContextSummary(
+            generation=(previous.generation if previous else 0) + 1,
+            first_sequence=1,
+            last_sequence=through,
+            text=result.text,
+            created_at=now_text(),
+        )
+        session.set("context_summary", summary)
+        record_usage(tx, result.usage)
+        session.set("state", session.active_state.model_copy(update={"status": "running_model"}))
+        tx.event(
+            "compaction_finished", {"generation": summary.generation, "through_sequence": through}
+        )
+        apply_retention(ctx, tx)
+        return go(("RunModel", None))
