@@ -20,7 +20,7 @@ for dir in "${packages[@]}"; do
   echo "=== $dir"
   (
     cd "$dir"
-    uv sync --locked --quiet
+    uv sync --locked --all-extras --quiet
     uv run --quiet ruff check .
     uv run --quiet ruff format --check .
     uv run --quiet mypy

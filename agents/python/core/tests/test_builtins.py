@@ -160,3 +160,37 @@ async def test_compaction_summarizes_and_retention_deletes(make_worker, model, c
     assert page.deleted_before_sequence is not None and page.deleted_before_sequence > 1
     assert page.messages[0].sequence == page.deleted_before_sequence
     assert page.next_before_sequence is None
+
+
+async def test_a_worker_killed_during_compact_context_reruns_only_the_summary(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(*(reply_text(f"answer {n}") for n in range(1, 7)))
+    worker = make_worker(APP, SUMMARY_SECONDS="30").start()
+    session = await client.start_session("Compacting", "question 1")
+    for n in range(2, 7):
+        await client.wait_for(
+            session, lambda s, n=n: turns_done(n - 1)(s) or bool(tool_log.count("summarize"))
+        )
+        if tool_log.count("summarize"):
+            break
+        assert await client.send_user_message(session, f"question {n}")
+    from .helpers import wait_until
+
+    wait_until(lambda: tool_log.count("summarize") == 1, what="the summary call")
+    requests_before = len(model.requests)
+    worker.kill()
+    worker.env["SUMMARY_SECONDS"] = "0"
+    worker.start()
+    snapshot = await client.wait_for(session, lambda s: s.context_summary is not None)
+    await client.wait_for(session, lambda s: s.state is not None and s.state.active_turn_id is None)
+    worker.stop()
+
+    assert [e["attempt"] for e in tool_log.entries("summarize")] == [1, 2]
+    assert len(model.requests) == requests_before + 1  # the turn's one model call, after it
+    assert snapshot.context_summary is not None and snapshot.context_summary.generation == 1
+    started = await events_of(client, session, "compaction_started")
+    assert len(started) == 2  # a retried attempt writes it again
+    history = await client.get_step_history(session)
+    compact = next(s for s in history if s.step_type == "CompactContext")
+    assert (compact.status, compact.attempts) == ("succeeded", 2)

@@ -87,6 +87,18 @@ def demo(database_url: str | None) -> None:
     run_demo(_database_url(database_url))
 
 
+@cli.command()
+@click.option("--database-url", envvar="DEX_AGENTS_DATABASE_URL", default=None, metavar="URL")
+@click.option("--model", help="A LiteLLM model string [default: the scripted demo model].")
+@click.option("--session", "session_id", help="Resume this chat session.")
+def chat(database_url: str | None, model: str | None, session_id: str | None) -> None:
+    """Chat with a durable agent in the terminal (needs the stepwise extra)."""
+    from .chat import main as chat_main
+    from .worker import _database_url
+
+    chat_main(_database_url(database_url), model, session_id)
+
+
 def main() -> None:
     cli()
 

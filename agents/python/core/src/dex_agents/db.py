@@ -12,6 +12,7 @@ import contextlib
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -134,6 +135,8 @@ wakeups = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("session_id", sa.String(255), nullable=False),
     sa.Column("created", sa.Float, nullable=False),
+    # The writing process's Database, so a Worker skips the wake-ups it already delivered.
+    sa.Column("origin", sa.String(32), nullable=False, default=""),
 )
 
 
@@ -213,12 +216,18 @@ class Database:
         self.engine = create_engine(self.url)
         self.sqlite = is_sqlite(self.url)
         self.retry_seconds = retry_seconds
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dex-db")
+        # Reads and writes run on separate threads, so reads never queue behind writers that
+        # wait for the database's write lock.
+        self._readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dex-db-read")
+        self._writers = ThreadPoolExecutor(
+            max_workers=1 if self.sqlite else 8, thread_name_prefix="dex-db-write"
+        )
         # SQLite has one writer at a time; writers of this process queue on a lock instead
         # of meeting in SQLite's busy handler, whose sleeps grow to 100 ms under contention.
         self._write_lock = threading.Lock() if self.sqlite else contextlib.nullcontext()
         # Called with the sessions a committed transaction woke (from a pool thread).
         self.on_wake: Callable[[set[str]], None] | None = None
+        self.origin = uuid.uuid4().hex
 
     def create_schema(self) -> None:
         self._retrying(lambda: metadata.create_all(self.engine))
@@ -227,6 +236,7 @@ class Database:
         def run() -> T:
             with self._write_lock, self.engine.begin() as conn:
                 conn.info.pop("dex_woken", None)
+                conn.info["dex_origin"] = self.origin
                 result = fn(conn)
                 woken: set[str] = conn.info.pop("dex_woken", set())
             if woken and self.on_wake is not None:
@@ -246,11 +256,11 @@ class Database:
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self.write_sync, fn)
+        return await loop.run_in_executor(self._writers, self.write_sync, fn)
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self.read_sync, fn)
+        return await loop.run_in_executor(self._readers, self.read_sync, fn)
 
     def _retrying(self, run: Callable[[], T]) -> T:
         deadline = time.monotonic() + self.retry_seconds
@@ -269,7 +279,8 @@ class Database:
                 delay = min(delay * 2, 1.0)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False)
+        self._readers.shutdown(wait=False)
+        self._writers.shutdown(wait=False)
         self.engine.dispose()
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections import OrderedDict, defaultdict
@@ -52,7 +51,7 @@ STEP_QUEUE = "dex_agents_steps"
 RECHECK_SECONDS = 30.0
 # How many Steps one workflow runs in a row before it hands over to a new one, so that a
 # recovered workflow re-reads a short chain.
-MAX_INLINE_STEPS = 8
+MAX_INLINE_STEPS = 16
 
 
 def step_workflow_id(session_id: str, step_execution_id: str) -> str:
@@ -72,23 +71,22 @@ def current_runtime() -> Runtime:
 async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
     runtime = current_runtime()
     next_steps = await runtime.run_step(session_id, step_execution_id)
-    # A lone successor that does not wait runs in this workflow: it saves a workflow start
-    # and its checkpoints. Parallel successors and waiting ones get workflows of their own.
+    # The last successor runs in this workflow and the others start workflows of their own,
+    # so parallel Steps (go_to_many) run in parallel while a plain chain of Steps costs no
+    # workflow starts. The starts come from committed rows, so a replay repeats them exactly.
     for _ in range(MAX_INLINE_STEPS):
-        successor = inline_successor(next_steps)
-        if successor is None:
-            break
-        next_steps = await runtime.run_step(session_id, successor)
-    for next_step in next_steps:
-        with SetWorkflowID(step_workflow_id(session_id, next_step)):
-            await DBOS.start_workflow_async(run_step_workflow, session_id, next_step)
+        if not next_steps:
+            return
+        *parallel, last = next_steps
+        await _start_step_workflows(session_id, parallel)
+        next_steps = await runtime.run_step(session_id, last)
+    await _start_step_workflows(session_id, next_steps)
 
 
-def inline_successor(next_steps: Sequence[str]) -> str | None:
-    if len(next_steps) != 1:
-        return None
-    step_type = next_steps[0].rsplit("-", 1)[0]
-    return None if STEP_HANDLERS[step_type].options.waits else next_steps[0]
+async def _start_step_workflows(session_id: str, step_execution_ids: Sequence[str]) -> None:
+    for step_execution_id in step_execution_ids:
+        with SetWorkflowID(step_workflow_id(session_id, step_execution_id)):
+            await DBOS.start_workflow_async(run_step_workflow, session_id, step_execution_id)
 
 
 class Waker:
@@ -104,12 +102,18 @@ class Waker:
         self._generation: defaultdict[str, int] = defaultdict(int)
         self._events: dict[str, asyncio.Event] = {}
         self._listeners: list[Callable[[set[str]], None]] = []
+        self._remote_listeners: list[Callable[[set[str]], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._last_id = 0
         self._seen: set[int] = set()
 
     def add_listener(self, listener: Callable[[set[str]], None]) -> None:
         self._listeners.append(listener)
+
+    def add_remote_listener(self, listener: Callable[[set[str]], None]) -> None:
+        """Called only for commits of other processes (this Worker never cancels its own
+        Steps)."""
+        self._remote_listeners.append(listener)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -118,7 +122,7 @@ class Waker:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self.notify, set(sessions))
 
-    def notify(self, sessions: set[str]) -> None:
+    def notify(self, sessions: set[str], *, remote: bool = False) -> None:
         for session_id in sessions:
             self._generation[session_id] += 1
             event = self._events.pop(session_id, None)
@@ -126,6 +130,9 @@ class Waker:
                 event.set()
         for listener in self._listeners:
             listener(sessions)
+        if remote:
+            for listener in self._remote_listeners:
+                listener(sessions)
 
     def generation(self, session_id: str) -> int:
         return self._generation[session_id]
@@ -153,14 +160,17 @@ class Waker:
     async def _poll_once(self) -> None:
         # Look a little behind the newest ID seen: on Postgres, IDs can commit out of order.
         floor = max(self._last_id - 256, 0)
-        rows = await self._database.read(lambda conn: store.wakeups_after(conn, floor))
+        origin = self._database.origin
+        rows = await self._database.read(lambda conn: store.wakeups_after(conn, floor, origin))
         fresh = [(i, s) for i, s in rows if i not in self._seen]
         if not fresh:
             return
         self._seen.update(i for i, _ in fresh)
         self._last_id = max(self._last_id, max(i for i, _ in fresh))
         self._seen = {i for i in self._seen if i > self._last_id - 512}
-        self.notify({s for _, s in fresh})
+        sessions = {s for _, s in fresh if s}
+        if sessions:
+            self.notify(sessions, remote=True)
 
 
 class MessageCache:
@@ -220,7 +230,7 @@ class Runtime:
         self._background: set[asyncio.Task[None]] = set()
         self._flow_types: dict[str, str] = {}
         database.on_wake = self.waker.notify_threadsafe
-        self.waker.add_listener(self._check_cancellations)
+        self.waker.add_remote_listener(self._check_cancellations)
 
     # The driver ---------------------------------------------------------------------------
 
@@ -524,14 +534,3 @@ class Runtime:
 def _current_task_cancelling() -> bool:
     task = asyncio.current_task()
     return bool(task and task.cancelling())
-
-
-def start_step_workflows(session_id: str, step_execution_ids: Sequence[str]) -> None:
-    """Enqueues Step workflows from outside a workflow (used by the Worker's own client)."""
-    for step_execution_id in step_execution_ids:
-        with SetWorkflowID(step_workflow_id(session_id, step_execution_id)):
-            DBOS.start_workflow(run_step_workflow, session_id, step_execution_id)
-
-
-def encode(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))

@@ -612,7 +612,10 @@ def unfinished_steps(conn: Connection) -> list[tuple[str, str]]:
 def wake(conn: Connection, session_id: str) -> None:
     """Tells every Worker that this session's waiting Steps should look again."""
     conn.info.setdefault("dex_woken", set()).add(session_id)
-    conn.execute(db.wakeups.insert().values(session_id=session_id, created=time.time()))
+    origin = conn.info.get("dex_origin", "")
+    conn.execute(
+        db.wakeups.insert().values(session_id=session_id, created=time.time(), origin=origin)
+    )
 
 
 def woken_sessions(conn: Connection) -> set[str]:
@@ -620,14 +623,17 @@ def woken_sessions(conn: Connection) -> set[str]:
     return woken
 
 
-def wakeups_after(conn: Connection, after_id: int) -> list[tuple[int, str]]:
+def wakeups_after(conn: Connection, after_id: int, origin: str) -> list[tuple[int, str]]:
+    """Wake-ups after `after_id` written by other processes (IDs of own ones come back with
+    an empty session, so the reader still advances past them)."""
+    own = db.wakeups.c.origin == origin
     query = (
-        sa.select(db.wakeups.c.id, db.wakeups.c.session_id)
+        sa.select(db.wakeups.c.id, sa.case((own, ""), else_=db.wakeups.c.session_id))
         .where(db.wakeups.c.id > after_id)
         .order_by(db.wakeups.c.id)
         .limit(10_000)
     )
-    return [(row.id, row.session_id) for row in conn.execute(query)]
+    return [(row[0], row[1]) for row in conn.execute(query)]
 
 
 def last_wakeup_id(conn: Connection) -> int:

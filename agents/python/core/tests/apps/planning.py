@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from datetime import timedelta
@@ -54,6 +55,8 @@ class PlanningRunner(ScriptedRunner):
         return max(earlier) if earlier else None
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        LOG.record("summarize", through=request.through_sequence, attempt=request.attempt)
+        await asyncio.sleep(float(os.environ.get("SUMMARY_SECONDS", "0")))
         previous = request.previous_summary.text + " " if request.previous_summary else ""
         texts: Sequence[str] = [m.text or "" for m in request.messages if m.text]
         usage = AgentUsage(model_calls=1, input_tokens=7, output_tokens=3)

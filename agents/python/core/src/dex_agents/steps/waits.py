@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from .. import store, texts
+from ..builtins import ask_user_result, durable_wait_result
 from ..clock import now_text, parse_time, utc_now
 from ..stepkit import (
     END,
@@ -226,9 +227,7 @@ class AwaitQuestionAnswer(StepHandler):
             finish_tool_call(tx, record.model_copy(update=rejected))
             return END
         if record.tool_name == "ask_user" and interrupt_id == record.tool_call_id:
-            output = json.dumps(
-                {"status": "answered", "answer": resolution.answer}, separators=(",", ":")
-            )
+            output = ask_user_result(resolution.answer or "")
             finish_tool_call(
                 tx, record.model_copy(update={"status": "succeeded", "output": output})
             )
@@ -319,15 +318,11 @@ class AwaitTimer(StepHandler):
         if record is None or record.status != "waiting_for_timer" or record.wait_until is None:
             return END
         if parse_time(record.wait_until) <= utc_now():  # Timers are selected before Channels
+            # Measured from when the wait began: a Worker restart does not restart it.
             arguments = json.loads(record.arguments)
-            output = json.dumps(
-                {
-                    "status": "completed",
-                    "waited_seconds": math.ceil(float(arguments.get("seconds", 0))),
-                    "reason": arguments.get("reason", ""),
-                },
-                separators=(",", ":"),
-            )
+            began = parse_time(record.wait_until).timestamp() - float(arguments["seconds"])
+            waited = max(0, round(utc_now().timestamp() - began))
+            output = durable_wait_result(waited, str(arguments.get("reason", "")))
             finish_tool_call(
                 tx, record.model_copy(update={"status": "succeeded", "output": output})
             )
