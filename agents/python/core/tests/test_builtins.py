@@ -194,3 +194,33 @@ async def test_a_worker_killed_during_compact_context_reruns_only_the_summary(
     history = await client.get_step_history(session)
     compact = next(s for s in history if s.step_type == "CompactContext")
     assert (compact.status, compact.attempts) == ("succeeded", 2)
+
+
+async def test_a_running_turn_keeps_the_settings_it_started_with(make_worker, model, client):
+    from dex_agents.testing import ScriptedReply
+
+    model.enqueue(
+        ScriptedReply(
+            tool_calls=reply_tools(("r1", "get_weather", {"city": "Rome"})).tool_calls, hang=True
+        ),
+        reply_text("Sunny."),
+        reply_text("Still sunny."),
+    )
+    with make_worker(APP):
+        session = await client.start_session(
+            "Planner", "Weather?", session_settings={"tone": "dry"}
+        )
+        model.wait_for_requests(1)
+        assert await client.update_session_settings(session, {"tone": "warm"})
+        model.release()
+        await client.wait_for(session, turns_done(1))
+        assert await client.send_user_message(session, "And tomorrow?")
+        await client.wait_for(session, turns_done(2))
+
+    def settings_seen(index: int) -> str:
+        messages = model.requests[index].body["messages"]
+        return next(m["content"] for m in messages if str(m["content"]).startswith("settings:"))
+
+    assert settings_seen(0) == 'settings: {"tone": "dry"}'
+    assert settings_seen(1) == 'settings: {"tone": "dry"}'  # same turn, after the tool call
+    assert settings_seen(2) == 'settings: {"tone": "warm"}'  # the next turn

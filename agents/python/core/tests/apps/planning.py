@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Sequence
 from datetime import timedelta
@@ -40,6 +41,9 @@ class PlanningRunner(ScriptedRunner):
         if turn.context_summary is not None:
             text = f"{SUMMARY_PREFIX}\n{turn.context_summary.text}"
             prefix.append({"role": "user", "content": text})
+        if turn.session_settings:
+            settings = json.dumps(dict(turn.session_settings), sort_keys=True)
+            prefix.append({"role": "system", "content": f"settings: {settings}"})
         note = build_plan_note(turn.plan, turn.interaction_mode)
         if note is not None:
             prefix.append({"role": "user", "content": note})
