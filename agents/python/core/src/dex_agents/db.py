@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
 import threading
 import time
 import uuid
@@ -228,6 +229,21 @@ class Database:
         # Called with the sessions a committed transaction woke (from a pool thread).
         self.on_wake: Callable[[set[str]], None] | None = None
         self.origin = uuid.uuid4().hex
+
+    def change_counter(self) -> Callable[[], int] | None:
+        """A cheap probe that changes whenever another connection commits to this SQLite file
+        (PRAGMA data_version on a dedicated connection), so an idle poller can skip its query.
+        None for Postgres."""
+        if not self.sqlite:
+            return None
+        path = sa.engine.make_url(self.url).database or ""
+        probe = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+
+        def data_version() -> int:
+            value: int = probe.execute("PRAGMA data_version").fetchone()[0]
+            return value
+
+        return data_version
 
     def create_schema(self) -> None:
         self._retrying(lambda: metadata.create_all(self.engine))

@@ -146,10 +146,18 @@ class Waker:
 
     async def poll_forever(self) -> None:
         self._last_id = await self._database.read(store.last_wakeup_id)
+        changes = self._database.change_counter()
+        seen_version = None
         pruned_at = time.monotonic()
         while True:
             await asyncio.sleep(self._poll_interval)
             try:
+                if changes is not None:
+                    # Idle: nobody committed since the last look, so no wake-up is new.
+                    version = changes()
+                    if version == seen_version:
+                        continue
+                    seen_version = version
                 await self._poll_once()
                 if time.monotonic() - pruned_at > 60:
                     await self._database.write(lambda conn: store.prune_wakeups(conn, 300))

@@ -48,6 +48,41 @@ PLAN_EXECUTIONS = "PlanExecutions"
 
 _interrupts = TypeAdapter(list[AgentInterrupt])
 
+# The hot statements are built once: building and cache-keying a SQLAlchemy expression costs
+# more CPU than running it on SQLite.
+_SESSION = sa.select(db.sessions).where(db.sessions.c.session_id == sa.bindparam("sid"))
+_SESSION_LOCKED = _SESSION.with_for_update()
+_STEP = sa.select(db.steps).where(
+    db.steps.c.session_id == sa.bindparam("sid"),
+    db.steps.c.step_execution_id == sa.bindparam("sx"),
+)
+_TOOL_CALL = sa.select(db.tool_calls.c.record).where(
+    db.tool_calls.c.session_id == sa.bindparam("sid"),
+    db.tool_calls.c.tool_call_id == sa.bindparam("call"),
+)
+_TOOL_CALLS = (
+    sa.select(db.tool_calls.c.record)
+    .where(db.tool_calls.c.session_id == sa.bindparam("sid"))
+    .order_by(db.tool_calls.c.deferral_order)
+)
+_CHANNEL = db.channel_messages.c
+_IN_CHANNEL = (_CHANNEL.session_id == sa.bindparam("sid"), _CHANNEL.channel == sa.bindparam("ch"))
+_COUNT = sa.select(sa.func.count()).where(*_IN_CHANNEL)
+_COUNT_KEY = _COUNT.where(_CHANNEL.key == sa.bindparam("key"))
+_PEEK = (
+    sa.select(_CHANNEL.id, _CHANNEL.key, _CHANNEL.payload)
+    .where(*_IN_CHANNEL)
+    .order_by(_CHANNEL.id)
+    .limit(sa.bindparam("n"))
+)
+_PEEK_KEY = _PEEK.where(_CHANNEL.key == sa.bindparam("key"))
+# Updates set the columns their parameters name (the b_ names bind the key).
+_UPDATE_SESSION = db.sessions.update().where(db.sessions.c.session_id == sa.bindparam("b_sid"))
+_UPDATE_STEP = db.steps.update().where(
+    db.steps.c.session_id == sa.bindparam("b_sid"),
+    db.steps.c.step_execution_id == sa.bindparam("b_sx"),
+)
+
 
 class SessionNotFound(LookupError):
     def __init__(self, session_id: str) -> None:
@@ -153,10 +188,8 @@ def session_exists(conn: Connection, session_id: str) -> bool:
 
 def lock_session(conn: Connection, session_id: str) -> Session:
     """Loads the session row, locked for the rest of the transaction on Postgres."""
-    query = sa.select(db.sessions).where(db.sessions.c.session_id == session_id)
-    if conn.dialect.name == "postgresql":
-        query = query.with_for_update()
-    row = conn.execute(query).first()
+    query = _SESSION_LOCKED if conn.dialect.name == "postgresql" else _SESSION
+    row = conn.execute(query, {"sid": session_id}).first()
     if row is None:
         raise SessionNotFound(session_id)
     return _session_from_row(row)
@@ -164,7 +197,7 @@ def lock_session(conn: Connection, session_id: str) -> Session:
 
 def read_session(conn: Connection, session_id: str) -> Session:
     """Loads the session row without locking it (for reads and wait conditions)."""
-    row = conn.execute(sa.select(db.sessions).where(db.sessions.c.session_id == session_id)).first()
+    row = conn.execute(_SESSION, {"sid": session_id}).first()
     if row is None:
         raise SessionNotFound(session_id)
     return _session_from_row(row)
@@ -188,9 +221,7 @@ def save_session(conn: Connection, session: Session) -> None:
     values["step_counter"] = session.step_counter
     values["event_counter"] = session.event_counter
     values["updated_at"] = now_text()
-    conn.execute(
-        db.sessions.update().where(db.sessions.c.session_id == session.session_id).values(**values)
-    )
+    conn.execute(_UPDATE_SESSION, {"b_sid": session.session_id, **values})
     session.dirty.clear()
 
 
@@ -321,21 +352,14 @@ def save_tool_call(conn: Connection, session_id: str, record: AgentToolCall) -> 
 
 
 def load_tool_call(conn: Connection, session_id: str, tool_call_id: str) -> AgentToolCall | None:
-    query = sa.select(db.tool_calls.c.record).where(
-        db.tool_calls.c.session_id == session_id, db.tool_calls.c.tool_call_id == tool_call_id
-    )
-    text = conn.execute(query).scalar()
+    text = conn.execute(_TOOL_CALL, {"sid": session_id, "call": tool_call_id}).scalar()
     return None if text is None else AgentToolCall.model_validate_json(text)
 
 
 def load_tool_calls(conn: Connection, session_id: str) -> list[AgentToolCall]:
     """The active turn's records (records are deleted when their turn ends)."""
-    query = (
-        sa.select(db.tool_calls.c.record)
-        .where(db.tool_calls.c.session_id == session_id)
-        .order_by(db.tool_calls.c.deferral_order)
-    )
-    return [AgentToolCall.model_validate_json(text) for text in conn.execute(query).scalars()]
+    texts = conn.execute(_TOOL_CALLS, {"sid": session_id}).scalars()
+    return [AgentToolCall.model_validate_json(text) for text in texts]
 
 
 def delete_tool_calls(conn: Connection, session_id: str) -> None:
@@ -364,27 +388,17 @@ def publish(conn: Connection, session_id: str, channel: str, payload: str, key: 
     return int(pk[0])
 
 
-def _channel_query(session_id: str, channel: str, key: str | None) -> Any:
-    query = sa.select(db.channel_messages).where(
-        db.channel_messages.c.session_id == session_id, db.channel_messages.c.channel == channel
-    )
-    if key is not None:
-        query = query.where(db.channel_messages.c.key == key)
-    return query
-
-
 def peek(
     conn: Connection, session_id: str, channel: str, key: str | None = None, limit: int = 1000
 ) -> list[ChannelMessage]:
-    query = _channel_query(session_id, channel, key).order_by(db.channel_messages.c.id).limit(limit)
-    return [ChannelMessage(row.id, row.key, row.payload) for row in conn.execute(query)]
+    params = {"sid": session_id, "ch": channel, "n": limit, "key": key}
+    rows = conn.execute(_PEEK if key is None else _PEEK_KEY, params)
+    return [ChannelMessage(row.id, row.key, row.payload) for row in rows]
 
 
 def count(conn: Connection, session_id: str, channel: str, key: str | None = None) -> int:
-    query = sa.select(sa.func.count()).select_from(
-        _channel_query(session_id, channel, key).subquery()
-    )
-    return int(conn.execute(query).scalar() or 0)
+    params = {"sid": session_id, "ch": channel, "key": key}
+    return int(conn.execute(_COUNT if key is None else _COUNT_KEY, params).scalar() or 0)
 
 
 def consume(
@@ -534,10 +548,7 @@ def schedule_step(
 
 
 def load_step(conn: Connection, session_id: str, step_execution_id: str) -> StepRow | None:
-    query = sa.select(db.steps).where(
-        db.steps.c.session_id == session_id, db.steps.c.step_execution_id == step_execution_id
-    )
-    row = conn.execute(query).first()
+    row = conn.execute(_STEP, {"sid": session_id, "sx": step_execution_id}).first()
     if row is None:
         return None
     return StepRow(
@@ -559,14 +570,8 @@ def load_step(conn: Connection, session_id: str, step_execution_id: str) -> Step
 def update_step(conn: Connection, session_id: str, step_execution_id: str, **values: Any) -> int:
     if "next_steps" in values:
         values["next_steps"] = json.dumps(values["next_steps"])
-    result = conn.execute(
-        db.steps.update()
-        .where(
-            db.steps.c.session_id == session_id, db.steps.c.step_execution_id == step_execution_id
-        )
-        .values(**values)
-    )
-    return int(result.rowcount)
+    params = {"b_sid": session_id, "b_sx": step_execution_id, **values}
+    return int(conn.execute(_UPDATE_STEP, params).rowcount)
 
 
 def open_steps(conn: Connection, session_id: str, step_types: Iterable[str]) -> list[StepRow]:

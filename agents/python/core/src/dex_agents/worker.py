@@ -39,7 +39,7 @@ class Worker:
         database_url: str | None = None,
         worker_id: str | None = None,
         wake_poll_interval: float = 0.02,
-        queue_poll_interval: float = 0.05,
+        queue_poll_interval: float = 0.2,
     ) -> None:
         self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
         if not self.flows:
@@ -68,7 +68,7 @@ class Worker:
                 "system_database_engine": create_dbos_engine(self.database_url),
                 "application_version": DRIVER_VERSION,
                 "executor_id": self.worker_id,
-                "notification_listener_polling_interval_sec": 0.05,
+                "notification_listener_polling_interval_sec": 1.0,
                 "log_level": os.environ.get("DEX_AGENTS_DBOS_LOG_LEVEL", "WARNING"),
             }
         )
