@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from bisect import bisect_right
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -197,11 +198,21 @@ class MessageCache:
         start, cached = self._sessions.pop(session_id, (after, []))
         if start > after:  # the cache begins later than asked: load the whole range
             start, cached = after, []
-        cached = [m for m in cached if after < m.sequence <= through]
+        # Sequences are sorted: trimming is a bisection, not a scan of a long history.
+        sequences = (
+            [m.sequence for m in cached]
+            if cached and (cached[0].sequence <= after or cached[-1].sequence > through)
+            else None
+        )
+        if sequences is not None:
+            cached = cached[bisect_right(sequences, after) : bisect_right(sequences, through)]
         last = cached[-1].sequence if cached else after
         if last < through:
-            cached += store.load_messages(conn, session_id, after_sequence=last)
-            cached = [m for m in cached if m.sequence <= through]
+            cached = cached + [
+                m
+                for m in store.load_messages(conn, session_id, after_sequence=last)
+                if m.sequence <= through
+            ]
         self._sessions[session_id] = (after, cached)
         while len(self._sessions) > self._capacity:
             self._sessions.popitem(last=False)
