@@ -18,13 +18,14 @@ fi
 status=0
 for dir in "${packages[@]}"; do
   echo "=== $dir"
+  # Chained with && : errexit does not apply inside a command tested with ||.
   (
-    cd "$dir"
-    uv sync --locked --all-extras --quiet
-    uv run --quiet ruff check .
-    uv run --quiet ruff format --check .
-    uv run --quiet mypy
-    uv run pytest -q -p no:cacheprovider
+    cd "$dir" &&
+      uv sync --locked --all-extras --quiet &&
+      uv run --quiet ruff check . &&
+      uv run --quiet ruff format --check . &&
+      uv run --quiet mypy &&
+      uv run pytest -q -p no:cacheprovider
   ) || status=1
 done
 exit $status
