@@ -23,8 +23,8 @@ from ..builtins import (
 from ..clock import after, now_text
 from ..runner import DeferredToolCall
 from ..stepkit import StepContext, StepTx
-from ..types import AgentInterrupt, AgentToolCall
-from .common import add_interrupt, finish_tool_call
+from ..types import AgentToolCall
+from .common import finish_tool_call, raise_interrupt
 
 
 def is_built_in(ctx: StepContext, tool_name: str) -> bool:
@@ -91,21 +91,13 @@ def _ask_user(
         }
     )
     store.save_tool_call(tx.conn, tx.session.session_id, asking)
-    deadline: timedelta | None = ctx.flow.options.interrupt_deadline
-    add_interrupt(
+    raise_interrupt(
+        ctx,
         tx,
-        AgentInterrupt(
-            interrupt_id=record.tool_call_id,
-            kind="question",
-            tool_call_id=record.tool_call_id,
-            tool_name=record.tool_name,
-            arguments=record.arguments,
-            created_at=now_text(),
-            deadline=after(deadline) if deadline else None,
-            question=parsed.question,
-            choices=list(parsed.choices),
-            allows_free_text=parsed.allows_free_text,
-        ),
+        record,
+        question=parsed.question,
+        choices=parsed.choices,
+        allows_free_text=parsed.allows_free_text,
     )
     return ("AwaitQuestionAnswer", record.tool_call_id)
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import store, texts
-from ..clock import parse_time, utc_now
+from ..clock import after, now_text, parse_time, utc_now
 from ..policy import EFFECT_TABLE
 from ..runner import FrameworkMessage
 from ..stepkit import NonRetryableError, StepContext, StepTx
@@ -134,7 +134,31 @@ def pending_interrupt_of(session: Session, record: AgentToolCall) -> AgentInterr
     )
 
 
-def add_interrupt(tx: StepTx, interrupt: AgentInterrupt) -> None:
+def raise_interrupt(
+    ctx: StepContext,
+    tx: StepTx,
+    record: AgentToolCall,
+    *,
+    interrupt_id: str | None = None,
+    question: str | None = None,
+    choices: Sequence[str] = (),
+    allows_free_text: bool = True,
+) -> None:
+    """Adds a pending approval (no question) or question for a record, with the Flow's
+    interrupt deadline, and writes interrupt_raised."""
+    deadline = ctx.flow.options.interrupt_deadline
+    interrupt = AgentInterrupt(
+        interrupt_id=interrupt_id or record.tool_call_id,
+        kind="tool_approval" if question is None else "question",
+        tool_call_id=record.tool_call_id,
+        tool_name=record.tool_name,
+        arguments=record.arguments,
+        created_at=now_text(),
+        deadline=after(deadline) if deadline else None,
+        question=question,
+        choices=list(choices),
+        allows_free_text=allows_free_text,
+    )
     tx.session.set("pending_interrupts", [*tx.session.pending_interrupts, interrupt])
     tx.event("interrupt_raised", interrupt_raised_payload(interrupt))
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import store, texts
-from ..clock import after, now_text
 from ..policy import resolve_tool_policy, tool_call_id_problem
 from ..results import tool_calls_note
 from ..runner import (
-    AgentTurnContext,
     DeferredToolCall,
     ToolCallsRequested,
     TurnCompleted,
@@ -25,7 +23,7 @@ from ..stepkit import (
     Transition,
     go,
 )
-from ..types import AgentInterrupt, AgentToolCall
+from ..types import AgentToolCall
 from .builtin_calls import (
     built_in_record,
     is_built_in,
@@ -34,11 +32,10 @@ from .builtin_calls import (
     write_todos_count,
 )
 from .common import (
-    add_interrupt,
     build_user_item,
     checked_messages,
     control_reason,
-    no_heartbeat,
+    raise_interrupt,
     record_usage,
     tool_step_type,
 )
@@ -46,8 +43,9 @@ from .compaction import CompactionNeeded, apply_retention, compaction_decision
 from .turns import (
     build_unfinished_messages,
     end_turn,
+    load_turn,
+    turn_context,
     turn_message_count,
-    unfinished_turn_context,
 )
 
 
@@ -67,47 +65,13 @@ class RunModel(StepHandler):
         if ctx.attempt == 1 and control_reason(tx) is not None:
             return go(("ApplyTurnControl", None))
         if ctx.loaded is None or ctx.loaded["turn_id"] != state.active_turn_id:
-            summary = session.context_summary
-            ctx.loaded = {
-                "turn_id": state.active_turn_id,
-                # With a summary, the runner sees only the messages after it.
-                "messages": ctx.runtime.messages.load(
-                    tx.conn,
-                    ctx.session_id,
-                    state.next_message_sequence - 1,
-                    after=summary.last_sequence if summary else 0,
-                ),
-                "run_state": session.framework_run_state,
-                "tool_calls": store.load_tool_calls(tx.conn, ctx.session_id),
-                "settings": session.turn_settings(),
-                "mode": state.interaction_mode,
-                "plan": session.plan,
-                "summary": session.context_summary,
-            }
+            ctx.loaded = load_turn(ctx, tx)
         return None
 
     async def execute(self, ctx: StepContext) -> Any:
         loaded = ctx.loaded
         writer = ctx.runtime.event_writer(ctx, loaded["turn_id"])
-        options = ctx.flow.options
-        turn = AgentTurnContext(
-            flow_id=ctx.session_id,
-            turn_id=loaded["turn_id"],
-            attempt=ctx.attempt,
-            step_execution_id=ctx.step_execution_id,
-            messages=loaded["messages"],
-            framework_run_state=loaded["run_state"],
-            tool_calls=loaded["tool_calls"],
-            events=writer,
-            heartbeat=no_heartbeat,
-            tool_policies=options.tool_policies,
-            default_tool_effect=options.default_tool_effect,
-            enabled_built_in_tools=tuple(options.built_in_tools),
-            session_settings=loaded["settings"],
-            interaction_mode=loaded["mode"],
-            plan=loaded["plan"],
-            context_summary=loaded["summary"],
-        )
+        turn = turn_context(ctx, loaded, writer)
         decision = compaction_decision(ctx, turn)
         if decision is not None:
             return decision
@@ -201,7 +165,7 @@ class RunModel(StepHandler):
                 if step is not None:
                     next_steps.append(step)
             elif record.requires_approval:
-                self._raise_approval(ctx, tx, record)
+                raise_interrupt(ctx, tx, record)
                 next_steps.append(("AwaitToolApproval", record.tool_call_id))
             else:
                 next_steps.append((tool_step_type(record), record.tool_call_id))
@@ -252,21 +216,6 @@ class RunModel(StepHandler):
             tool_source_reference=call.tool_source_reference,
         )
 
-    def _raise_approval(self, ctx: StepContext, tx: StepTx, record: AgentToolCall) -> None:
-        deadline = ctx.flow.options.interrupt_deadline
-        add_interrupt(
-            tx,
-            AgentInterrupt(
-                interrupt_id=record.tool_call_id,
-                kind="tool_approval",
-                tool_call_id=record.tool_call_id,
-                tool_name=record.tool_name,
-                arguments=record.arguments,
-                created_at=now_text(),
-                deadline=after(deadline) if deadline else None,
-            ),
-        )
-
 
 class RecordTurnFailure(StepHandler):
     """Ends a turn whose model Step ran out of attempts, keeping what it can of the turn."""
@@ -276,7 +225,7 @@ class RecordTurnFailure(StepHandler):
     has_execute = True
 
     def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
-        ctx.loaded = unfinished_turn_context(ctx, tx)
+        ctx.loaded = load_turn(ctx, tx)
         return END if ctx.loaded is None else None
 
     async def execute(self, ctx: StepContext) -> Any:
@@ -291,7 +240,7 @@ class RecordTurnFailure(StepHandler):
         error = recovery.detail if recovery else "the turn failed"
         if result:
             store.append_messages(tx.conn, session, turn_id, result)
-        note = tool_calls_note(texts.TURN_FAILURE_NOTE_HEADER, ctx.loaded["records"])
+        note = tool_calls_note(texts.TURN_FAILURE_NOTE_HEADER, ctx.loaded["tool_calls"])
         if note is not None:
             store.append_messages(tx.conn, session, turn_id, [build_user_item(ctx, note)])
         end_turn(tx, error=error)

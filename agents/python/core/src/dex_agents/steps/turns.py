@@ -11,7 +11,12 @@ from sqlalchemy.engine import Connection
 from .. import store, texts
 from ..clock import now_text
 from ..results import tool_calls_note
-from ..runner import AgentTurnContext, FrameworkMessage, UnfinishedTurnMessageBuilder
+from ..runner import (
+    AgentTurnContext,
+    EventWriter,
+    FrameworkMessage,
+    UnfinishedTurnMessageBuilder,
+)
 from ..stepkit import (
     END,
     NOT_READY,
@@ -222,20 +227,51 @@ class AwaitUserMessage(StepHandler):
         return transition
 
 
-def unfinished_turn_context(ctx: StepContext, tx: StepTx) -> dict[str, Any] | None:
-    """What build_unfinished_turn_messages needs, loaded in the attempt's first commit."""
-    state = tx.session.active_state
+def load_turn(ctx: StepContext, tx: StepTx) -> dict[str, Any] | None:
+    """What a runner call of the active turn needs, loaded in the attempt's first commit;
+    with a context summary, only the messages after it."""
+    session = tx.session
+    state = session.active_state
     if state.active_turn_id is None:
         return None
+    summary = session.context_summary
     return {
         "turn_id": state.active_turn_id,
-        "records": store.load_tool_calls(tx.conn, ctx.session_id),
         "messages": ctx.runtime.messages.load(
-            tx.conn, ctx.session_id, state.next_message_sequence - 1
+            tx.conn,
+            ctx.session_id,
+            state.next_message_sequence - 1,
+            after=summary.last_sequence if summary else 0,
         ),
-        "run_state": tx.session.framework_run_state,
-        "settings": tx.session.turn_settings(),
+        "run_state": session.framework_run_state,
+        "tool_calls": store.load_tool_calls(tx.conn, ctx.session_id),
+        "settings": session.turn_settings(),
+        "mode": state.interaction_mode,
+        "plan": session.plan,
+        "summary": summary,
     }
+
+
+def turn_context(ctx: StepContext, loaded: dict[str, Any], events: EventWriter) -> AgentTurnContext:
+    options = ctx.flow.options
+    return AgentTurnContext(
+        flow_id=ctx.session_id,
+        turn_id=loaded["turn_id"],
+        attempt=ctx.attempt,
+        step_execution_id=ctx.step_execution_id,
+        messages=loaded["messages"],
+        framework_run_state=loaded["run_state"],
+        tool_calls=loaded["tool_calls"],
+        events=events,
+        heartbeat=no_heartbeat,
+        tool_policies=options.tool_policies,
+        default_tool_effect=options.default_tool_effect,
+        enabled_built_in_tools=tuple(options.built_in_tools),
+        session_settings=loaded["settings"],
+        interaction_mode=loaded["mode"],
+        plan=loaded["plan"],
+        context_summary=loaded["summary"],
+    )
 
 
 async def build_unfinished_messages(ctx: StepContext) -> list[FrameworkMessage] | None:
@@ -245,20 +281,7 @@ async def build_unfinished_messages(ctx: StepContext) -> list[FrameworkMessage] 
     loaded = ctx.loaded
     if loaded is None or not isinstance(runner, UnfinishedTurnMessageBuilder):
         return None
-    turn = AgentTurnContext(
-        flow_id=ctx.session_id,
-        turn_id=loaded["turn_id"],
-        attempt=ctx.attempt,
-        step_execution_id=ctx.step_execution_id,
-        messages=loaded["messages"],
-        framework_run_state=loaded["run_state"],
-        tool_calls=loaded["records"],
-        events=ctx.runtime.event_writer(ctx, loaded["turn_id"]),
-        heartbeat=no_heartbeat,
-        tool_policies=ctx.flow.options.tool_policies,
-        default_tool_effect=ctx.flow.options.default_tool_effect,
-        session_settings=loaded["settings"],
-    )
+    turn = turn_context(ctx, loaded, ctx.runtime.event_writer(ctx, loaded["turn_id"]))
     try:
         return checked_messages(ctx, list(await runner.build_unfinished_turn_messages(turn)))
     except Exception as error:
@@ -275,7 +298,7 @@ class ApplyTurnControl(StepHandler):
     has_execute = True
 
     def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
-        ctx.loaded = unfinished_turn_context(ctx, tx)
+        ctx.loaded = load_turn(ctx, tx)
         return None
 
     async def execute(self, ctx: StepContext) -> Any:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 
 from .. import store, texts
 from ..builtins import ask_user_result, durable_wait_result
-from ..clock import now_text, parse_time, utc_now
+from ..clock import parse_time, utc_now
 from ..stepkit import (
     END,
     NOT_READY,
@@ -37,7 +37,6 @@ from ..store import (
 from ..types import AgentInterrupt, AgentInterruptResolution, AgentToolCall, QuestionAnswer
 from .common import (
     abandon_call,
-    add_interrupt,
     control_reason,
     deadline_epoch,
     deadline_passed,
@@ -51,6 +50,7 @@ from .common import (
     pending_interrupt,
     pending_interrupt_of,
     question_interrupt_id,
+    raise_interrupt,
     remove_interrupt,
     resolve_interrupt_for_cancellation,
     tool_step_type,
@@ -183,21 +183,14 @@ class AwaitQuestionAnswer(StepHandler):
             status = final_status_for_effect(record) if record.task_id else "failed"
             finish_tool_call(tx, record.model_copy(update={"status": status, "error": error}))
             return END
-        deadline = ctx.flow.options.interrupt_deadline
-        add_interrupt(
+        raise_interrupt(
+            ctx,
             tx,
-            AgentInterrupt(
-                interrupt_id=interrupt_id,
-                kind="question",
-                tool_call_id=record.tool_call_id,
-                tool_name=record.tool_name,
-                arguments=record.arguments,
-                created_at=now_text(),
-                deadline=_after(deadline) if deadline else None,
-                question=record.input_question,
-                choices=record.input_choices,
-                allows_free_text=record.input_allows_free_text,
-            ),
+            record,
+            interrupt_id=interrupt_id,
+            question=record.input_question or "",
+            choices=record.input_choices,
+            allows_free_text=record.input_allows_free_text,
         )
         return WAIT_AGAIN
 
@@ -288,12 +281,6 @@ def _answer(record: AgentToolCall, interrupt_id: str, answer: str) -> QuestionAn
     return QuestionAnswer(
         interrupt_id=interrupt_id, question=record.input_question or "", answer=answer
     )
-
-
-def _after(delta: Any) -> str:
-    from ..clock import after
-
-    return after(delta)
 
 
 class AwaitTimer(StepHandler):
