@@ -369,3 +369,52 @@ async def test_a_tool_question_is_answered_before_the_tool_takes_effect(
         "RunModel",
         "AwaitUserMessage",
     ]
+
+
+async def test_a_turn_without_accepts_turn_control_refuses_steer_and_cancel(
+    make_worker, model, client
+):
+    """A turn that a Worker without steering started holds waits a steer never wakes."""
+    from dex_agents import store
+    from dex_agents.db import Database
+
+    model.enqueue(ScriptedReply(text="Done.", hang=True))
+    with make_worker():
+        session = await client.start_session("Assistant", "Go")
+        model.wait_for_requests(1)
+        database = Database(client.database_url)
+
+        def as_older_worker(conn) -> None:
+            record = store.lock_session(conn, session)
+            state = record.active_state.model_copy(update={"accepts_turn_control": False})
+            record.set("state", state)
+            store.save_session(conn, record)
+
+        await database.write(as_older_worker)
+        database.close()
+        assert await client.steer_user_message(session, text="Stop") is False
+        assert await client.cancel_turn(session) is False
+        model.release()
+        snapshot = await client.wait_for(session, turns_done(1))
+    assert snapshot.steered_messages == [] and snapshot.messages[-1].text == "Done."
+
+
+async def test_a_queued_plan_mode_message_moved_by_steering_starts_a_planning_turn(
+    make_worker, model, client
+):
+    from dex_agents.types import AgentUserMessage
+
+    model.enqueue(ScriptedReply(text="Working.", hang=True), reply_text("Let me plan."))
+    with make_worker("tests.apps.planning:flows"):
+        session = await client.start_session("Planner", "Do it")
+        model.wait_for_requests(1)
+        plan_message = AgentUserMessage(text="Plan it first", plan_mode=True)
+        assert await client.send_user_message(session, plan_message)
+        queued = (await client.get_agent_snapshot(session)).queued_messages
+        assert await client.steer_user_message(session, message_id=queued[0].message_id)
+        model.release()
+        snapshot = await client.wait_for(session, turns_done(2))
+
+    assert snapshot.state is not None and snapshot.state.interaction_mode == "planning"
+    planning_request = model.requests[1].body["messages"]
+    assert planning_request[0]["content"].startswith("[Dex] There is no plan yet.")
