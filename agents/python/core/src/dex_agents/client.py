@@ -8,7 +8,6 @@ not at all.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 import uuid
@@ -663,10 +662,7 @@ def _check_message_size(text: str) -> None:
 
 
 def _check_client_settings(settings: dict[str, Any]) -> None:
-    if not isinstance(settings, dict):
-        raise ValueError("session_settings must be a JSON object")
-    size = len(json.dumps(settings, separators=(",", ":"), ensure_ascii=False).encode())
-    if size > texts.MAX_SESSION_SETTINGS_BYTES:
-        raise ValueError(
-            f"session_settings are {size:,} bytes; at most {texts.MAX_SESSION_SETTINGS_BYTES:,}"
-        )
+    """Clients allow MAX_SESSION_SETTINGS_BYTES; the session accepts a tolerance more."""
+    problem = settings_problem(settings, texts.MAX_SESSION_SETTINGS_BYTES)
+    if problem:
+        raise ValueError(problem)

@@ -25,9 +25,5 @@ def parse_time(text: str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def seconds_until(text: str) -> float:
-    return (parse_time(text) - utc_now()).total_seconds()
-
-
 def after(delta: timedelta) -> str:
     return format_time(utc_now() + delta)

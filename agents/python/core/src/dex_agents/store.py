@@ -603,17 +603,6 @@ def step_history(conn: Connection, session_id: str) -> list[StepExecution]:
     ]
 
 
-def unfinished_steps(conn: Connection) -> list[tuple[str, str]]:
-    """Every Step execution not yet ended, across sessions: what a Worker must (re)start."""
-    query = sa.select(db.steps.c.session_id, db.steps.c.step_execution_id).where(
-        db.steps.c.status.in_(["scheduled", "waiting", "running"])
-    )
-    return [(row.session_id, row.step_execution_id) for row in conn.execute(query)]
-
-
-# Wake-ups ---------------------------------------------------------------------------------
-
-
 def wake(conn: Connection, session_id: str) -> None:
     """Tells every Worker that this session's waiting Steps should look again."""
     conn.info.setdefault("dex_woken", set()).add(session_id)
@@ -621,11 +610,6 @@ def wake(conn: Connection, session_id: str) -> None:
     conn.execute(
         db.wakeups.insert().values(session_id=session_id, created=time.time(), origin=origin)
     )
-
-
-def woken_sessions(conn: Connection) -> set[str]:
-    woken: set[str] = conn.info.get("dex_woken", set())
-    return woken
 
 
 def wakeups_after(conn: Connection, after_id: int, origin: str) -> list[tuple[int, str]]:

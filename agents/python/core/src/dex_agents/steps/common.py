@@ -267,11 +267,14 @@ def no_heartbeat() -> None:
     """Attempts are fenced by the Step-execution row, so a heartbeat has nothing to renew."""
 
 
-def settings_problem(settings: Any) -> str | None:
+def settings_problem(settings: Any, limit: int | None = None) -> str | None:
+    """Why settings are refused: not a JSON object, or compact UTF-8 JSON over `limit` bytes
+    (the session's own check, which accepts the tolerance over what Clients allow)."""
     if not isinstance(settings, dict):
         return "session_settings must be a JSON object"
+    if limit is None:
+        limit = texts.MAX_SESSION_SETTINGS_BYTES + texts.SESSION_SETTINGS_SIZE_TOLERANCE_BYTES
     size = len(json.dumps(settings, separators=(",", ":"), ensure_ascii=False).encode())
-    limit = texts.MAX_SESSION_SETTINGS_BYTES + texts.SESSION_SETTINGS_SIZE_TOLERANCE_BYTES
     if size > limit:
-        return f"session_settings are {size} bytes, over the limit of {limit}"
+        return f"session_settings are {size:,} bytes, over the limit of {limit:,}"
     return None
