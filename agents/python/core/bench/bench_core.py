@@ -103,15 +103,34 @@ class TurnWatcher:
             event.clear()
             if await self.turn_count(session) >= turns:
                 return
-            # Turn ends write events, which wake; a session's start does not, so look again.
+            # Turn ends write events, which wake; a session's start does not, so look again
+            # now and then (a tight poll per session would load the engine it measures).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=0.05)
+                await asyncio.wait_for(event.wait(), timeout=0.5)
         raise TimeoutError(f"session {session} did not finish turn {turns}")
 
     async def run_turns(self, session: str, turns: int, start: int) -> None:
         for n in range(start + 1, start + turns + 1):
             await self.client.send_user_message(session, f"turn {n}")
             await self.wait_turns(session, n)
+
+
+class Meter:
+    """Wall time and this process's CPU time (Worker, client and bench together) of a block."""
+
+    def __enter__(self) -> Meter:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.wall = time.perf_counter() - self._wall
+        self.cpu = time.process_time() - self._cpu
+
+    def report(self, turns: int) -> str:
+        return (
+            f"{turns / self.wall:6.1f} turns/s   {self.wall / turns * 1000:5.1f} ms per turn   "
+            f"CPU {self.cpu / turns * 1000:5.1f} ms per turn"
+        )
 
 
 def seconds(start: str | None, end: str | None) -> float:
@@ -183,24 +202,25 @@ async def bench(url: str, turns: int) -> None:
         session = await client.start_session("Bench")
         await watcher.wait_turns(session, 0)
         await watcher.run_turns(session, 5, 0)  # warm-up
-        started = time.perf_counter()
-        await watcher.run_turns(session, turns, 5)
-        single_rate = turns / (time.perf_counter() - started)
+        with Meter() as single:
+            await watcher.run_turns(session, turns, 5)
         figures = await step_figures(client, session)
         print(f"  RunModel step     {describe(figures['RunModel'][10:])}")
         print(f"  CallTool step     {describe(figures['CallTool'][5:])}")
         print(f"  turn (4 Steps)    {describe(figures['turn'][5:])}")
-        print(f"  1 session         {single_rate:6.1f} turns/s")
+        print(f"  1 session         {single.report(turns)}")
 
         sessions = [await client.start_session("Bench") for _ in range(20)]
         for s in sessions:
             await watcher.wait_turns(s, 0)
-        started = time.perf_counter()
-        per_session = max(turns // 10, 3)
-        await asyncio.gather(*(watcher.run_turns(s, per_session, 0) for s in sessions))
-        rate = 20 * per_session / (time.perf_counter() - started)
+        per_session = max(turns // 4, 5)
+        with Meter() as many:
+            await asyncio.gather(*(watcher.run_turns(s, per_session, 0) for s in sessions))
         concurrent = [t for s in sessions for t in (await step_figures(client, s))["turn"]]
-        print(f"  20 sessions       {rate:6.1f} turns/s   turn {describe(concurrent)}")
+        print(f"  20 sessions       {many.report(20 * per_session)}")
+        growth = many.wall / (20 * per_session) / (single.wall / turns)
+        print(f"  per-turn cost, 20 sessions vs 1: {growth:.2f}x")
+        print(f"  turn latency, 20 sessions        {describe(concurrent)}")
 
         small = await client.start_session("Bench")
         await watcher.run_turns(small, 3, 0)
@@ -218,6 +238,9 @@ async def bench(url: str, turns: int) -> None:
         await client.close()
         worker.stop()
         await task
+        # The stopped Worker's cancelled workflows finish their bookkeeping before the next
+        # Worker of this process starts DBOS again.
+        await asyncio.sleep(1.0)
 
 
 def database_settings(url: str) -> str:

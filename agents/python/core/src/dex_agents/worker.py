@@ -90,12 +90,19 @@ class Worker:
         finally:
             if poller is not None:
                 poller.cancel()
+            # Stopping cancels every Step that waits (for a message, an approval); each
+            # resumes when a Worker starts again, so DBOS's warning per task is noise here.
+            logging.getLogger("dbos").addFilter(_quiet_shutdown_cancellations)
             DBOS.destroy(workflow_completion_timeout_sec=0)
             runtime_module._runtime = None
             database.close()
 
     def stop(self) -> None:
         self._stopped.set()
+
+
+def _quiet_shutdown_cancellations(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("Asyncio task cancelled for workflow or step")
 
 
 def _database_url(explicit: str | None) -> str:
