@@ -341,3 +341,20 @@ def _wait(condition: Callable[[], bool], timeout: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.2)
+
+
+def test_workers_lists_each_worker_and_its_state(make_worker, database_url):
+    worker = make_worker(DEX_AGENTS_WORKER_ID="worker-a").start()
+    running = run(database_url, "workers").stdout
+    assert running.splitlines()[0].split() == [
+        "WORKER", "ID", "STATE", "FLOW", "TYPES", "HOST", "PID", "STARTED", "LAST", "BEAT"
+    ]  # fmt: skip
+    assert running.splitlines()[1].split()[:3] == ["worker-a", "running", "Assistant"]
+    worker.stop()
+
+    (stopped,) = json.loads(run(database_url, "workers", "--json").stdout)
+    assert (stopped["worker_id"], stopped["state"], stopped["flow_types"]) == (
+        "worker-a",
+        "stopped",
+        ["Assistant"],
+    )

@@ -40,6 +40,7 @@ from .types import (
     AgentUsage,
     PendingUserMessage,
     StepExecution,
+    WorkerInfo,
 )
 from .worker import Worker, load_flows
 
@@ -200,6 +201,46 @@ def sessions(database_url: str | None, limit: int, as_json: bool) -> None:
         for s in summaries
     ]
     click.echo(table(headers, rows))
+
+
+@cli.command()
+@database_option
+@json_option
+def workers(database_url: str | None, as_json: bool) -> None:
+    """List the Workers that share the database and when each last beat."""
+    found = _call(database_url, lambda client: client.list_workers())
+    if as_json:
+        click.echo(json.dumps([w.model_dump() for w in found], indent=2))
+        return
+    if not found:
+        click.echo(
+            f"no Workers have run on {_display_url(database_url)}; "
+            "start one with `dex-agents worker module:flows`"
+        )
+        return
+    now = datetime.now(UTC)
+    headers = ["WORKER ID", "STATE", "FLOW TYPES", "HOST", "PID", "STARTED", "LAST BEAT"]
+    rows = [
+        [
+            w.worker_id,
+            _worker_state(w, now),
+            ", ".join(w.flow_types),
+            w.host,
+            w.pid,
+            format_time(w.started_at),
+            f"{format_duration(w.heartbeat_at, now.isoformat())} ago",
+        ]
+        for w in found
+    ]
+    click.echo(table(headers, rows))
+
+
+def _worker_state(worker: WorkerInfo, now: datetime) -> str:
+    """`silent` for a running Worker past its lease: a live Worker takes its Steps over."""
+    beat = parse_time(worker.heartbeat_at)
+    if worker.state == "running" and beat and (now - beat).total_seconds() > worker.lease_seconds:
+        return "silent"
+    return worker.state
 
 
 @cli.command()

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from dbos import DBOS, DBOSClient
 from sqlalchemy.engine import Connection
 
-from . import store, texts
+from . import liveness, store, texts
 from .clock import now_text, parse_time, utc_now
 from .db import Database, create_dbos_engine
 from .events import read_events
@@ -43,6 +43,7 @@ from .types import (
     SessionSummary,
     StepExecution,
     TurnCancellationRequest,
+    WorkerInfo,
 )
 from .worker import _database_url
 
@@ -169,6 +170,10 @@ class AgentClient:
             )
             for s in rows
         ]
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        """The Workers that share this database, as their liveness rows show them."""
+        return await self._read(liveness.list_workers)
 
     # RPCs ---------------------------------------------------------------------------------
 
@@ -524,6 +529,9 @@ class SyncAgentClient:
 
     def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
         return self._run(self._client.list_sessions(limit))
+
+    def list_workers(self) -> list[WorkerInfo]:
+        return self._run(self._client.list_workers())
 
     def send_user_message(self, session_id: str, message: str | AgentUserMessage) -> bool:
         return self._run(self._client.send_user_message(session_id, message))

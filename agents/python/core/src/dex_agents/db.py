@@ -141,6 +141,23 @@ wakeups = sa.Table(
 )
 
 
+# Worker liveness: each Worker bumps its beat counter; the others watch the counter move.
+workers = sa.Table(
+    "dex_workers",
+    metadata,
+    sa.Column("worker_id", sa.String(255), primary_key=True),
+    sa.Column("beats", sa.Integer, nullable=False),
+    # running, or stopped: a Worker that stopped cleanly hands its Steps over at once.
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("flow_types", sa.Text, nullable=False),
+    sa.Column("lease_seconds", sa.Float, nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.String(32), nullable=False),
+    sa.Column("heartbeat_at", sa.String(32), nullable=False),
+)
+
+
 def database_url(explicit: str | None = None) -> str:
     return explicit or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
 

@@ -261,3 +261,17 @@ class SessionSummary(WireModel):
     active_turn_id: str | None
     created_at: str
     updated_at: str
+
+
+class WorkerInfo(WireModel):
+    """A Worker as its liveness row shows it (`heartbeat_at` is the Worker's own clock)."""
+
+    worker_id: str
+    state: Literal["running", "stopped"]
+    beats: int
+    flow_types: list[str]
+    lease_seconds: float
+    host: str
+    pid: int
+    started_at: str
+    heartbeat_at: str

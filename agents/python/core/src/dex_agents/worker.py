@@ -14,6 +14,7 @@ from typing import Any
 
 from dbos import DBOS
 
+from . import liveness
 from . import runtime as runtime_module
 from .db import Database, create_dbos_engine, database_url, normalize_url
 from .flow import AgentSessionFlow
@@ -40,6 +41,7 @@ class Worker:
         worker_id: str | None = None,
         wake_poll_interval: float = 0.02,
         queue_poll_interval: float = 0.2,
+        lease_seconds: float | None = None,
     ) -> None:
         self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
         if not self.flows:
@@ -51,6 +53,8 @@ class Worker:
         self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or "local"
         self.wake_poll_interval = wake_poll_interval
         self.queue_poll_interval = queue_poll_interval
+        # How long a silent Worker keeps its Steps before a live one takes them over.
+        self.lease_seconds = liveness.lease_seconds(lease_seconds)
         self._stopped = asyncio.Event()
         self.runtime: Runtime | None = None
 
@@ -72,13 +76,22 @@ class Worker:
                 "log_level": os.environ.get("DEX_AGENTS_DBOS_LOG_LEVEL", "WARNING"),
             }
         )
-        poller: asyncio.Task[None] | None = None
+        lease = liveness.WorkerLease(
+            database,
+            self.worker_id,
+            [flow.flow_type for flow in self.flows],
+            _recover_workflows,
+            lease_seconds=self.lease_seconds,
+        )
+        background: list[asyncio.Task[None]] = []
         try:
             DBOS.launch()
             await DBOS.register_queue_async(
                 STEP_QUEUE, polling_interval_sec=self.queue_poll_interval
             )
-            poller = asyncio.create_task(runtime.waker.poll_forever())
+            await lease.register()
+            background.append(asyncio.create_task(runtime.waker.poll_forever()))
+            background.append(asyncio.create_task(lease.run_forever()))
             log.info(
                 "dex-agents Worker %s on %s hosts %s",
                 self.worker_id,
@@ -88,17 +101,28 @@ class Worker:
             _announce_ready()
             await self._stopped.wait()
         finally:
-            if poller is not None:
-                poller.cancel()
+            for task in background:
+                task.cancel()
             # Stopping cancels every Step that waits (for a message, an approval); each
-            # resumes when a Worker starts again, so DBOS's warning per task is noise here.
+            # resumes when a Worker takes it over, so DBOS's warning per task is noise here.
             logging.getLogger("dbos").addFilter(_quiet_shutdown_cancellations)
             DBOS.destroy(workflow_completion_timeout_sec=0)
             runtime_module._runtime = None
+            # Only now that nothing runs here may the other Workers take the Steps over.
+            try:
+                await lease.release()
+            except Exception:
+                log.warning("could not hand this Worker's Steps over; they wait for its lease")
             database.close()
 
     def stop(self) -> None:
         self._stopped.set()
+
+
+def _recover_workflows(worker_ids: list[str]) -> int:
+    """Hands the unfinished workflows of the given Workers back to the queues (DBOS recovery:
+    each is admitted to exactly one runner, whichever Worker takes it)."""
+    return len(DBOS._recover_pending_workflows(worker_ids))
 
 
 def _quiet_shutdown_cancellations(record: logging.LogRecord) -> bool:
