@@ -1,73 +1,39 @@
+"""Fixtures: the shared ones of dex_agents.testing (a database per test, on SQLite and on
+Postgres when DEX_AGENTS_TEST_POSTGRES_URL is set, a scripted model server, a tool-run log,
+real Worker processes and a client), and a RunConfig whose client talks to the model server."""
+
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 from agents import RunConfig, set_tracing_disabled
 from agents.models.openai_provider import OpenAIProvider
-from dex_agents import AgentClient
-from dex_agents.testing import MODEL_URL_ENV, ScriptedModelServer, ToolRunLog, WorkerProcess
+from dex_agents.testing import ScriptedModelServer
 from openai import AsyncOpenAI
 
 # The SDK would export traces to OpenAI; these tests have no key and no internet.
 set_tracing_disabled(True)
 
-PACKAGE = Path(__file__).parent.parent
-APP = "tests.apps.support:flows"
+pytest_plugins = ["dex_agents.testing.fixtures"]
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as model_server:
-        yield model_server
+def worker_target() -> str:
+    return "tests.apps.support:flows"
 
 
 @pytest.fixture
-def model(server: ScriptedModelServer) -> ScriptedModelServer:
-    return server
+def worker_cwd() -> Path:
+    return Path(__file__).parent.parent
+
+
+@pytest.fixture
+def server(model: ScriptedModelServer) -> ScriptedModelServer:
+    return model
 
 
 @pytest.fixture
 def run_config(server: ScriptedModelServer) -> RunConfig:
     client = AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
     return RunConfig(model_provider=OpenAIProvider(openai_client=client))
-
-
-@pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'dex.sqlite'}"
-
-
-@pytest.fixture
-def tool_log(tmp_path: Path) -> ToolRunLog:
-    return ToolRunLog(tmp_path / "tools.jsonl")
-
-
-@pytest.fixture
-def make_worker(
-    database_url: str, model: ScriptedModelServer, tool_log: ToolRunLog, tmp_path: Path
-) -> Iterator[Callable[..., WorkerProcess]]:
-    workers: list[WorkerProcess] = []
-
-    def make(**env: str) -> WorkerProcess:
-        worker = WorkerProcess(
-            APP,
-            database_url=database_url,
-            cwd=PACKAGE,
-            env={MODEL_URL_ENV: model.base_url, "TOOL_LOG": str(tool_log.path), **env},
-            log_path=tmp_path / f"worker-{len(workers)}.log",
-        )
-        workers.append(worker)
-        return worker
-
-    yield make
-    for worker in workers:
-        worker.kill()
-
-
-@pytest.fixture
-async def client(database_url: str) -> AsyncIterator[AgentClient]:
-    agent_client = AgentClient(database_url)
-    yield agent_client
-    await agent_client.close()
