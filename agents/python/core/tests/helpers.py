@@ -11,6 +11,17 @@ from dex_agents import AgentClient
 from dex_agents.testing import ScriptedModelServer
 from dex_agents.types import AgentSnapshot
 
+# A turn whose single-attempt write was cut off: the write's outcome is recorded as unknown.
+OUTCOME_UNKNOWN_TURN = [
+    "StartAgentSession",
+    "RunModel",
+    "CallSingleAttemptTool",
+    "ResumeTurn",
+    "RecordToolOutcomeUnknown",
+    "RunModel",
+    "AwaitUserMessage",
+]
+
 
 def turns_done(count: int) -> Callable[[AgentSnapshot], bool]:
     """The session finished `count` turns and waits for the next message."""

@@ -1,12 +1,17 @@
-"""Several Workers on one database: every session completes and each model call runs once."""
+"""Several Workers on one database, and how a Worker stops: every session completes, each
+model call runs once, and a clean stop lets running calls finish."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 
-from dex_agents.testing import reply_text
+from dex_agents import texts
+from dex_agents.testing import reply_text, reply_tools
 
-from .helpers import turns_done
+from .helpers import tool_messages, turns_done, wait_until
 
 
 async def test_two_workers_share_one_database(make_worker, model, client):
@@ -21,3 +26,44 @@ async def test_two_workers_share_one_database(make_worker, model, client):
     for session in sessions:
         history = [step.step_type for step in await client.get_step_history(session)]
         assert history == ["StartAgentSession", "RunModel", "AwaitUserMessage"]
+
+
+async def test_a_clean_stop_lets_a_running_write_finish_and_commit(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(reply_tools(("w1", "slow_write", {"seconds": 2})), reply_text("Written."))
+    worker = make_worker().start()
+    session = await client.start_session("Assistant", "Write it.")
+    wait_until(lambda: tool_log.count("slow_write") == 1, what="the write to start")
+    worker.stop()  # SIGTERM, then waits for the process to exit
+
+    assert [e["phase"] for e in tool_log.entries("slow_write")] == ["started", "finished"]
+    history = await client.get_step_history(session)
+    write = next(s for s in history if s.step_type == "CallSingleAttemptTool")
+    assert (write.status, write.attempts) == ("succeeded", 1)
+    assert history[-1].step_type == "RunModel" and history[-1].attempts == 0  # not begun
+
+    worker.start()
+    snapshot = await client.wait_for(session, turns_done(1))
+    worker.stop()
+    assert tool_messages(model, 1) == {"w1": "written"}
+    assert snapshot.messages[-1].text == "Written."
+    assert len(tool_log.entries("slow_write")) == 2  # one run: started and finished
+
+
+async def test_a_second_stop_signal_stops_at_once(make_worker, model, client, tool_log):
+    model.enqueue(reply_tools(("w1", "slow_write", {"seconds": 60})), reply_text("Unknown."))
+    worker = make_worker().start()
+    session = await client.start_session("Assistant", "Write it.")
+    wait_until(lambda: tool_log.count("slow_write") == 1, what="the write to start")
+    assert worker.process is not None
+    os.killpg(worker.process.pid, signal.SIGTERM)
+    time.sleep(1.0)  # the first signal starts a drain of up to 20 s
+    os.killpg(worker.process.pid, signal.SIGTERM)
+    worker.process.wait(timeout=8)
+
+    worker.start()
+    await client.wait_for(session, turns_done(1))
+    worker.stop()
+    assert [e["phase"] for e in tool_log.entries("slow_write")] == ["started"]
+    assert tool_messages(model, 1) == {"w1": texts.OUTCOME_UNKNOWN_TEXT}

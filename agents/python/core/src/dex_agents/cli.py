@@ -62,7 +62,11 @@ def cli() -> None:
 @click.option("--database-url", envvar="DEX_AGENTS_DATABASE_URL", default=None)
 @click.option("--worker-id", envvar="DEX_AGENTS_WORKER_ID", default=None)
 def worker(target: str, database_url: str | None, worker_id: str | None) -> None:
-    """Run a Worker for the flows at TARGET (module:attribute)."""
+    """Run a Worker for the flows at TARGET (module:attribute).
+
+    SIGTERM or Ctrl-C stops it cleanly: running model and tool calls finish first (up to
+    DEX_AGENTS_WORKER_DRAIN_SECONDS, default 20); a second signal stops at once.
+    """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -248,12 +248,17 @@ class Runtime:
         self._running: dict[str, dict[str, asyncio.Task[Any]]] = defaultdict(dict)
         self._background: set[asyncio.Task[None]] = set()
         self._flow_types: dict[str, str] = {}
+        # Draining (a clean stop): no new attempt begins; running ones finish and commit.
+        self._draining = False
+        self._attempts_running = 0
+        self._drained = asyncio.Event()
         database.on_wake = self.waker.notify_threadsafe
         self.waker.add_remote_listener(self._check_cancellations)
 
     # The driver ---------------------------------------------------------------------------
 
     async def run_step(self, session_id: str, step_execution_id: str) -> Sequence[str]:
+        await self._hold_while_draining()
         row = await self.database.read(
             lambda conn: store.load_step(conn, session_id, step_execution_id)
         )
@@ -291,21 +296,54 @@ class Runtime:
     async def _run_attempts(self, ctx: StepContext, handler: StepHandler) -> Sequence[str]:
         """Begins attempts until one commits or the failure route takes over."""
         while True:
-            begun = await self.database.write(lambda conn: self._begin_attempt(conn, ctx, handler))
-            if begun.next_steps is not None:
-                return begun.next_steps
-            ctx.attempt = begun.attempt
+            await self._hold_while_draining()
+            self._attempts_running += 1
             try:
-                result = await self._execute(ctx, handler)
-            except StepCancelled:
-                return []
-            except Exception as error:
-                routed = await self._record_failed_attempt(ctx, handler, error)
-                if routed is not None:
-                    return routed
-                await asyncio.sleep(self.retry_backoff_seconds * 2 ** (ctx.attempt - 1))
-                continue
-            return await self._commit_result(ctx, handler, result)
+                outcome = await self._run_attempt(ctx, handler)
+            finally:
+                self._attempts_running -= 1
+                if self._draining and not self._attempts_running:
+                    self._drained.set()
+            if outcome is not None:
+                return outcome
+            await asyncio.sleep(self.retry_backoff_seconds * 2 ** (ctx.attempt - 1))
+
+    async def _run_attempt(self, ctx: StepContext, handler: StepHandler) -> Sequence[str] | None:
+        """One attempt from its begin to its commit; None when it failed and may be retried."""
+        begun = await self.database.write(lambda conn: self._begin_attempt(conn, ctx, handler))
+        if begun.next_steps is not None:
+            return begun.next_steps
+        ctx.attempt = begun.attempt
+        try:
+            result = await self._execute(ctx, handler)
+        except StepCancelled:
+            return []
+        except Exception as error:
+            return await self._record_failed_attempt(ctx, handler, error)
+        return await self._commit_result(ctx, handler, result)
+
+    async def drain(self, timeout: float) -> int:
+        """Begins no more attempts and waits up to `timeout` for the running ones to commit,
+        so a clean stop leaves no attempt half done. Returns how many still run."""
+        self._draining = True
+        if self._attempts_running:
+            log.info(
+                "stopping: waiting up to %g s for %d running Steps to finish",
+                timeout,
+                self._attempts_running,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), timeout)
+        return self.attempts_running
+
+    @property
+    def attempts_running(self) -> int:
+        return self._attempts_running
+
+    async def _hold_while_draining(self) -> None:
+        # The workflow stays pending until the Worker stops; whoever takes it over goes on here.
+        if self._draining:
+            await asyncio.Event().wait()
 
     async def _commit_result(
         self, ctx: StepContext, handler: StepHandler, result: Any

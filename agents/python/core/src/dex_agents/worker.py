@@ -23,6 +23,8 @@ from .runtime import DRIVER_VERSION, STEP_QUEUE, Runtime
 log = logging.getLogger("dex_agents")
 
 WORKER_ID_ENV = "DEX_AGENTS_WORKER_ID"
+DRAIN_SECONDS_ENV = "DEX_AGENTS_WORKER_DRAIN_SECONDS"
+DEFAULT_DRAIN_SECONDS = 20.0
 READY_FILE_ENV = "DEX_AGENTS_READY_FILE"
 
 
@@ -42,6 +44,7 @@ class Worker:
         wake_poll_interval: float = 0.02,
         queue_poll_interval: float = 0.2,
         lease_seconds: float | None = None,
+        drain_seconds: float | None = None,
     ) -> None:
         self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
         if not self.flows:
@@ -55,6 +58,13 @@ class Worker:
         self.queue_poll_interval = queue_poll_interval
         # How long a silent Worker keeps its Steps before a live one takes them over.
         self.lease_seconds = liveness.lease_seconds(lease_seconds)
+        # How long a clean stop waits for running model and tool calls to finish.
+        self.drain_seconds = (
+            drain_seconds
+            if drain_seconds is not None
+            else float(os.environ.get(DRAIN_SECONDS_ENV, DEFAULT_DRAIN_SECONDS))
+        )
+        self._stop_now = asyncio.Event()
         self._stopped = asyncio.Event()
         self.runtime: Runtime | None = None
 
@@ -100,6 +110,7 @@ class Worker:
             )
             _announce_ready()
             await self._stopped.wait()
+            await self._drain(runtime)
         finally:
             for task in background:
                 task.cancel()
@@ -116,7 +127,25 @@ class Worker:
             database.close()
 
     def stop(self) -> None:
+        """Stops cleanly: running model and tool calls finish first (up to `drain_seconds`).
+        A second call stops at once."""
+        if self._stopped.is_set():
+            self._stop_now.set()
         self._stopped.set()
+
+    async def _drain(self, runtime: Runtime) -> None:
+        drain = asyncio.ensure_future(runtime.drain(self.drain_seconds))
+        stop_now = asyncio.ensure_future(self._stop_now.wait())
+        await asyncio.wait([drain, stop_now], return_when=asyncio.FIRST_COMPLETED)
+        stop_now.cancel()
+        still_running = drain.result() if drain.done() else runtime.attempts_running
+        drain.cancel()
+        if still_running:
+            log.warning(
+                "stopping with %d Steps still running; they run again, or record "
+                "outcome_unknown, on the Worker that takes them over",
+                still_running,
+            )
 
 
 def _recover_workflows(worker_ids: list[str]) -> int:
