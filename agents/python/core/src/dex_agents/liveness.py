@@ -101,7 +101,8 @@ class WorkerLease:
                 log.exception("the Worker heartbeat failed; trying again")
 
     async def beat(self) -> None:
-        if not await self.database.write(self._beat):
+        beat = self.database.write(lambda conn: self._bump(conn, state="running"))
+        if not await beat:
             # Another Worker presumed this one gone and took its Steps over; fencing keeps
             # any attempt still running here from committing over the new one.
             log.warning(
@@ -113,16 +114,14 @@ class WorkerLease:
 
     async def release(self) -> None:
         """A clean stop: the other Workers take this one's waiting Steps over at once."""
-        await self.database.write(
-            lambda conn: conn.execute(
-                db.workers.update()
-                .where(db.workers.c.worker_id == self.worker_id)
-                .values(state="stopped", beats=db.workers.c.beats + 1, heartbeat_at=now_text())
-            )
-        )
+        await self.database.write(lambda conn: self._bump(conn, state="stopped"))
 
     async def take_over_lost_workers(self) -> None:
-        for row in await self.database.read(list_workers):
+        rows = await self.database.read(list_workers)
+        # Forget Workers whose rows are gone, so the observations stay as many as the rows.
+        present = {row.worker_id for row in rows}
+        self._observed = {k: v for k, v in self._observed.items() if k in present}
+        for row in rows:
             if row.worker_id != self.worker_id and self._lost(row):
                 await self._take_over(row)
 
@@ -164,21 +163,20 @@ class WorkerLease:
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "started_at": now_text(),
-            "heartbeat_at": now_text(),
         }
-        updated = conn.execute(
-            db.workers.update()
-            .where(db.workers.c.worker_id == self.worker_id)
-            .values(beats=db.workers.c.beats + 1, **values)
-        )
-        if not updated.rowcount:
-            conn.execute(db.workers.insert().values(worker_id=self.worker_id, beats=0, **values))
+        if not self._bump(conn, **values):
+            conn.execute(
+                db.workers.insert().values(
+                    worker_id=self.worker_id, beats=0, heartbeat_at=now_text(), **values
+                )
+            )
 
-    def _beat(self, conn: Connection) -> bool:
+    def _bump(self, conn: Connection, **values: object) -> bool:
+        """Moves this Worker's beat counter (and sets `values`); False when its row is gone."""
         result = conn.execute(
             db.workers.update()
             .where(db.workers.c.worker_id == self.worker_id)
-            .values(beats=db.workers.c.beats + 1, state="running", heartbeat_at=now_text())
+            .values(beats=db.workers.c.beats + 1, heartbeat_at=now_text(), **values)
         )
         return bool(result.rowcount)
 
