@@ -41,7 +41,10 @@ async def test_a_clean_stop_lets_a_running_write_finish_and_commit(
     history = await client.get_step_history(session)
     write = next(s for s in history if s.step_type == "CallSingleAttemptTool")
     assert (write.status, write.attempts) == ("succeeded", 1)
-    assert history[-1].step_type == "RunModel" and history[-1].attempts == 0  # not begun
+    # No attempt began after the write: ResumeTurn may or may not have committed before the
+    # stop, but the next model call waits for the Worker that comes back.
+    after = history[history.index(write) + 1 :]
+    assert [s.attempts for s in after if s.step_type == "RunModel"] in ([], [0])
 
     worker.start()
     snapshot = await client.wait_for(session, turns_done(1))
