@@ -23,6 +23,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from .errors import DatabaseUnavailable
+
 DEFAULT_DATABASE_URL = "sqlite:///dex_agents.sqlite"
 DATABASE_URL_ENV = "DEX_AGENTS_DATABASE_URL"
 
@@ -216,10 +218,6 @@ def create_dbos_engine(url: str) -> Engine:
         dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
     return engine
-
-
-class DatabaseUnavailable(RuntimeError):
-    """The database could not be reached within the retry budget."""
 
 
 class Database:

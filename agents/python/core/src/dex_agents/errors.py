@@ -1,0 +1,74 @@
+"""Every error dex-agents raises on purpose derives from `DexAgentsError`.
+
+Errors about what a caller sent also derive from `ValueError` (or `LookupError` for a thing
+that does not exist), so code written against the built-in classes keeps working. Nothing in
+this module imports the rest of the package.
+"""
+
+from __future__ import annotations
+
+
+class DexAgentsError(Exception):
+    """The common base of every error dex-agents raises on purpose."""
+
+
+# What a caller sent ---------------------------------------------------------------------
+
+
+class InvalidInput(DexAgentsError, ValueError):
+    """An RPC argument is not acceptable; nothing was committed."""
+
+    # The name of the refused argument (`session_settings`, `message.text`), when one is.
+    argument: str | None = None
+
+
+class MessageTooLarge(InvalidInput):
+    """A text is longer than its limit allows."""
+
+
+class SessionExists(InvalidInput):
+    """`start_session` was given the ID of a session that exists already."""
+
+
+class NotFound(DexAgentsError, LookupError):
+    """A session, a channel message or another named thing does not exist."""
+
+
+class SessionNotFound(NotFound):
+    """No session has this ID."""
+
+    session_id: str | None = None
+
+
+class ChannelMessageNotFound(NotFound):
+    """No queued channel message has this ID."""
+
+
+# The database -----------------------------------------------------------------------------
+
+
+class DatabaseError(DexAgentsError):
+    """The database cannot be used as configured."""
+
+
+class DatabaseNotFound(DatabaseError, ValueError):
+    """The SQLite file a client was pointed at does not exist."""
+
+
+class DatabaseUnavailable(DatabaseError, RuntimeError):
+    """The database could not be reached within the time the caller allows."""
+
+
+# Workers ----------------------------------------------------------------------------------
+
+
+class WorkerError(DexAgentsError):
+    """A Worker cannot start as configured."""
+
+
+class WorkerIdInUse(WorkerError):
+    """A live Worker already holds this Worker ID."""
+
+
+class FlowLoadError(WorkerError, ValueError):
+    """A `module:attribute` target does not import or does not hold AgentSessionFlows."""
