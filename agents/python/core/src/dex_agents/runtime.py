@@ -47,12 +47,19 @@ log = logging.getLogger("dex_agents")
 # the sessions that were in flight, whatever else changed in the application.
 DRIVER_VERSION = "dex-agents-driver-1"
 STEP_WORKFLOW = "dex_agents.run_step"
+# Steps of one flow type go through the queue of that flow type, so a Worker takes only the
+# Steps of the flows it hosts. `STEP_QUEUE` is the one queue of databases written before.
 STEP_QUEUE = "dex_agents_steps"
 # A waiting Step looks at committed state again at least this often, even unwoken.
 RECHECK_SECONDS = 30.0
 # How many Steps one workflow runs in a row before it hands over to a new one, so that a
 # recovered workflow re-reads a short chain.
 MAX_INLINE_STEPS = 16
+
+
+def step_queue_name(flow_type: str) -> str:
+    """The DBOS queue of one flow type's Steps."""
+    return f"{STEP_QUEUE}:{flow_type}"
 
 
 def step_workflow_id(session_id: str, step_execution_id: str) -> str:
