@@ -57,3 +57,29 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str =
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what or condition}")
         time.sleep(0.01)
+
+
+# DBOS's terminal workflow statuses other than success: a Step workflow left in one of these
+# would strand its session.
+FAILED_WORKFLOW_STATUSES = {"ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
+
+
+def step_workflows(database_url: str, session_id: str) -> dict[str, str]:
+    """The DBOS status of every Step workflow of a session, by workflow ID."""
+    from dbos import DBOSClient
+
+    from dex_agents.db import create_dbos_engine
+
+    dbos_client = DBOSClient(system_database_engine=create_dbos_engine(database_url))
+    try:
+        found = dbos_client.list_workflows(
+            workflow_id_prefix=f"{session_id}/", load_input=False, load_output=False
+        )
+        return {w.workflow_id: w.status for w in found}
+    finally:
+        dbos_client.destroy()
+
+
+def no_failed_workflows(database_url: str, session_id: str) -> bool:
+    statuses = step_workflows(database_url, session_id)
+    return bool(statuses) and not FAILED_WORKFLOW_STATUSES & set(statuses.values())

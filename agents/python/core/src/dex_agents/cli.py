@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import signal
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from pydantic import TypeAdapter
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
+from . import liveness
 from .cli_format import (
     EMPTY,
     cell,
@@ -28,7 +30,8 @@ from .cli_format import (
     truncate,
 )
 from .client import AgentClient
-from .db import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, DatabaseUnavailable
+from .db import DATABASE_URL_ENV, DEFAULT_DATABASE_URL
+from .errors import DatabaseUnavailable, FlowTypeNotHostedWarning
 from .store import SessionNotFound
 from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
 from .types import (
@@ -241,8 +244,7 @@ def workers(database_url: str | None, as_json: bool) -> None:
 
 def _worker_state(worker: WorkerInfo, now: datetime) -> str:
     """`silent` for a running Worker past its lease: a live Worker takes its Steps over."""
-    beat = parse_time(worker.heartbeat_at)
-    if worker.state == "running" and beat and (now - beat).total_seconds() > worker.lease_seconds:
+    if worker.state == "running" and not liveness.seems_live(worker, now):
         return "silent"
     return worker.state
 
@@ -266,12 +268,16 @@ def start(
 
     The session of FLOW_TYPE starts with MESSAGE, if given, once a Worker that hosts
     FLOW_TYPE runs (`dex-agents worker module:flows`)."""
-    new_id = _call(
-        database_url,
-        lambda client: client.start_session(
-            flow_type, message, session_id=session_id, session_settings=settings
-        ),
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FlowTypeNotHostedWarning)
+        new_id = _call(
+            database_url,
+            lambda client: client.start_session(
+                flow_type, message, session_id=session_id, session_settings=settings
+            ),
+        )
+    for warning in caught:
+        click.echo(f"warning: {warning.message}", err=True)
     click.echo(new_id)
 
 

@@ -11,6 +11,7 @@ import asyncio
 import os
 import time
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -20,8 +21,9 @@ from sqlalchemy.engine import Connection
 from . import liveness, store, texts
 from .clock import now_text, parse_time, utc_now
 from .db import Database, create_dbos_engine
+from .errors import FlowTypeNotHostedWarning
 from .events import read_events
-from .runtime import DRIVER_VERSION, STEP_QUEUE, STEP_WORKFLOW, step_workflow_id
+from .runtime import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name, step_workflow_id
 from .steps.common import interrupt_resolved_payload, settings_problem
 from .store import (
     INTERRUPT_RESOLUTIONS,
@@ -93,12 +95,14 @@ class AgentClient:
         database = await asyncio.to_thread(self._db)
         return await database.read(fn)
 
-    def _enqueue(self, conn: Connection, session_id: str, step_execution_id: str) -> None:
+    def _enqueue(self, conn: Connection, session: store.Session, step_execution_id: str) -> None:
+        """Enqueues a Step on its flow type's queue, which only Workers hosting it read."""
         assert self._dbos_client is not None
+        session_id = session.session_id
         self._dbos_client.enqueue_in_transaction(
             conn,
             {
-                "queue_name": STEP_QUEUE,
+                "queue_name": step_queue_name(session.flow_type),
                 "workflow_name": STEP_WORKFLOW,
                 "workflow_id": step_workflow_id(session_id, step_execution_id),
                 "app_version": DRIVER_VERSION,
@@ -151,10 +155,27 @@ class AgentClient:
             session = store.create_session(conn, session_id, flow_type, start)
             step = store.schedule_step(conn, session, "StartAgentSession", None)
             store.save_session(conn, session)
-            self._enqueue(conn, session_id, step)
+            self._enqueue(conn, session, step)
             return session_id
 
-        return await self._write(tx, create=True)
+        await self._write(tx, create=True)
+        await self._warn_if_not_hosted(flow_type)
+        return session_id
+
+    async def _warn_if_not_hosted(self, flow_type: str) -> None:
+        now = utc_now()
+        live = [w for w in await self.list_workers() if liveness.seems_live(w, now)]
+        if any(flow_type in w.flow_types for w in live):
+            return
+        others = sorted({t for w in live for t in w.flow_types})
+        hosted = f"live Workers host {', '.join(others)}" if others else "no Worker is live"
+        warnings.warn(
+            FlowTypeNotHostedWarning(
+                f"no live Worker hosts flow type {flow_type!r} ({hosted}); the session "
+                f"waits until a Worker that hosts {flow_type!r} starts"
+            ),
+            stacklevel=3,
+        )
 
     async def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
         rows = await self._read(lambda conn: store.list_sessions(conn, limit))
@@ -383,7 +404,7 @@ class AgentClient:
             finish = store.schedule_step(conn, session, "FinishTurnCancellation", active)
             store.save_session(conn, session)
             store.wake(conn, session_id)
-            self._enqueue(conn, session_id, finish)
+            self._enqueue(conn, session, finish)
             return True
 
         return await self._write(tx)

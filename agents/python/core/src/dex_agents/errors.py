@@ -12,6 +12,14 @@ class DexAgentsError(Exception):
     """The common base of every error dex-agents raises on purpose."""
 
 
+# Warnings ---------------------------------------------------------------------------------
+
+
+class FlowTypeNotHostedWarning(UserWarning):
+    """A session started, but no live Worker hosts its flow type yet: it waits, intact,
+    until one starts."""
+
+
 # What a caller sent ---------------------------------------------------------------------
 
 

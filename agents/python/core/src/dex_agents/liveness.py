@@ -20,12 +20,13 @@ import socket
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from . import db
-from .clock import now_text
+from .clock import now_text, parse_time
 from .db import Database
 from .types import WorkerInfo
 
@@ -179,6 +180,14 @@ class WorkerLease:
             .values(beats=db.workers.c.beats + 1, heartbeat_at=now_text(), **values)
         )
         return bool(result.rowcount)
+
+
+def seems_live(worker: WorkerInfo, now: datetime) -> bool:
+    """Running, and its last heartbeat (by its own clock) within a lease of `now`."""
+    beat = parse_time(worker.heartbeat_at)
+    return worker.state == "running" and (
+        beat is None or (now - beat).total_seconds() <= worker.lease_seconds
+    )
 
 
 def list_workers(conn: Connection) -> list[WorkerInfo]:

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS, SetWorkflowID
+from dbos import DBOS, Queue, SetWorkflowID
 from sqlalchemy.engine import Connection
 
 from . import store
@@ -52,6 +52,10 @@ STEP_WORKFLOW = "dex_agents.run_step"
 STEP_QUEUE = "dex_agents_steps"
 # A waiting Step looks at committed state again at least this often, even unwoken.
 RECHECK_SECONDS = 30.0
+# How long a Step execution whose driver failed waits before it tries again, at first and
+# at most.
+DRIVER_RETRY_FIRST_SECONDS = 1.0
+DRIVER_RETRY_MAX_SECONDS = 60.0
 # How many Steps one workflow runs in a row before it hands over to a new one, so that a
 # recovered workflow re-reads a short chain.
 MAX_INLINE_STEPS = 16
@@ -78,23 +82,31 @@ def current_runtime() -> Runtime:
 @DBOS.workflow(name=STEP_WORKFLOW)
 async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
     runtime = current_runtime()
-    next_steps = await runtime.run_step(session_id, step_execution_id)
-    # The last successor runs in this workflow and the others start workflows of their own,
-    # so parallel Steps (go_to_many) run in parallel while a plain chain of Steps costs no
-    # workflow starts. The starts come from committed rows, so a replay repeats them exactly.
+    next_steps = await runtime.run_step_until_done(session_id, step_execution_id)
+    # The last successor runs in this workflow and the others are enqueued as workflows of
+    # their own, so parallel Steps (go_to_many) run in parallel while a plain chain of Steps
+    # costs no workflow starts. The starts come from committed rows, so a replay repeats
+    # them exactly.
     for _ in range(MAX_INLINE_STEPS):
         if not next_steps:
             return
         *parallel, last = next_steps
-        await _start_step_workflows(session_id, parallel)
-        next_steps = await runtime.run_step(session_id, last)
-    await _start_step_workflows(session_id, next_steps)
+        await _enqueue_step_workflows(runtime, session_id, parallel)
+        next_steps = await runtime.run_step_until_done(session_id, last)
+    await _enqueue_step_workflows(runtime, session_id, next_steps)
 
 
-async def _start_step_workflows(session_id: str, step_execution_ids: Sequence[str]) -> None:
+async def _enqueue_step_workflows(
+    runtime: Runtime, session_id: str, step_execution_ids: Sequence[str]
+) -> None:
+    """Enqueues Steps on their flow type's queue: only a Worker that hosts the flow type takes
+    them, and DBOS recovery returns them to that queue, never to a Worker without the flow."""
+    if not step_execution_ids:
+        return
+    queue = runtime.queues[await runtime.flow_type_of(session_id)]
     for step_execution_id in step_execution_ids:
         with SetWorkflowID(step_workflow_id(session_id, step_execution_id)):
-            await DBOS.start_workflow_async(run_step_workflow, session_id, step_execution_id)
+            await queue.enqueue_async(run_step_workflow, session_id, step_execution_id)
 
 
 class Waker:
@@ -248,6 +260,8 @@ class Runtime:
         retry_backoff_seconds: float = 0.5,
     ) -> None:
         self.flows = {flow.flow_type: flow for flow in flows}
+        # The DBOS queue of each hosted flow type, set by the Worker once DBOS launched.
+        self.queues: dict[str, Queue] = {}
         self.database = database
         self.waker = Waker(database, wake_poll_interval)
         self.messages = MessageCache()
@@ -263,6 +277,29 @@ class Runtime:
         self.waker.add_remote_listener(self._check_cancellations)
 
     # The driver ---------------------------------------------------------------------------
+
+    async def run_step_until_done(self, session_id: str, step_execution_id: str) -> Sequence[str]:
+        """`run_step`, tried again with capped backoff when the driver itself fails (user
+        code's failures are the Step's own business and never get here): a Step execution's
+        workflow never ends in an error, so no session is stranded by a defect or by a value
+        the database refused; a fixed deploy picks the Step up where it stood."""
+        delay = DRIVER_RETRY_FIRST_SECONDS
+        logged = False
+        while True:
+            try:
+                return await self.run_step(session_id, step_execution_id)
+            except Exception:
+                if not logged:
+                    log.exception(
+                        "Step execution %s of session %s could not go on; trying again "
+                        "every %g s at most",
+                        step_execution_id,
+                        session_id,
+                        DRIVER_RETRY_MAX_SECONDS,
+                    )
+                    logged = True
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, DRIVER_RETRY_MAX_SECONDS)
 
     async def run_step(self, session_id: str, step_execution_id: str) -> Sequence[str]:
         await self._hold_while_draining()
@@ -367,13 +404,19 @@ class Runtime:
             lambda conn: self._attempt_failed(conn, ctx, handler, error)
         )
 
-    async def _flow_of(self, session_id: str) -> AgentSessionFlow:
+    async def flow_type_of(self, session_id: str) -> str:
         flow_type = self._flow_types.get(session_id)
         if flow_type is None:
             session = await self.database.read(lambda conn: store.read_session(conn, session_id))
             flow_type = self._flow_types[session_id] = session.flow_type
+        return flow_type
+
+    async def _flow_of(self, session_id: str) -> AgentSessionFlow:
+        flow_type = await self.flow_type_of(session_id)
         flow = self.flows.get(flow_type)
         if flow is None:
+            # Steps reach only the Workers that host their flow type (one queue per flow
+            # type), so this is a defect; the Step waits for it to be fixed, intact.
             raise RuntimeError(
                 f"session {session_id} is a {flow_type!r} session, which this Worker does not "
                 f"host (it hosts {', '.join(sorted(self.flows)) or 'no flow'})"

@@ -16,9 +16,15 @@ from dbos import DBOS
 
 from . import liveness
 from . import runtime as runtime_module
-from .db import Database, create_dbos_engine, database_url, normalize_url
+from .db import (
+    Database,
+    QuietOutageFilter,
+    create_dbos_engine,
+    database_url,
+    normalize_url,
+)
 from .flow import AgentSessionFlow
-from .runtime import DRIVER_VERSION, STEP_QUEUE, Runtime
+from .runtime import DRIVER_VERSION, Runtime, step_queue_name
 
 log = logging.getLogger("dex_agents")
 
@@ -94,11 +100,17 @@ class Worker:
             lease_seconds=self.lease_seconds,
         )
         background: list[asyncio.Task[None]] = []
+        # DBOS says an outage once per retry and per queue poll; the Database says it once.
+        logging.getLogger("dbos").addFilter(QuietOutageFilter())
+        # Only the Steps of hosted flow types: each flow type has a queue of its own.
+        queue_names = {flow.flow_type: step_queue_name(flow.flow_type) for flow in self.flows}
+        DBOS.listen_queues(list(queue_names.values()))
         try:
             DBOS.launch()
-            await DBOS.register_queue_async(
-                STEP_QUEUE, polling_interval_sec=self.queue_poll_interval
-            )
+            for flow_type, queue_name in queue_names.items():
+                runtime.queues[flow_type] = await DBOS.register_queue_async(
+                    queue_name, polling_interval_sec=self.queue_poll_interval
+                )
             await lease.register()
             background.append(asyncio.create_task(runtime.waker.poll_forever()))
             background.append(asyncio.create_task(lease.run_forever()))

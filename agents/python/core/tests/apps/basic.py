@@ -73,3 +73,12 @@ flows = [
         ),
     )
 ]
+
+# The same agent as another flow type, for a Worker that hosts only that one.
+weather_flows = [
+    AgentSessionFlow(
+        ScriptedRunner(TOOLS, instructions="You are a weather assistant."),
+        flow_type="Weather",
+        options=AgentSessionOptions(tool_policies=POLICIES),
+    )
+]
