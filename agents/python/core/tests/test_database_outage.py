@@ -1,62 +1,219 @@
-"""A database that is briefly unavailable delays a session; it loses nothing."""
+"""A database outage of any length delays sessions; it strands none and loses nothing.
+
+Four sessions stand at four places when the database goes away for longer than any retry
+window (a private Postgres server stopped, or an exclusive SQLite lock held): one inside a
+model call, one inside a read tool, one inside a single-attempt write, one waiting for an
+approval. Set DEX_AGENTS_TEST_OUTAGE_SECONDS for a longer outage (e.g. 300).
+"""
 
 from __future__ import annotations
 
-import sqlite3
-import threading
+import asyncio
+import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
-from dex_agents.testing import ScriptedReply, reply_tools
+from dex_agents import AgentClient, texts
+from dex_agents.testing import ToolRunLog, reply_text, reply_tools
+from dex_agents.testing.fixtures import POSTGRES_URL
 
-from .helpers import tool_messages, turns_done
+from .helpers import events_of, no_failed_workflows, pending_interrupt, turns_done, wait_until
+from .outages import PostgresServer, postgres_bin, sqlite_locked
 
+OUTAGE_SECONDS = float(os.environ.get("DEX_AGENTS_TEST_OUTAGE_SECONDS", "40"))
+TOOL_SECONDS = 6.0
+BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL and postgres_bin() else [])
 
-def _hold_sqlite_lock(path: str, seconds: float, locked: threading.Event) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("BEGIN EXCLUSIVE")
-    locked.set()
-    time.sleep(seconds)
-    conn.execute("COMMIT")
-    conn.close()
-
-
-def _drop_connections(url: str) -> int:
-    engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
-    with engine.connect() as conn:
-        dropped = conn.execute(
-            sa.text(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-        ).scalar_one()
-    engine.dispose()
-    return int(dropped)
+Outage = Callable[[], AbstractContextManager[None]]
 
 
-async def test_a_turn_outlasts_a_database_outage(
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Outage]]:
+    """A database of this test's own and a way to take it away."""
+    if request.param == "sqlite":
+        path = tmp_path / "dex.sqlite"
+        yield f"sqlite:///{path}", lambda: sqlite_locked(str(path))
+        return
+    bin_dir = postgres_bin()
+    assert bin_dir
+    server = PostgresServer(bin_dir)
+    server.start()
+
+    @contextmanager
+    def stopped() -> Iterator[None]:
+        server.stop()
+        try:
+            yield
+        finally:
+            server.start()
+
+    try:
+        yield server.url, stopped
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def database_url(backend: tuple[str, Outage]) -> str:
+    return backend[0]
+
+
+@pytest.fixture
+def outage(backend: tuple[str, Outage]) -> Outage:
+    return backend[1]
+
+
+async def _four_sessions_in_flight(client: AgentClient, model, tool_log: ToolRunLog) -> dict:
+    """Starts the four sessions one after the other and returns once each stands where the
+    outage should find it."""
+    model.enqueue(reply_tools(("w1", "send_email", {"to": "ana@example.com", "body": "Hi"})))
+    approval = await client.start_session("Assistant", "Email Ana.")
+    await client.wait_for(approval, pending_interrupt("w1"))
+
+    model.enqueue(reply_tools(("r1", "slow_read", {"seconds": TOOL_SECONDS})))
+    read = await client.start_session("Assistant", "Read slowly.")
+    wait_until(lambda: tool_log.count("slow_read") == 1, what="the read tool to start")
+
+    model.enqueue(reply_tools(("s1", "slow_write", {"seconds": TOOL_SECONDS})))
+    write = await client.start_session("Assistant", "Write slowly.")
+    wait_until(lambda: tool_log.count("slow_write") == 1, what="the write to start")
+
+    model.enqueue(reply_text("Done.", delay_seconds=TOOL_SECONDS))
+    in_model = await client.start_session("Assistant", "Answer slowly.")
+    model.wait_for_requests(4)
+    return {"approval": approval, "read": read, "write": write, "model": in_model}
+
+
+async def _write_outcome(client: AgentClient, session: str) -> tuple[str, str | None]:
+    """The single-attempt write's recorded status and the output the model was given."""
+    (finished,) = await events_of(client, session, "tool_call_finished")
+    snapshot = await client.get_agent_snapshot(session)
+    (output,) = [
+        m.tool_output for m in snapshot.messages if m.tool_call_id == "s1" and m.tool_output
+    ]
+    return finished["status"], output
+
+
+def _finished(tool_log: ToolRunLog, name: str) -> int:
+    return sum(1 for e in tool_log.entries(name) if e.get("phase") == "finished")
+
+
+async def test_an_outage_longer_than_any_retry_window_strands_no_session_and_repeats_nothing(
+    database_url, outage, make_worker, model, client, tool_log
+):
+    worker = make_worker().start()
+    sessions = await _four_sessions_in_flight(client, model, tool_log)
+    model.enqueue(*[reply_text("Done.") for _ in range(3)])
+    with outage():
+        # Both tools and the model call return while the database is away.
+        await asyncio.sleep(OUTAGE_SECONDS)
+        assert _finished(tool_log, "slow_read") == _finished(tool_log, "slow_write") == 1
+        assert worker.running
+    back = time.monotonic()
+    for name in ("read", "write", "model"):
+        await client.wait_for(sessions[name], turns_done(1), timeout=30)
+    caught_up = time.monotonic() - back
+    assert await client.resolve_interrupt(sessions["approval"], "w1", approved=True)
+    await client.wait_for(sessions["approval"], turns_done(1), timeout=30)
+    worker.stop()
+
+    # Nothing ran twice; the write that returned during the outage kept its result.
+    assert tool_log.count("slow_read") == tool_log.count("slow_write") == 2  # started, finished
+    assert tool_log.count("send_email") == 1
+    assert len(model.requests) == 7  # 4 before the outage, 3 after: none repeated
+    assert await _write_outcome(client, sessions["write"]) == ("succeeded", "written")
+    for session in sessions.values():
+        assert no_failed_workflows(database_url, session)
+        assert [m.text for m in (await client.get_agent_snapshot(session)).messages][-1] == "Done."
+    # The Worker said it once: when the outage began, and when it ended.
+    log = worker.log()
+    assert log.count("is unavailable") == 1, log
+    assert log.count("is available again") == 1, log
+    assert "Traceback" not in log, log
+    assert caught_up < 20, f"the sessions took {caught_up:.1f} s to finish after the outage"
+
+
+async def test_a_worker_killed_during_an_outage_recovers_every_session_after_it(
+    database_url, outage, make_worker, model, client, tool_log
+):
+    worker = make_worker().start()
+    sessions = await _four_sessions_in_flight(client, model, tool_log)
+    with outage():
+        await asyncio.sleep(TOOL_SECONDS + 2)  # the tools returned; nothing could commit
+        worker.kill()
+    # The model call is made again, the read runs again; the write that had started is
+    # recorded as outcome_unknown and never runs again.
+    model.enqueue(*[reply_text("Done.") for _ in range(4)])
+    worker.start()
+    for name in ("read", "write", "model"):
+        await client.wait_for(sessions[name], turns_done(1), timeout=30)
+    assert await client.resolve_interrupt(sessions["approval"], "w1", approved=True)
+    await client.wait_for(sessions["approval"], turns_done(1), timeout=30)
+    worker.stop()
+
+    assert [e["phase"] for e in tool_log.entries("slow_read")] == ["started", "finished"] * 2
+    assert [e["phase"] for e in tool_log.entries("slow_write")] == ["started", "finished"]
+    assert tool_log.count("send_email") == 1
+    assert await _write_outcome(client, sessions["write"]) == (
+        "outcome_unknown",
+        texts.OUTCOME_UNKNOWN_TEXT,
+    )
+    for session in sessions.values():
+        assert no_failed_workflows(database_url, session)
+
+
+async def test_a_step_whose_attempt_begin_commit_failed_begins_again_and_runs_once(
     database_url, make_worker, model, client, tool_log
 ):
+    """A trigger refuses every attempt begin, as a database that rejects the commit would;
+    the Step waits and tries again, and runs its write once the database accepts it."""
     model.enqueue(
-        reply_tools(("r1", "get_weather", {"city": "Quito"})),
-        ScriptedReply(text="Mild in Quito.", delay_seconds=1.0),
+        reply_tools(("w1", "send_email", {"to": "ana@example.com", "body": "Hi"})),
+        reply_text("Sent."),
     )
-    with make_worker():
-        session = await client.start_session("Assistant", "Weather in Quito?")
-        model.wait_for_requests(2)  # the second model call is running
-        if database_url.startswith("sqlite"):
-            locked = threading.Event()
-            path = database_url.removeprefix("sqlite:///")
-            holder = threading.Thread(target=_hold_sqlite_lock, args=(path, 3.0, locked))
-            holder.start()
-            locked.wait(5)
-            holder.join()
-        else:
-            assert _drop_connections(database_url) > 0
-        snapshot = await client.wait_for(session, turns_done(1), timeout=60)
+    engine = sa.create_engine(database_url.replace("postgresql://", "postgresql+psycopg://"))
+    with make_worker() as worker:
+        session = await client.start_session("Assistant", "Email Ana.")
+        await client.wait_for(session, pending_interrupt("w1"))
+        with engine.begin() as conn:
+            for statement in _refuse_begins(database_url):
+                conn.execute(sa.text(statement))
+        assert await client.resolve_interrupt(session, "w1", approved=True)
+        wait_until(lambda: "could not go on" in worker.log(), what="a refused attempt begin")
+        assert tool_log.count("send_email") == 0
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "DROP TRIGGER dex_refuse_begin ON dex_steps"
+                    if not database_url.startswith("sqlite")
+                    else "DROP TRIGGER dex_refuse_begin"
+                )
+            )
+        snapshot = await client.wait_for(session, turns_done(1), timeout=90)
+    engine.dispose()
 
-    assert tool_log.count("get_weather") == 1
-    assert [m.text for m in snapshot.messages][-1] == "Mild in Quito."
-    assert tool_messages(model, 1) == {"r1": '{"city": "Quito", "forecast": "sunny"}'}
-    assert len(model.requests) == 2  # no model call repeated
+    assert tool_log.count("send_email") == 1
+    assert [m.text for m in snapshot.messages][-1] == "Sent."
+    history = await client.get_step_history(session)
+    (write,) = [s for s in history if s.step_type == "CallSingleAttemptTool"]
+    assert (write.status, write.attempts) == ("succeeded", 1)
+    assert no_failed_workflows(database_url, session)
+
+
+def _refuse_begins(database_url: str) -> list[str]:
+    if database_url.startswith("sqlite"):
+        return [
+            "CREATE TRIGGER dex_refuse_begin BEFORE UPDATE OF status ON dex_steps "
+            "WHEN NEW.status = 'running' BEGIN SELECT RAISE(ABORT, 'begin refused'); END"
+        ]
+    return [
+        "CREATE FUNCTION dex_refuse_begin() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'begin refused'; END $$",
+        "CREATE TRIGGER dex_refuse_begin BEFORE UPDATE OF status ON dex_steps FOR EACH ROW "
+        "WHEN (NEW.status = 'running') EXECUTE FUNCTION dex_refuse_begin()",
+    ]

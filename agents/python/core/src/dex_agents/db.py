@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -24,6 +25,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from .errors import DatabaseUnavailable
+
+log = logging.getLogger("dex_agents")
 
 DEFAULT_DATABASE_URL = "sqlite:///dex_agents.sqlite"
 DATABASE_URL_ENV = "DEX_AGENTS_DATABASE_URL"
@@ -220,18 +223,27 @@ def create_dbos_engine(url: str) -> Engine:
     return engine
 
 
+# The longest pause between two tries of a transaction while the database is unavailable, so
+# that every waiting Step goes on within about this long of the database's return.
+MAX_RETRY_DELAY = 2.0
+
+
 class Database:
     """Runs short transactions on a small thread pool, so the event loop never blocks on I/O.
 
-    A transaction that fails on a connection error is retried with backoff: a database that
-    is briefly unavailable delays a Step instead of failing it.
+    A transaction that fails because the database is unreachable or locked is retried with
+    capped backoff: for as long as the outage lasts when `retry_seconds` is None (a Worker:
+    a Step waits for the database instead of failing), or up to `retry_seconds` (a client,
+    whose caller gets `DatabaseUnavailable`). An outage is logged once when it begins and
+    once when it ends.
     """
 
-    def __init__(self, url: str, *, retry_seconds: float = 30.0) -> None:
+    def __init__(self, url: str, *, retry_seconds: float | None = None) -> None:
         self.url = normalize_url(url)
         self.engine = create_engine(self.url)
         self.sqlite = is_sqlite(self.url)
         self.retry_seconds = retry_seconds
+        self.outage = Outage(_redacted(self.url))
         # Reads and writes run on separate threads, so reads never queue behind writers that
         # wait for the database's write lock.
         self._readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dex-db-read")
@@ -294,20 +306,37 @@ class Database:
         return await loop.run_in_executor(self._readers, self.read_sync, fn)
 
     def _retrying(self, run: Callable[[], T]) -> T:
-        deadline = time.monotonic() + self.retry_seconds
+        """Runs a transaction until it commits, or until `retry_seconds` ran out. A failed
+        transaction rolled back whole, so trying it again is safe; a commit whose answer was
+        lost may have taken effect, which every Step transaction tolerates (it re-reads the
+        Step row under the session lock and is fenced by the attempt number)."""
+        deadline = None if self.retry_seconds is None else time.monotonic() + self.retry_seconds
         delay = 0.05
         while True:
             try:
-                return run()
+                result = run()
             except (OperationalError, DBAPIError) as error:
-                if not _is_transient(error) or time.monotonic() > deadline:
-                    if _is_transient(error):
-                        raise DatabaseUnavailable(
-                            f"the database at {_redacted(self.url)} is unavailable: {error.orig}"
-                        ) from error
+                if not self._is_transient(error):
                     raise
+                if deadline is not None and time.monotonic() > deadline:
+                    raise DatabaseUnavailable(
+                        f"the database at {self.outage.where} is unavailable: {error.orig}"
+                    ) from error
+                self.outage.failed(error)
                 time.sleep(delay)
-                delay = min(delay * 2, 1.0)
+                delay = min(delay * 2, MAX_RETRY_DELAY)
+                continue
+            self.outage.ended()
+            return result
+
+    def _is_transient(self, error: DBAPIError) -> bool:
+        if error.connection_invalidated:
+            return True
+        if not self.sqlite and isinstance(error, OperationalError):
+            # Postgres: a lost or refused connection, a server shutting down, a deadlock or
+            # serialization failure; each rolled the transaction back.
+            return True
+        return is_unavailable_text(str(error.orig))
 
     def close(self) -> None:
         self._readers.shutdown(wait=False)
@@ -315,23 +344,67 @@ class Database:
         self.engine.dispose()
 
 
-def _is_transient(error: DBAPIError) -> bool:
-    if error.connection_invalidated:
-        return True
-    text = str(error.orig).lower()
-    return any(
-        marker in text
-        for marker in (
-            "database is locked",
-            "connection refused",
-            "could not connect",
-            "server closed the connection",
-            "terminating connection",
-            "connection is closed",
-            "the database system is starting up",
-            "the database system is shutting down",
+class Outage:
+    """Says once that the database became unavailable, and once that it is back."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._since: float | None = None
+        self._lock = threading.Lock()
+
+    def failed(self, error: DBAPIError) -> None:
+        with self._lock:
+            if self._since is not None:
+                return
+            self._since = time.monotonic()
+        reason = str(error.orig).strip().splitlines()
+        log.warning(
+            "the database at %s is unavailable (%s); Steps wait and retry until it returns",
+            self.where,
+            reason[0] if reason else type(error.orig).__name__,
         )
-    )
+
+    def ended(self) -> None:
+        if self._since is None:  # the common case, without taking the lock
+            return
+        with self._lock:
+            since, self._since = self._since, None
+        if since is not None:
+            log.warning(
+                "the database at %s is available again after %.1f s",
+                self.where,
+                time.monotonic() - since,
+            )
+
+
+# What a driver says when the database is unreachable, restarting or locked.
+_UNAVAILABLE_MARKERS = (
+    "database is locked",
+    "database table is locked",
+    "connection refused",
+    "could not connect",
+    "server closed the connection",
+    "terminating connection",
+    "connection is closed",
+    "connection is lost",
+    "consuming input failed",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+)
+
+
+def is_unavailable_text(text: str) -> bool:
+    text = text.lower()
+    return any(marker in text for marker in _UNAVAILABLE_MARKERS)
+
+
+class QuietOutageFilter(logging.Filter):
+    """Drops DBOS's own warnings about an unavailable database (one per retry and per queue
+    poll); the Database above says it once per outage."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.WARNING or not is_unavailable_text(record.getMessage())
 
 
 def _redacted(url: str) -> str:
