@@ -18,7 +18,7 @@ from . import liveness
 from . import runtime as runtime_module
 from .db import Database, create_dbos_engine, database_url, normalize_url
 from .flow import AgentSessionFlow
-from .runtime import DRIVER_VERSION, STEP_QUEUE, Runtime
+from .runtime import DRIVER_VERSION, STEP_QUEUE, Runtime, step_queue_name
 
 log = logging.getLogger("dex_agents")
 
@@ -96,9 +96,11 @@ class Worker:
         background: list[asyncio.Task[None]] = []
         try:
             DBOS.launch()
-            await DBOS.register_queue_async(
-                STEP_QUEUE, polling_interval_sec=self.queue_poll_interval
-            )
+            # The flow types' queues, and the single queue older clients still enqueue on.
+            for queue in [STEP_QUEUE, *(step_queue_name(f.flow_type) for f in self.flows)]:
+                await DBOS.register_queue_async(
+                    queue, polling_interval_sec=self.queue_poll_interval
+                )
             await lease.register()
             background.append(asyncio.create_task(runtime.waker.poll_forever()))
             background.append(asyncio.create_task(lease.run_forever()))
