@@ -79,7 +79,11 @@ class AgentClient:
             if not create:
                 _check_sqlite_file(self.database_url)
             database = Database(self.database_url, retry_seconds=10.0)
-            database.create_schema()
+            try:
+                database.create_schema()  # migrates too (SchemaTooNew for a newer database)
+            except BaseException:
+                database.close()
+                raise
             DBOS.migrate(self.database_url)
             self._dbos_client = DBOSClient(
                 system_database_engine=create_dbos_engine(self.database_url)

@@ -24,6 +24,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from . import schema
 from .errors import DatabaseUnavailable
 
 log = logging.getLogger("dex_agents")
@@ -273,7 +274,9 @@ class Database:
         return data_version
 
     def create_schema(self) -> None:
-        self._retrying(lambda: metadata.create_all(self.engine))
+        """Creates the tables, or migrates them to this version (see `schema`); raises
+        `SchemaTooNew` for a database migrated by a newer dex-agents."""
+        self._retrying(lambda: schema.migrate(self.engine))
 
     def write_sync(self, fn: Callable[[Connection], T]) -> T:
         def run() -> T:

@@ -67,6 +67,10 @@ class DatabaseUnavailable(DatabaseError, RuntimeError):
     """The database could not be reached within the time the caller allows."""
 
 
+class SchemaTooNew(DatabaseError):
+    """The database was migrated by a newer dex-agents than this one; nothing was changed."""
+
+
 # Workers ----------------------------------------------------------------------------------
 
 
