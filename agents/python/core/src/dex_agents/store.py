@@ -148,7 +148,7 @@ def _session_from_row(row: Any) -> Session:
         start_input=AgentSessionStartInput.model_validate_json(row.start_input),
         state=_load_json(row.state, AgentState),
         usage=_load_json(row.usage, AgentUsage) or AgentUsage(),
-        pending_interrupts=_interrupts.validate_json(row.pending_interrupts or "[]"),
+        pending_interrupts=_interrupts.validate_python(json.loads(row.pending_interrupts or "[]")),
         framework_run_state=row.framework_run_state,
         turn_cancellation=_load_json(row.turn_cancellation, TurnCancellationRequest),
         session_settings=json.loads(row.session_settings) if row.session_settings else None,
@@ -212,7 +212,7 @@ def _dump(value: Any) -> str | None:
         return json.dumps(value, separators=(",", ":"))
     if isinstance(value, str):
         return value
-    text: str = value.model_dump_json()
+    text: str = value.to_json()
     return text
 
 
