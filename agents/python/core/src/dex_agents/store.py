@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from . import db
 from .clock import now_text
+from .errors import SessionNotFound as SessionNotFound  # re-exported: its old home
 from .runner import FrameworkMessage
 from .types import (
     AgentInterrupt,
@@ -82,14 +83,6 @@ _UPDATE_STEP = db.steps.update().where(
     db.steps.c.session_id == sa.bindparam("b_sid"),
     db.steps.c.step_execution_id == sa.bindparam("b_sx"),
 )
-
-
-class SessionNotFound(LookupError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(
-            f"no agent session {session_id!r}: check the ID with `dex-agents sessions`"
-        )
-        self.session_id = session_id
 
 
 @dataclass
