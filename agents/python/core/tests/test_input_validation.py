@@ -159,6 +159,9 @@ async def test_wrong_argument_types_raise_invalid_input_naming_the_argument(clie
         (client.list_agent_messages("s", limit=1.5), "limit"),
         (client.read_events("s", after=None), "after"),
         (client.list_sessions("10"), "limit"),
+        (client.list_sessions(0), "limit"),
+        (client.read_events("s", limit=-1), "limit"),
+        (client.read_events("s", after=-5), "after"),
     ]
     for call, argument in refused:
         with pytest.raises(InvalidInput, match=argument) as error:

@@ -148,7 +148,7 @@ class AgentClient:
         return await self._write(tx, create=True)
 
     async def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
-        validation.integer(limit, "limit")
+        validation.integer(limit, "limit", minimum=1)
         rows = await self._read(lambda conn: store.list_sessions(conn, limit))
         return [
             SessionSummary(
@@ -475,8 +475,8 @@ class AgentClient:
     ) -> list[AgentEvent]:
         """Events after the resume token `after` (an event's `offset`)."""
         validation.identifier(session_id, "session_id")
-        validation.integer(after, "after")
-        validation.integer(limit, "limit")
+        validation.integer(after, "after", minimum=0)
+        validation.integer(limit, "limit", minimum=1)
         database = await asyncio.to_thread(self._db)
         await database.read(lambda conn: store.read_session(conn, session_id))
         return await read_events(database, session_id, after=after, limit=limit)

@@ -102,13 +102,14 @@ def flag(value: object, argument: str) -> bool:
     return value
 
 
-def integer(value: object, argument: str) -> int:
-    """An int (not a bool) that fits the database's 32-bit columns."""
+def integer(value: object, argument: str, *, minimum: int = -MAX_INTEGER) -> int:
+    """An int (not a bool) from `minimum` up that fits the database's 32-bit columns."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"{argument} must be an int, not {_type_name(value)}", argument)
-    if abs(value) > MAX_INTEGER:
+    if not minimum <= value <= MAX_INTEGER:
         raise InvalidInput(
-            f"{argument} must be between {-MAX_INTEGER:,} and {MAX_INTEGER:,}", argument
+            f"{argument} is {value:,}; it must be between {minimum:,} and {MAX_INTEGER:,}",
+            argument,
         )
     return value
 
