@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from click.testing import CliRunner
 
 from dex_agents import (
     AgentClient,
@@ -23,6 +24,7 @@ from dex_agents import (
     store,
     texts,
 )
+from dex_agents.cli import cli
 from dex_agents.db import LOSSLESS_MARKER, Database
 from dex_agents.testing import reply_text, reply_tools
 from dex_agents.types import AgentUserMessage
@@ -199,6 +201,7 @@ async def test_client_errors_share_one_hierarchy(client, tmp_path):
     with pytest.raises(SessionNotFound) as missing:
         await client.get_agent_snapshot("nope")
     assert isinstance(exists.value, InvalidInput) and isinstance(exists.value, ValueError)
+    assert exists.value.argument == "session_id"
     assert isinstance(missing.value, DexAgentsError) and isinstance(missing.value, LookupError)
 
 
@@ -242,8 +245,10 @@ async def test_model_and_tool_output_with_nul_and_surrogates_finish_the_turn_int
         reply_tools(("e2", "send_email", {"to": "x", "body": "y"})),
         reply_text("done \x00 \udfff"),
     )
+    # The longest session ID allowed, outside ASCII, reaches DBOS and every table intact.
+    session = "é\U0001f600" + "x" * 253
     with make_worker():
-        session = await client.start_session("Assistant", ODD_TEXT)
+        assert await client.start_session("Assistant", ODD_TEXT, session_id=session) == session
         await client.wait_for(session, pending_interrupt("e1"))
         with pytest.raises(MessageTooLarge, match="rejection_message"):
             await client.resolve_interrupt(session, "e1", False, "r" * 10_000_000)
@@ -262,6 +267,7 @@ async def test_model_and_tool_output_with_nul_and_surrogates_finish_the_turn_int
         snapshot = await client.get_agent_snapshot(session)
 
     assert snapshot.session_settings == SETTINGS
+    assert [s.session_id for s in await client.list_sessions()] == [session]
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert [(m.role, m.text) for m in snapshot.messages if m.role != "tool"] == [
@@ -296,3 +302,21 @@ async def test_answers_with_nul_reach_the_model_byte_for_byte(make_worker, model
 async def _session(client: AgentClient, session_id: str) -> store.Session:
     """The stored session row, parsed (the start input is not in the snapshot)."""
     return await client._read(lambda conn: store.read_session(conn, session_id))
+
+
+def test_the_cli_prints_a_refused_argument_as_one_line(database_url):
+    env = {"DEX_AGENTS_DATABASE_URL": database_url}
+    runner = CliRunner()
+    started = runner.invoke(cli, ["start", "Assistant", "hi", "--session-id", "kept"], env=env)
+    assert started.exit_code == 0, started.output
+    for args, message in [
+        (["start", "Assistant", "hi", "--settings", '{"t": NaN}'], "no NaN or Infinity"),
+        (["start", "Assistant", "hi", "--session-id", "x" * 256], "at most 255 characters"),
+        (["send", "bad\x1bid", "hi"], "session_id must not contain control characters"),
+    ]:
+        result = runner.invoke(cli, args, env=env)
+        assert result.exit_code == 1
+        assert result.stderr.startswith("error: ") and message in result.stderr
+        assert result.stderr.count("\n") == 1
+    listed = runner.invoke(cli, ["sessions", "--json"], env=env)
+    assert [s["session_id"] for s in json.loads(listed.stdout)] == ["kept"]

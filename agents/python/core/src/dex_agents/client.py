@@ -138,7 +138,9 @@ class AgentClient:
 
         def tx(conn: Connection) -> str:
             if store.session_exists(conn, session_id):
-                raise SessionExists(f"a session with ID {session_id!r} already exists")
+                raise SessionExists(
+                    f"a session with ID {session_id!r} already exists", "session_id"
+                )
             session = store.create_session(conn, session_id, flow_type, start)
             step = store.schedule_step(conn, session, "StartAgentSession", None)
             store.save_session(conn, session)
