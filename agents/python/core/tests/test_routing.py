@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from dex_agents.errors import FlowTypeNotHostedWarning
+from dex_agents import FlowTypeNotHostedWarning
 from dex_agents.testing import ScriptedReply
 
 from .helpers import no_failed_workflows, step_workflows, turns_done

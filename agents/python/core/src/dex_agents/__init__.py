@@ -1,11 +1,22 @@
 """dex-agents: durable agent sessions. Every model call and every tool call is its own Step."""
 
-from .client import (
-    AgentClient,
+from .client import AgentClient, SyncAgentClient
+from .errors import (
+    ChannelMessageNotFound,
+    DatabaseError,
     DatabaseNotFound,
+    DatabaseUnavailable,
+    DexAgentsError,
+    FlowLoadError,
+    FlowTypeNotHostedWarning,
+    InvalidInput,
     MessageTooLarge,
+    NotFound,
+    SchemaTooNew,
     SessionExists,
-    SyncAgentClient,
+    SessionNotFound,
+    WorkerError,
+    WorkerIdInUse,
 )
 from .flow import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
 from .policy import EFFECT_TABLE, resolve_tool_policy
@@ -40,7 +51,6 @@ from .runner import (
     TurnContinued,
     UnfinishedTurnMessageBuilder,
 )
-from .store import SessionNotFound
 from .tool_context import current_tool_execution
 from .worker import Worker
 
@@ -54,18 +64,27 @@ __all__ = [
     "AgentSessionOptions",
     "AgentTurnContext",
     "AgentTurnOutcome",
+    "ChannelMessageNotFound",
     "CompactionPolicy",
     "ContextCompactionRunner",
     "ContextSummaryRequest",
     "ContextSummaryResult",
+    "DatabaseError",
     "DatabaseNotFound",
+    "DatabaseUnavailable",
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeferredToolOutcome",
+    "DexAgentsError",
     "EventWriter",
+    "FlowLoadError",
+    "FlowTypeNotHostedWarning",
     "FrameworkMessage",
+    "InvalidInput",
     "MessageTooLarge",
     "ModelCallMetadata",
+    "NotFound",
+    "SchemaTooNew",
     "PlanModeRunner",
     "SessionExists",
     "SessionNotFound",
@@ -86,6 +105,8 @@ __all__ = [
     "TurnContinued",
     "UnfinishedTurnMessageBuilder",
     "Worker",
+    "WorkerError",
+    "WorkerIdInUse",
     "current_tool_execution",
     "model_visible_result",
     "resolve_tool_policy",

@@ -31,8 +31,7 @@ from .cli_format import (
 )
 from .client import AgentClient
 from .db import DATABASE_URL_ENV, DEFAULT_DATABASE_URL
-from .errors import DatabaseUnavailable, FlowTypeNotHostedWarning
-from .store import SessionNotFound
+from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFound
 from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
 from .types import (
     AgentEvent,
@@ -144,7 +143,7 @@ def _call(database_url: str | None, call: Callable[[AgentClient], Awaitable[T]])
         return asyncio.run(run())
     except SessionNotFound as error:
         raise CliError(f"{error} (database: {_display_url(database_url)})") from None
-    except (ValueError, DatabaseUnavailable) as error:
+    except (ValueError, DexAgentsError) as error:
         raise CliError(str(error)) from None
     except (ArgumentError, DBAPIError) as error:
         detail = error.orig if isinstance(error, DBAPIError) else error

@@ -18,13 +18,17 @@ from typing import Any, TypeVar
 from dbos import DBOS, DBOSClient
 from sqlalchemy.engine import Connection
 
-from . import liveness, store, texts
+from . import liveness, store, texts, validation
 from .clock import now_text, parse_time, utc_now
 from .db import Database, create_dbos_engine
-from .errors import FlowTypeNotHostedWarning
+from .errors import ChannelMessageNotFound as ChannelMessageNotFound
+from .errors import DatabaseNotFound as DatabaseNotFound
+from .errors import FlowTypeNotHostedWarning, InvalidInput
+from .errors import MessageTooLarge as MessageTooLarge
+from .errors import SessionExists as SessionExists
 from .events import read_events
 from .runtime import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name, step_workflow_id
-from .steps.common import interrupt_resolved_payload, settings_problem
+from .steps.common import interrupt_resolved_payload
 from .store import (
     INTERRUPT_RESOLUTIONS,
     PLAN_EXECUTIONS,
@@ -50,18 +54,6 @@ from .types import (
 from .worker import _database_url
 
 T = TypeVar("T")
-
-
-class SessionExists(ValueError):
-    pass
-
-
-class MessageTooLarge(ValueError):
-    pass
-
-
-class DatabaseNotFound(ValueError):
-    pass
 
 
 class AgentClient:
@@ -140,22 +132,22 @@ class AgentClient:
         session_settings: dict[str, Any] | None = None,
     ) -> str:
         """Starts a session of a Flow type a Worker hosts; returns its ID."""
-        if not flow_type.strip():
-            raise ValueError("flow_type must not be blank")
-        session_id = session_id or f"session-{uuid.uuid4().hex}"
-        if not session_id.strip():
-            raise ValueError("session_id must not be blank")
-        if initial_message is not None:
-            _check_message_size(initial_message)
+        validation.identifier(flow_type, "flow_type")
+        validation.optional_free_text(initial_message, "initial_message")
+        if session_id is None:
+            session_id = f"session-{uuid.uuid4().hex}"
+        validation.identifier(session_id, "session_id")
         if session_settings is not None:
-            _check_client_settings(session_settings)
+            validation.session_settings(session_settings)
         start = AgentSessionStartInput(
             initial_message=initial_message, session_settings=session_settings
         )
 
         def tx(conn: Connection) -> str:
             if store.session_exists(conn, session_id):
-                raise SessionExists(f"a session with ID {session_id!r} already exists")
+                raise SessionExists(
+                    f"a session with ID {session_id!r} already exists", "session_id"
+                )
             session = store.create_session(conn, session_id, flow_type, start)
             step = store.schedule_step(conn, session, "StartAgentSession", None)
             store.save_session(conn, session)
@@ -182,6 +174,7 @@ class AgentClient:
         )
 
     async def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
+        validation.integer(limit, "limit", minimum=1)
         rows = await self._read(lambda conn: store.list_sessions(conn, limit))
         return [
             SessionSummary(
@@ -204,12 +197,11 @@ class AgentClient:
 
     async def send_user_message(self, session_id: str, message: str | AgentUserMessage) -> bool:
         """Queues a user message; the session takes it when no turn runs. False for blank text."""
-        if isinstance(message, str):
-            message = AgentUserMessage(text=message)
+        validation.identifier(session_id, "session_id")
+        message = validation.user_message(message)
         if not message.text.strip():
             await self._read(lambda conn: store.read_session(conn, session_id))
             return False
-        _check_message_size(message.text)
 
         def tx(conn: Connection) -> bool:
             session = store.lock_session(conn, session_id)
@@ -229,6 +221,10 @@ class AgentClient:
     ) -> bool:
         """Approves or rejects a pending approval (or declines a question). False when the
         interrupt is not pending or its deadline passed."""
+        validation.identifier(session_id, "session_id")
+        validation.identifier(interrupt_id, "interrupt_id")
+        validation.flag(approved, "approved")
+        validation.optional_free_text(rejection_message, "rejection_message")
 
         def tx(conn: Connection) -> bool:
             session = store.lock_session(conn, session_id)
@@ -261,6 +257,9 @@ class AgentClient:
         """Answers a pending question. False when it is not a pending question, its deadline
         passed, or the answer is blank or not one of its choices while free text is not
         allowed."""
+        validation.identifier(session_id, "session_id")
+        validation.identifier(interrupt_id, "interrupt_id")
+        validation.free_text(answer, "answer")
 
         def tx(conn: Connection) -> bool:
             session = store.lock_session(conn, session_id)
@@ -296,6 +295,8 @@ class AgentClient:
         """Approves a draft (or active) plan revision for execution. False unless the session
         waits for a user message with nothing queued, steered or pending, and no execution of
         that revision is already accepted."""
+        validation.identifier(session_id, "session_id")
+        validation.integer(revision, "revision")
 
         def tx(conn: Connection) -> bool:
             session = store.lock_session(conn, session_id)
@@ -324,14 +325,12 @@ class AgentClient:
     ) -> bool:
         """Redirects the active turn: by new text, or by moving a queued message (by its ID).
         With no active turn, text is queued as send_user_message queues it."""
-        if (text is None) == (message_id is None):
+        validation.identifier(session_id, "session_id")
+        validation.optional_free_text(text, "text")
+        validation.optional_identifier(message_id, "message_id")
+        if (text is None) == (message_id is None) or (text is not None and not text.strip()):
             await self._read(lambda conn: store.read_session(conn, session_id))
             return False
-        if text is not None:
-            if not text.strip():
-                await self._read(lambda conn: store.read_session(conn, session_id))
-                return False
-            _check_message_size(text)
 
         def tx(conn: Connection) -> bool:
             session = store.lock_session(conn, session_id)
@@ -364,6 +363,8 @@ class AgentClient:
 
     async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
         """Deletes a queued message; False when it is not pending."""
+        validation.identifier(session_id, "session_id")
+        validation.identifier(message_id, "message_id")
 
         def tx(conn: Connection) -> bool:
             store.lock_session(conn, session_id)
@@ -379,6 +380,8 @@ class AgentClient:
         """Stops the active turn (or `turn_id`, when it is the active one): cancels a running
         model call and every waiting approval, question, timer and task poll; the turn ends
         as turn_cancelled. True means the request is recorded."""
+        validation.identifier(session_id, "session_id")
+        validation.optional_identifier(turn_id, "turn_id")
 
         def tx(conn: Connection) -> bool:
             session = store.lock_session(conn, session_id)
@@ -416,8 +419,12 @@ class AgentClient:
     async def update_session_settings(
         self, session_id: str, session_settings: dict[str, Any] | None
     ) -> bool:
-        """Replaces the settings the next turn starts with; {} clears them."""
-        if session_settings is None or settings_problem(session_settings):
+        """Replaces the settings the next turn starts with; {} clears them. False (the spec's
+        answer) for settings start_session refuses: None, not a strict JSON object, too large."""
+        validation.identifier(session_id, "session_id")
+        try:
+            validation.session_settings(session_settings)
+        except InvalidInput:
             await self._read(lambda conn: store.read_session(conn, session_id))
             return False
 
@@ -432,6 +439,8 @@ class AgentClient:
         return await self._write(tx)
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
+        validation.identifier(session_id, "session_id")
+
         def read(conn: Connection) -> AgentSnapshot:
             session = store.read_session(conn, session_id)
             queued = store.peek(conn, session_id, QUEUED_USER_MESSAGES)
@@ -458,6 +467,9 @@ class AgentClient:
         self, session_id: str, before_sequence: int | None = None, limit: int = 50
     ) -> AgentMessagesPage:
         """Oldest first; page backwards with `next_before_sequence`. Limit clamped to 1..200."""
+        validation.identifier(session_id, "session_id")
+        validation.optional_integer(before_sequence, "before_sequence")
+        validation.integer(limit, "limit")
         limit = max(1, min(limit, texts.LIST_MESSAGES_MAX_LIMIT))
 
         def read(conn: Connection) -> AgentMessagesPage:
@@ -476,6 +488,8 @@ class AgentClient:
     # History and events -------------------------------------------------------------------
 
     async def get_step_history(self, session_id: str) -> list[StepExecution]:
+        validation.identifier(session_id, "session_id")
+
         def read(conn: Connection) -> list[StepExecution]:
             store.read_session(conn, session_id)
             return store.step_history(conn, session_id)
@@ -486,6 +500,9 @@ class AgentClient:
         self, session_id: str, after: int = 0, limit: int = 1000
     ) -> list[AgentEvent]:
         """Events after the resume token `after` (an event's `offset`)."""
+        validation.identifier(session_id, "session_id")
+        validation.integer(after, "after", minimum=0)
+        validation.integer(limit, "limit", minimum=1)
         database = await asyncio.to_thread(self._db)
         await database.read(lambda conn: store.read_session(conn, session_id))
         return await read_events(database, session_id, after=after, limit=limit)
@@ -510,6 +527,7 @@ class AgentClient:
         poll_interval: float = 0.05,
     ) -> AgentSnapshot:
         """Polls the snapshot until `predicate` holds; raises TimeoutError with the last one."""
+        validation.identifier(session_id, "session_id")
         deadline = time.monotonic() + timeout
         while True:
             snapshot = await self.get_agent_snapshot(session_id)
@@ -636,10 +654,6 @@ CANCELLED_BY_CANCEL_TURN = (
 )
 
 
-class ChannelMessageNotFound(LookupError):
-    """A queued message was consumed between the read and the commit; nothing committed."""
-
-
 def _queued_message(
     conn: Connection, session_id: str, message_id: str
 ) -> store.ChannelMessage | None:
@@ -683,19 +697,3 @@ def _check_sqlite_file(url: str) -> None:
                 f"no dex-agents database at {path}: start a session first, or pass the "
                 "database your Worker uses (--database-url or DEX_AGENTS_DATABASE_URL)"
             )
-
-
-def _check_message_size(text: str) -> None:
-    size = len(text.encode())
-    if size > texts.MAX_USER_MESSAGE_BYTES:
-        raise MessageTooLarge(
-            f"the message is {size:,} bytes; a user message holds at most "
-            f"{texts.MAX_USER_MESSAGE_BYTES:,} bytes (send large content as a file reference)"
-        )
-
-
-def _check_client_settings(settings: dict[str, Any]) -> None:
-    """Clients allow MAX_SESSION_SETTINGS_BYTES; the session accepts a tolerance more."""
-    problem = settings_problem(settings, texts.MAX_SESSION_SETTINGS_BYTES)
-    if problem:
-        raise ValueError(problem)

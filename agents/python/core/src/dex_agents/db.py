@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -36,6 +38,32 @@ T = TypeVar("T")
 
 metadata = sa.MetaData()
 
+# A stored text that starts with this marker holds json.dumps of the real value (ASCII only).
+LOSSLESS_MARKER = "\ufdd0dex-json:"
+# What neither database stores as text: NUL (Postgres), unpaired surrogates (not UTF-8).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+class LosslessText(sa.types.TypeDecorator[str]):
+    """Text stored byte-for-byte on SQLite and Postgres: a value either database would refuse
+    (or one that starts with the marker) is stored as the marker plus its ASCII JSON string
+    and decoded on read. Every other value is stored as it is."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: sa.Dialect) -> str | None:
+        if value is None or not (value.startswith(LOSSLESS_MARKER) or _UNSTORABLE.search(value)):
+            return value
+        return LOSSLESS_MARKER + json.dumps(value)
+
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> str | None:
+        if value is None or not value.startswith(LOSSLESS_MARKER):
+            return value
+        decoded: str = json.loads(value[len(LOSSLESS_MARKER) :])
+        return decoded
+
+
 sessions = sa.Table(
     "dex_sessions",
     metadata,
@@ -43,20 +71,20 @@ sessions = sa.Table(
     sa.Column("flow_type", sa.String(255), nullable=False),
     sa.Column("created_at", sa.String(32), nullable=False),
     sa.Column("updated_at", sa.String(32), nullable=False),
-    sa.Column("start_input", sa.Text, nullable=False),
-    sa.Column("state", sa.Text),
-    sa.Column("usage", sa.Text),
-    sa.Column("pending_interrupts", sa.Text),
-    sa.Column("framework_run_state", sa.Text),
-    sa.Column("turn_cancellation", sa.Text),
-    sa.Column("session_settings", sa.Text),
-    sa.Column("turn_session_settings", sa.Text),
-    sa.Column("turn_reply_sequence", sa.Text),
-    sa.Column("plan", sa.Text),
-    sa.Column("pending_plan_execution", sa.Text),
-    sa.Column("context_summary", sa.Text),
+    sa.Column("start_input", LosslessText(), nullable=False),
+    sa.Column("state", LosslessText()),
+    sa.Column("usage", LosslessText()),
+    sa.Column("pending_interrupts", LosslessText()),
+    sa.Column("framework_run_state", LosslessText()),
+    sa.Column("turn_cancellation", LosslessText()),
+    sa.Column("session_settings", LosslessText()),
+    sa.Column("turn_session_settings", LosslessText()),
+    sa.Column("turn_reply_sequence", LosslessText()),
+    sa.Column("plan", LosslessText()),
+    sa.Column("pending_plan_execution", LosslessText()),
+    sa.Column("context_summary", LosslessText()),
     # What RPCs must know of the Flow (plan mode), written by the Worker at each turn start.
-    sa.Column("features", sa.Text),
+    sa.Column("features", LosslessText()),
     sa.Column("step_counter", sa.Integer, nullable=False, default=0),
     sa.Column("event_counter", sa.Integer, nullable=False, default=0),
 )
@@ -68,12 +96,12 @@ messages = sa.Table(
     sa.Column("sequence", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("turn_id", sa.String(64), nullable=False),
     sa.Column("role", sa.String(16), nullable=False),
-    sa.Column("text", sa.Text),
+    sa.Column("text", LosslessText()),
     sa.Column("tool_call_id", sa.String(255)),
     sa.Column("tool_name", sa.String(255)),
-    sa.Column("tool_arguments", sa.Text),
-    sa.Column("tool_output", sa.Text),
-    sa.Column("framework_item", sa.Text, nullable=False),
+    sa.Column("tool_arguments", LosslessText()),
+    sa.Column("tool_output", LosslessText()),
+    sa.Column("framework_item", LosslessText(), nullable=False),
     sa.Column("created_at", sa.String(32), nullable=False),
 )
 
@@ -85,7 +113,7 @@ tool_calls = sa.Table(
     sa.Column("turn_id", sa.String(64), nullable=False),
     sa.Column("deferral_order", sa.Integer, nullable=False),
     sa.Column("status", sa.String(32), nullable=False),
-    sa.Column("record", sa.Text, nullable=False),
+    sa.Column("record", LosslessText(), nullable=False),
 )
 
 # Channels: a message is a row; consuming it deletes the row.
@@ -96,7 +124,7 @@ channel_messages = sa.Table(
     sa.Column("session_id", sa.String(255), nullable=False),
     sa.Column("channel", sa.String(64), nullable=False),
     sa.Column("key", sa.String(255), nullable=False, default=""),
-    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("payload", LosslessText(), nullable=False),
     sa.Column("created_at", sa.String(32), nullable=False),
     sa.Index("dex_channel_messages_by_key", "session_id", "channel", "key", "id"),
 )
@@ -109,7 +137,7 @@ events = sa.Table(
     sa.Column("type", sa.String(128), nullable=False),
     sa.Column("turn_id", sa.String(64)),
     sa.Column("attempt", sa.Integer, nullable=False),
-    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("payload", LosslessText(), nullable=False),
     sa.Column("step_execution_id", sa.String(128), nullable=False),
     sa.Column("created_at", sa.String(32), nullable=False),
 )
@@ -121,14 +149,14 @@ steps = sa.Table(
     sa.Column("step_execution_id", sa.String(128), primary_key=True),
     sa.Column("seq", sa.Integer, nullable=False),
     sa.Column("step_type", sa.String(64), nullable=False),
-    sa.Column("input", sa.Text, nullable=False),
+    sa.Column("input", LosslessText(), nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False, default=0),
     # Set once an attempt got past its point of no return (for a tool: tool_call_started).
     sa.Column("progress_started", sa.Boolean, nullable=False, default=False),
-    sa.Column("checkpoint", sa.Text),
-    sa.Column("error", sa.Text),
-    sa.Column("next_steps", sa.Text, nullable=False, default="[]"),
+    sa.Column("checkpoint", LosslessText()),
+    sa.Column("error", LosslessText()),
+    sa.Column("next_steps", LosslessText(), nullable=False, default="[]"),
     sa.Column("scheduled_at", sa.String(32), nullable=False),
     sa.Column("started_at", sa.String(32)),
     sa.Column("ended_at", sa.String(32)),
@@ -155,7 +183,7 @@ workers = sa.Table(
     sa.Column("beats", sa.Integer, nullable=False),
     # running, or stopped: a Worker that stopped cleanly hands its Steps over at once.
     sa.Column("state", sa.String(16), nullable=False),
-    sa.Column("flow_types", sa.Text, nullable=False),
+    sa.Column("flow_types", LosslessText(), nullable=False),
     sa.Column("lease_seconds", sa.Float, nullable=False),
     sa.Column("host", sa.String(255), nullable=False),
     sa.Column("pid", sa.Integer, nullable=False),

@@ -29,6 +29,10 @@ class InvalidInput(DexAgentsError, ValueError):
     # The name of the refused argument (`session_settings`, `message.text`), when one is.
     argument: str | None = None
 
+    def __init__(self, message: str, argument: str | None = None) -> None:
+        super().__init__(message)
+        self.argument = argument
+
 
 class MessageTooLarge(InvalidInput):
     """A text is longer than its limit allows."""
@@ -46,6 +50,12 @@ class SessionNotFound(NotFound):
     """No session has this ID."""
 
     session_id: str | None = None
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"no agent session {session_id!r}: check the ID with `dex-agents sessions`"
+        )
+        self.session_id = session_id
 
 
 class ChannelMessageNotFound(NotFound):

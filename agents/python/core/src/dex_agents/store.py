@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from . import db
 from .clock import now_text
+from .errors import SessionNotFound as SessionNotFound  # re-exported: its old home
 from .runner import FrameworkMessage
 from .types import (
     AgentInterrupt,
@@ -84,14 +85,6 @@ _UPDATE_STEP = db.steps.update().where(
 )
 
 
-class SessionNotFound(LookupError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(
-            f"no agent session {session_id!r}: check the ID with `dex-agents sessions`"
-        )
-        self.session_id = session_id
-
-
 @dataclass
 class Session:
     """One session row, parsed. Assigning an attribute marks it for `save_session`."""
@@ -148,7 +141,7 @@ def _session_from_row(row: Any) -> Session:
         start_input=AgentSessionStartInput.model_validate_json(row.start_input),
         state=_load_json(row.state, AgentState),
         usage=_load_json(row.usage, AgentUsage) or AgentUsage(),
-        pending_interrupts=_interrupts.validate_json(row.pending_interrupts or "[]"),
+        pending_interrupts=_interrupts.validate_python(json.loads(row.pending_interrupts or "[]")),
         framework_run_state=row.framework_run_state,
         turn_cancellation=_load_json(row.turn_cancellation, TurnCancellationRequest),
         session_settings=json.loads(row.session_settings) if row.session_settings else None,
@@ -212,7 +205,7 @@ def _dump(value: Any) -> str | None:
         return json.dumps(value, separators=(",", ":"))
     if isinstance(value, str):
         return value
-    text: str = value.model_dump_json()
+    text: str = value.to_json()
     return text
 
 

@@ -6,7 +6,8 @@ a session. Every model ignores nothing: unknown fields are refused on the way in
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,10 +36,18 @@ CancellationReason = Literal["steered", "turn_cancelled"]
 
 
 class WireModel(BaseModel):
+    """JSON goes through the standard library both ways, because pydantic's own JSON refuses
+    texts with an unpaired surrogate, which model and tool output may hold."""
+
     model_config = ConfigDict(extra="forbid")
 
     def to_json(self) -> str:
-        return self.model_dump_json()
+        value = self.model_dump(mode="json")
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        return cls.model_validate(json.loads(json_data), **kwargs)
 
 
 class AgentSessionStartInput(WireModel):

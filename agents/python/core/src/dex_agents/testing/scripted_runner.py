@@ -188,9 +188,13 @@ class ScriptedRunner:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage: AgentUsage | None = None
+        # ASCII JSON, so texts with an unpaired surrogate (which UTF-8 cannot encode) still go.
+        payload = json.dumps(request).encode()
+        headers = {"content-type": "application/json"}
+        url = f"{self.base_url}/chat/completions"
         async with (
             httpx.AsyncClient(timeout=self.timeout) as client,
-            client.stream("POST", f"{self.base_url}/chat/completions", json=request) as response,
+            client.stream("POST", url, content=payload, headers=headers) as response,
         ):
             if response.status_code != 200:
                 body = (await response.aread()).decode(errors="replace")
