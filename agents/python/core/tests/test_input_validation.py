@@ -194,7 +194,7 @@ async def test_every_free_text_has_the_user_message_limit(client):
     assert [len(m.message.text) for m in snapshot.queued_messages] == [limit]
 
 
-async def test_client_errors_share_one_hierarchy(client, tmp_path):
+async def test_client_errors_share_one_hierarchy(client):
     await client.start_session("Assistant", "hi", session_id="s")
     with pytest.raises(SessionExists) as exists:
         await client.start_session("Assistant", "again", session_id="s")
