@@ -26,7 +26,7 @@ from dex_agents import (
 )
 from dex_agents.cli import cli
 from dex_agents.db import LOSSLESS_MARKER, Database
-from dex_agents.testing import reply_text, reply_tools
+from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 from dex_agents.types import AgentUserMessage
 
 from .helpers import pending_interrupt, tool_messages, turns_done
@@ -194,7 +194,7 @@ async def test_every_free_text_has_the_user_message_limit(client):
     assert [len(m.message.text) for m in snapshot.queued_messages] == [limit]
 
 
-async def test_client_errors_share_one_hierarchy(client, tmp_path):
+async def test_client_errors_share_one_hierarchy(client):
     await client.start_session("Assistant", "hi", session_id="s")
     with pytest.raises(SessionExists) as exists:
         await client.start_session("Assistant", "again", session_id="s")
@@ -236,14 +236,19 @@ async def test_texts_sent_through_the_rpcs_read_back_byte_for_byte(client):
 # Through a real Worker: model output, tool output, approvals and answers ----------------------
 
 
-async def test_model_and_tool_output_with_nul_and_surrogates_finish_the_turn_intact(
+async def test_nul_and_surrogates_in_every_text_of_a_turn_finish_it_intact(
     make_worker, model, client, tool_log
 ):
+    """Model output, tool arguments and output, an approval's rejection message, user and
+    steered messages, settings, and a session ID at its limit."""
     recipient = "to\x00me \ud800"
+    steered = "steer \x00 \udc00 here"
     model.enqueue(
         reply_tools(("e1", "send_email", {"to": recipient, "body": ODD_TEXT}), text=ODD_TEXT),
         reply_tools(("e2", "send_email", {"to": "x", "body": "y"})),
         reply_text("done \x00 \udfff"),
+        ScriptedReply(text="about to be steered", hang=True),
+        reply_text("steered \x00"),
     )
     # The longest session ID allowed, outside ASCII, reaches DBOS and every table intact.
     session = "é\U0001f600" + "x" * 253
@@ -264,17 +269,31 @@ async def test_model_and_tool_output_with_nul_and_surrogates_finish_the_turn_int
         assert await client.update_session_settings(session, SETTINGS)
         for settings, _ in BAD_SETTINGS:
             assert await client.update_session_settings(session, settings) is False
-        snapshot = await client.get_agent_snapshot(session)
+        first_turn = await client.get_agent_snapshot(session)
+
+        assert await client.send_user_message(session, LOSSLESS_MARKER + ODD_TEXT)
+        model.wait_for_requests(4)
+        await client.wait_for(session, lambda s: bool(s.state and s.state.accepts_turn_control))
+        assert await client.steer_user_message(session, text=steered)
+        model.release()
+        snapshot = await client.wait_for(session, turns_done(3))
 
     assert snapshot.session_settings == SETTINGS
     assert [s.session_id for s in await client.list_sessions()] == [session]
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    assert [(m.role, m.text) for m in snapshot.messages if m.role != "tool"] == [
+    assert [(m.role, m.text) for m in first_turn.messages if m.role != "tool"] == [
         ("user", ODD_TEXT),
         ("assistant", ODD_TEXT),
         ("assistant", None),
         ("assistant", "done \x00 \udfff"),
+    ]
+    later = snapshot.messages[len(first_turn.messages) :]
+    assert [(m.role, m.text) for m in later] == [
+        ("user", LOSSLESS_MARKER + ODD_TEXT),
+        ("assistant", "about to be steered"),  # a steer during a final answer waits for it
+        ("user", steered),
+        ("assistant", "steered \x00"),
     ]
     outputs = {m.tool_call_id: m.tool_output for m in snapshot.messages if m.role == "tool"}
     assert outputs["e1"] == f"sent to {recipient}"
