@@ -8,11 +8,13 @@ import logging
 import os
 import socket
 import sys
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dbos import DBOS
+from sqlalchemy.engine import make_url
 
 from . import liveness
 from . import runtime as runtime_module
@@ -31,8 +33,10 @@ READY_FILE_ENV = "DEX_AGENTS_READY_FILE"
 class Worker:
     """Runs the Steps of every session of its flows, on the SQLite default or Postgres.
 
-    One Worker per process (DBOS keeps one instance per process). A restarted Worker with
-    the same `worker_id` recovers every Step execution that was in flight.
+    One Worker per process (DBOS keeps one instance per process). A Worker ID names one live
+    Worker: a second Worker with the ID of a live one refuses to start (WorkerIdInUse). A
+    restarted Worker with the same `worker_id` recovers every Step execution that was in
+    flight at once; without one (nor DEX_AGENTS_WORKER_ID), each process takes an ID of its own.
     """
 
     def __init__(
@@ -53,7 +57,7 @@ class Worker:
         if len(set(types)) != len(types):
             raise ValueError(f"flow types must be unique, got {types}")
         self.database_url = _database_url(database_url)
-        self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or "local"
+        self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or default_worker_id()
         self.wake_poll_interval = wake_poll_interval
         self.queue_poll_interval = queue_poll_interval
         # How long a silent Worker keeps its Steps before a live one takes them over.
@@ -75,7 +79,20 @@ class Worker:
         runtime = Runtime(self.flows, database, wake_poll_interval=self.wake_poll_interval)
         runtime.waker.bind(asyncio.get_running_loop())
         self.runtime = runtime_module._runtime = runtime
-        DBOS(
+        lease = liveness.WorkerLease(
+            database,
+            self.worker_id,
+            [flow.flow_type for flow in self.flows],
+            _recover_workflows,
+            lease_seconds=self.lease_seconds,
+        )
+        try:
+            # Before DBOS launches: its launch recovers every unfinished workflow of this ID.
+            await lease.claim()
+        except BaseException:
+            database.close()
+            raise
+        dbos = DBOS(
             config={
                 "name": "dex-agents",
                 "system_database_url": self.database_url,
@@ -86,13 +103,7 @@ class Worker:
                 "log_level": os.environ.get("DEX_AGENTS_DBOS_LOG_LEVEL", "WARNING"),
             }
         )
-        lease = liveness.WorkerLease(
-            database,
-            self.worker_id,
-            [flow.flow_type for flow in self.flows],
-            _recover_workflows,
-            lease_seconds=self.lease_seconds,
-        )
+        _poll_recovered_workflows(dbos, self.queue_poll_interval)
         background: list[asyncio.Task[None]] = []
         try:
             DBOS.launch()
@@ -114,6 +125,7 @@ class Worker:
         finally:
             for task in background:
                 task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             # Stopping cancels every Step that waits (for a message, an approval); each
             # resumes when a Worker takes it over, so DBOS's warning per task is noise here.
             logging.getLogger("dbos").addFilter(_quiet_shutdown_cancellations)
@@ -148,6 +160,19 @@ class Worker:
             )
 
 
+def default_worker_id() -> str:
+    """An ID of this process alone: its host and pid, and a random part for pid reuse."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def _poll_recovered_workflows(dbos: DBOS, interval: float) -> None:
+    """DBOS recovery puts a workflow that was started outside a queue on its
+    internal queue, which it polls once a second; poll it as often as the Step queues, so a
+    restarted Worker resumes such a Step (one started by another Step's workflow) within
+    `interval` of its launch."""
+    dbos._registry.get_internal_queue()._polling_interval_sec = interval
+
+
 def _recover_workflows(worker_ids: list[str]) -> int:
     """Hands the unfinished workflows of the given Workers back to the queues (DBOS recovery:
     each is admitted to exactly one runner, whichever Worker takes it)."""
@@ -168,8 +193,6 @@ def _database_url(explicit: str | None) -> str:
 
 
 def _display_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
     return make_url(url).render_as_string(hide_password=True)
 
 
