@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import os
 import socket
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from dbos import DBOS
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
+from . import db as db_module
 from . import liveness
 from . import runtime as runtime_module
-from .db import Database, create_dbos_engine, database_url, normalize_url
+from .db import (
+    DATABASE_URL_ENV,
+    Database,
+    create_dbos_engine,
+    database_url,
+    is_sqlite,
+    normalize_url,
+)
+from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
 from .runtime import DRIVER_VERSION, STEP_QUEUE, Runtime
 
@@ -57,6 +68,7 @@ class Worker:
         if len(set(types)) != len(types):
             raise ValueError(f"flow types must be unique, got {types}")
         self.database_url = _database_url(database_url)
+        _check_sqlite_directory(self.database_url)
         self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or default_worker_id()
         self.wake_poll_interval = wake_poll_interval
         self.queue_poll_interval = queue_poll_interval
@@ -75,6 +87,9 @@ class Worker:
     async def run(self) -> None:
         """Runs until `stop()` is called or the task is cancelled."""
         database = Database(self.database_url)
+        if not await _wait_for_database(database, self._stopped):
+            database.close()
+            return  # stopped before the database answered
         database.create_schema()
         runtime = Runtime(self.flows, database, wake_poll_interval=self.wake_poll_interval)
         runtime.waker.bind(asyncio.get_running_loop())
@@ -160,6 +175,65 @@ class Worker:
             )
 
 
+# Errors of a database that is not up yet (or not reachable yet): a Worker waits for it.
+_UNREACHABLE = ("could not translate host name", "timeout expired", "name or service not known")
+DATABASE_RETRY_SECONDS = 2.0
+
+
+async def _wait_for_database(database: Database, stopped: asyncio.Event) -> bool:
+    """True once the database answers, False when stopped first; logs one line while it is
+    unreachable. Other errors (a wrong password, a missing database) are raised at once."""
+    logged = False
+    while not stopped.is_set():
+        try:
+            await asyncio.to_thread(_ping, database)
+            if logged:
+                log.info("the database answers")
+            return True
+        except DBAPIError as error:
+            if not _unreachable(error):
+                raise
+            if not logged:
+                log.warning(
+                    "database unreachable at %s, retrying every %g s (%s)",
+                    _display_url(database.url),
+                    DATABASE_RETRY_SECONDS,
+                    one_line_error(error),
+                )
+                logged = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopped.wait(), DATABASE_RETRY_SECONDS)
+    return False
+
+
+def _ping(database: Database) -> None:
+    with database.engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
+
+
+def _unreachable(error: DBAPIError) -> bool:
+    text = str(error.orig).lower()
+    return db_module._is_transient(error) or any(marker in text for marker in _UNREACHABLE)
+
+
+def one_line_error(error: BaseException) -> str:
+    """The first line of a database driver's error, without SQLAlchemy's trailer."""
+    detail = error.orig if isinstance(error, DBAPIError) else error
+    lines = [line.strip() for line in str(detail).splitlines() if line.strip()]
+    return lines[0] if lines else type(detail).__name__
+
+
+def _check_sqlite_directory(url: str) -> None:
+    if not is_sqlite(url):
+        return
+    path = make_url(url).database
+    if path and path != ":memory:" and not Path(path).parent.is_dir():
+        raise WorkerError(
+            f"the directory of the SQLite database {path} does not exist: create it, or pass "
+            f"another --database-url (or {DATABASE_URL_ENV})"
+        )
+
+
 def default_worker_id() -> str:
     """An ID of this process alone: its host and pid, and a random part for pid reuse."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -205,19 +279,42 @@ def _announce_ready() -> None:
 def load_flows(target: str) -> list[AgentSessionFlow]:
     """Loads `module:attribute`, a flow or a sequence of flows (or a function returning one)."""
     if ":" not in target:
-        raise ValueError(f"expected module:attribute, such as myapp.agents:flows, not {target!r}")
+        raise FlowLoadError(
+            f"expected module:attribute, such as myapp.agents:flows, not {target!r}"
+        )
     module_name, attribute = target.split(":", 1)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise FlowLoadError(
+            f"cannot import {module_name!r} ({type(error).__name__}: {error}); check the module "
+            "path of TARGET and run from the directory it is relative to"
+        ) from error
     try:
         value: Any = getattr(module, attribute)
     except AttributeError:
-        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
+        raise FlowLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
     if callable(value) and not isinstance(value, AgentSessionFlow):
         value = value()
-    flows = [value] if isinstance(value, AgentSessionFlow) else list(value)
+    return _flows_of(target, value)
+
+
+def _flows_of(target: str, value: Any) -> list[AgentSessionFlow]:
+    if isinstance(value, AgentSessionFlow):
+        return [value]
+    wrap = "wrap each runner as AgentSessionFlow(runner, flow_type=...)"
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise FlowLoadError(
+            f"{target} is a {type(value).__name__}, not an AgentSessionFlow or a list of them; "
+            + wrap
+        )
+    flows = list(value)
     for flow in flows:
         if not isinstance(flow, AgentSessionFlow):
-            raise ValueError(f"{target} must hold AgentSessionFlow objects, found {flow!r}")
+            raise FlowLoadError(
+                f"{target} must hold AgentSessionFlow objects, found a {type(flow).__name__}; "
+                + wrap
+            )
     return flows
