@@ -4,13 +4,16 @@ its own per process by default, interrupted Steps resumed promptly, a quiet clea
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
-from dex_agents.clock import parse_time
+from dex_agents import db
+from dex_agents.clock import now_text, parse_time
+from dex_agents.db import Database
 from dex_agents.testing import reply_text, reply_tools
 
 from .helpers import turns_done, wait_until
@@ -47,6 +50,39 @@ async def test_a_live_workers_id_is_refused_and_a_killed_ones_is_reused_at_once(
     (row,) = await client.list_workers()
     assert (row.worker_id, row.state, row.pid) == ("worker-a", "running", first.process.pid)
     first.stop()
+
+
+async def test_an_id_last_used_on_another_host_is_taken_after_its_lease_of_silence(
+    make_worker, database_url, client
+):
+    row = {
+        "worker_id": "worker-x",
+        "beats": 7,
+        "state": "running",
+        "flow_types": "Assistant",
+        "lease_seconds": 1.0,
+        "host": "another-host",
+        "pid": 1,
+        "started_at": now_text(),
+        "heartbeat_at": now_text(),
+    }
+    database = Database(database_url)
+    database.create_schema()
+    database.write_sync(lambda conn: conn.execute(db.workers.insert().values(**row)))
+    database.close()
+
+    worker = make_worker(DEX_AGENTS_WORKER_ID="worker-x").start()
+
+    assert "Worker ID worker-x was last used on host another-host; waiting up to 1 s" in (
+        worker.log()
+    )
+    (taken,) = await client.list_workers()
+    assert (taken.worker_id, taken.host, taken.pid) == (
+        "worker-x",
+        socket.gethostname(),
+        worker.process.pid,
+    )
+    worker.stop()
 
 
 async def test_workers_without_an_id_get_one_each_and_a_clean_stop_logs_no_error(
