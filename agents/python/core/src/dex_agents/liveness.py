@@ -20,6 +20,7 @@ whose attempt had started records `outcome_unknown` instead of running again.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -46,6 +47,9 @@ DEFAULT_LEASE_SECONDS = 15.0
 BEATS_PER_LEASE = 5
 # How often a Worker reads the others' rows.
 WATCH_SECONDS = 1.0
+
+# Reads and conditional writes of a Worker's row before its claim gives up.
+CLAIM_TRIES = 3
 
 RecoverWorkflows = Callable[[list[str]], int]
 
@@ -90,22 +94,26 @@ class WorkerLease:
     async def claim(self) -> None:
         """Registers this Worker under its ID, or raises WorkerIdInUse while a live Worker holds
         it. A row of another host that still says `running` is watched for up to a lease."""
-        row = await self.database.read(lambda conn: _worker_row(conn, self.worker_id))
-        if row is not None and row.state == "running" and not same_host(row):
-            await self._wait_for_silence(row)
-        elif row is not None and row.state == "running" and process_alive(row):
-            raise _in_use(row, "its process runs")
-        try:
-            claimed = await self.database.write(lambda conn: self._claim(conn, row))
-        except sa.exc.IntegrityError:
-            claimed = False  # another Worker inserted the row first
-        if not claimed:
-            raise WorkerIdInUse(
-                f"another Worker started with ID {self.worker_id!r} at the same time; "
-                "give each Worker its own DEX_AGENTS_WORKER_ID (or none)"
-            )
+        for _ in range(CLAIM_TRIES):
+            row = await self.database.read(lambda conn: _worker_row(conn, self.worker_id))
+            if row is not None and row.state == "running" and not same_host(row):
+                row = await self._wait_for_silence(row)
+            elif row is not None and row.state == "running" and process_alive(row):
+                raise _in_use(row, "its process runs")
+            try:
+                if await self.database.write(functools.partial(self._claim, seen=row)):
+                    return
+            except sa.exc.IntegrityError:
+                pass  # another Worker inserted the row first
+            # The row moved since it was read (a takeover, another claimant): judge it again.
+        raise WorkerIdInUse(
+            f"other Workers start with ID {self.worker_id!r} at the same time; give each "
+            "Worker its own DEX_AGENTS_WORKER_ID (or none)"
+        )
 
-    async def _wait_for_silence(self, row: WorkerInfo) -> None:
+    async def _wait_for_silence(self, row: WorkerInfo) -> WorkerInfo | None:
+        """The row once its counter stood still for its lease (or it was stopped or removed);
+        raises WorkerIdInUse when the counter moves."""
         log.info(
             "Worker ID %s was last used on host %s; waiting up to %g s (its lease) for it to beat",
             self.worker_id,
@@ -113,15 +121,17 @@ class WorkerLease:
             row.lease_seconds,
         )
         deadline = time.monotonic() + row.lease_seconds
+        latest: WorkerInfo | None = row
         while time.monotonic() < deadline:
             await asyncio.sleep(min(WATCH_SECONDS, row.lease_seconds / BEATS_PER_LEASE))
-            now = await self.database.read(lambda conn: _worker_row(conn, self.worker_id))
-            if now is None or now.state == "stopped":
-                return
-            if now.beats != row.beats:
-                raise _in_use(now, "it beats")
+            latest = await self.database.read(lambda conn: _worker_row(conn, self.worker_id))
+            if latest is None or latest.state == "stopped":
+                return latest
+            if latest.beats != row.beats:
+                raise _in_use(latest, "it beats")
+        return latest
 
-    def _claim(self, conn: Connection, seen: WorkerInfo | None) -> bool:
+    def _claim(self, conn: Connection, *, seen: WorkerInfo | None) -> bool:
         """Registers this Worker, only over the row as `seen` (another claimant moved it)."""
         current = _worker_row(conn, self.worker_id, for_update=True)
         if (current is None) != (seen is None) or (
