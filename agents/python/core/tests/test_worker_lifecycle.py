@@ -86,9 +86,14 @@ async def test_an_id_last_used_on_another_host_is_taken_after_its_lease_of_silen
 
 
 async def test_workers_without_an_id_get_one_each_and_a_clean_stop_logs_no_error(
-    make_worker, database_url
+    make_worker, database_url, model, client
 ):
     workers = [make_worker(DEX_AGENTS_WORKER_ID="").start() for _ in range(2)]
+    # Idle, but with Steps that wait: sessions waiting for their next message.
+    model.enqueue(reply_text("one"), reply_text("two"))
+    sessions = [await client.start_session("Assistant", f"question {n}") for n in range(2)]
+    for session in sessions:
+        await client.wait_for(session, turns_done(1))
     listed = subprocess.run(
         [sys.executable, "-m", "dex_agents", "workers", "--json", "--database-url", database_url],
         capture_output=True,

@@ -105,6 +105,7 @@ class Worker:
             # Before DBOS launches: its launch recovers every unfinished workflow of this ID.
             await lease.claim()
         except BaseException:
+            runtime_module._runtime = None
             database.close()
             raise
         dbos = DBOS(
