@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
+from sqlalchemy.engine import make_url
 
 from dex_agents.cli import cli
 from dex_agents.db import Database
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
+from dex_agents.testing.fixtures import POSTGRES_URL
 from dex_agents.types import AgentEvent, AgentMessagesPage, AgentSnapshot
 
 SESSION = "cli-demo"
@@ -386,6 +388,14 @@ def test_a_worker_that_cannot_start_says_why_in_one_line(tmp_path: Path) -> None
             "them; wrap each runner as AgentSessionFlow(runner, flow_type=...)"
         ),
     }
+    if POSTGRES_URL:  # a server that answers, without the database named
+        missing = POSTGRES_URL.rsplit("/", 1)[0] + "/dex_agents_no_such_database"
+        cases[("tests.apps.basic:flows", "--database-url", missing)] = (
+            f"error: cannot use the database {missing}: connection failed: connection to server "
+            f'at "{make_url(missing).host}", port {make_url(missing).port} failed: FATAL:  '
+            'database "dex_agents_no_such_database" does not exist; check --database-url or '
+            "DEX_AGENTS_DATABASE_URL"
+        )
     for args, message in cases.items():
         failed = subprocess.run(worker_command(*args), capture_output=True, text=True, timeout=60)
         assert (failed.returncode, failed.stdout, failed.stderr) == (1, "", message + "\n"), args
