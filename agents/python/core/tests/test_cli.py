@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
+from sqlalchemy.engine import make_url
 
 from dex_agents.cli import cli
 from dex_agents.db import Database
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
+from dex_agents.testing.fixtures import POSTGRES_URL
 from dex_agents.types import AgentEvent, AgentMessagesPage, AgentSnapshot
 
 SESSION = "cli-demo"
@@ -357,4 +360,86 @@ def test_workers_lists_each_worker_and_its_state(make_worker, database_url):
         "worker-a",
         "stopped",
         ["Assistant"],
+    )
+
+
+def worker_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "dex_agents", "worker", *args]
+
+
+def test_a_worker_that_cannot_start_says_why_in_one_line(tmp_path: Path) -> None:
+    sqlite = f"sqlite:///{tmp_path / 'dex.sqlite'}"
+    cases = {
+        ("tests.apps.basic:flows", "--database-url", "nosuchdb://x"): (
+            "error: cannot use the database URL nosuchdb://x: Can't load plugin: "
+            "sqlalchemy.dialects:nosuchdb; check --database-url or DEX_AGENTS_DATABASE_URL"
+        ),
+        ("tests.apps.basic:flows", "--database-url", f"sqlite:///{tmp_path}/no/dex.sqlite"): (
+            f"error: the directory of the SQLite database {tmp_path}/no/dex.sqlite does not "
+            "exist: create it, or pass another --database-url (or DEX_AGENTS_DATABASE_URL)"
+        ),
+        ("tests.apps.nosuch:flows", "--database-url", sqlite): (
+            "error: cannot import 'tests.apps.nosuch' (ModuleNotFoundError: No module named "
+            "'tests.apps.nosuch'); check the module path of TARGET and run from the directory "
+            "it is relative to"
+        ),
+        ("tests.apps.basic:LOG", "--database-url", sqlite): (
+            "error: tests.apps.basic:LOG is a ToolRunLog, not an AgentSessionFlow or a list of "
+            "them; wrap each runner as AgentSessionFlow(runner, flow_type=...)"
+        ),
+    }
+    if POSTGRES_URL:  # a server that answers, without the database named
+        missing = POSTGRES_URL.rsplit("/", 1)[0] + "/dex_agents_no_such_database"
+        cases[("tests.apps.basic:flows", "--database-url", missing)] = (
+            f"error: cannot use the database {missing}: connection failed: connection to server "
+            f'at "{make_url(missing).host}", port {make_url(missing).port} failed: FATAL:  '
+            'database "dex_agents_no_such_database" does not exist; check --database-url or '
+            "DEX_AGENTS_DATABASE_URL"
+        )
+    for args, message in cases.items():
+        failed = subprocess.run(worker_command(*args), capture_output=True, text=True, timeout=60)
+        assert (failed.returncode, failed.stdout, failed.stderr) == (1, "", message + "\n"), args
+
+    debug = subprocess.run(
+        worker_command("tests.apps.basic:LOG", "--database-url", sqlite, "--debug"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert debug.returncode == 1
+    assert "Traceback" in debug.stderr and "FlowLoadError: tests.apps.basic:LOG" in debug.stderr
+
+
+def test_a_worker_waits_for_an_unreachable_database_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log:
+        worker = subprocess.Popen(
+            worker_command(
+                "tests.apps.basic:flows",
+                "--database-url",
+                f"postgresql://postgres@127.0.0.1:{closed_port}/dex",
+            ),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "retrying" not in log_path.read_text():
+            assert worker.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        time.sleep(2.5)  # past a retry: it waits on, without a line per retry
+        assert worker.poll() is None
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=30) == 0
+    finally:
+        worker.kill()
+    (line,) = log_path.read_text().splitlines()
+    assert line.endswith(
+        f"WARNING dex_agents: database unreachable at postgresql+psycopg://postgres@127.0.0.1:"
+        f"{closed_port}/dex, retrying every 2 s (connection failed: connection to server at "
+        f'"127.0.0.1", port {closed_port} failed: Connection refused)'
     )

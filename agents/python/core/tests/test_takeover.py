@@ -1,11 +1,18 @@
 """A Worker that is gone for good: a live Worker on the same database takes its sessions over,
-after its lease when it was killed, at once when it stopped cleanly."""
+at once when it stopped cleanly or its process is gone from this host, after its lease when
+it was on another host; and only when it hosts every flow type of the gone Worker."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import subprocess
+
 import pytest
 
-from dex_agents import texts
+from dex_agents import db, texts
+from dex_agents.clock import now_text
+from dex_agents.db import Database
 from dex_agents.testing import reply_text, reply_tools
 
 from .helpers import OUTCOME_UNKNOWN_TURN, tool_messages, turns_done, wait_until
@@ -16,10 +23,10 @@ LONG_LEASE = {"DEX_AGENTS_WORKER_LEASE_SECONDS": "600"}
 
 
 @pytest.mark.parametrize("how", ["killed", "stopped"])
-async def test_a_live_worker_takes_over_a_waiting_session(make_worker, model, client, how):
-    # A killed Worker is taken over after its short lease; a cleanly stopped one at once,
-    # though its lease here is longer than the test may take.
-    lease = SHORT_LEASE if how == "killed" else LONG_LEASE
+async def test_a_live_worker_takes_over_a_waiting_session_at_once(make_worker, model, client, how):
+    # A Worker of this host whose process is gone (killed), or that stopped cleanly, is taken
+    # over at once, though its lease here is longer than the test may take.
+    lease = LONG_LEASE
     model.enqueue(reply_text("first answer"), reply_text("second answer"))
     worker_a = make_worker(DEX_AGENTS_WORKER_ID="worker-a", **lease).start()
     session = await client.start_session("Assistant", "first question")
@@ -55,10 +62,10 @@ async def test_a_killed_workers_single_attempt_write_is_not_run_again_by_the_tak
         reply_tools(("w1", "slow_write", {"seconds": 30})),
         reply_text("The write may or may not have happened."),
     )
-    worker_a = make_worker(DEX_AGENTS_WORKER_ID="worker-a", **SHORT_LEASE).start()
+    worker_a = make_worker(DEX_AGENTS_WORKER_ID="worker-a", **LONG_LEASE).start()
     session = await client.start_session("Assistant", "Write it.")
     wait_until(lambda: tool_log.count("slow_write") == 1, what="the write to start")
-    make_worker(DEX_AGENTS_WORKER_ID="worker-b", **SHORT_LEASE).start()
+    make_worker(DEX_AGENTS_WORKER_ID="worker-b", **LONG_LEASE).start()
     worker_a.kill()
 
     await client.wait_for(session, turns_done(1))
@@ -82,3 +89,51 @@ async def test_a_worker_that_comes_back_keeps_its_row_and_beats(make_worker, mod
     assert (again.worker_id, again.state) == ("worker-a", "running")
     assert again.beats > first.beats
     assert again.pid != first.pid
+
+
+def _add_worker_row(database_url: str, worker_id: str, **values: object) -> None:
+    row = {
+        "worker_id": worker_id,
+        "beats": 1,
+        "state": "running",
+        "flow_types": "Assistant",
+        "lease_seconds": 600.0,
+        "host": socket.gethostname(),
+        "pid": 1,
+        "started_at": now_text(),
+        "heartbeat_at": now_text(),
+        **values,
+    }
+    database = Database(database_url)
+    try:
+        database.write_sync(lambda conn: conn.execute(db.workers.insert().values(**row)))
+    finally:
+        database.close()
+
+
+async def test_a_gone_pid_is_taken_over_at_once_another_host_after_a_lease_other_flows_never(
+    make_worker, database_url, client
+):
+    watcher = make_worker(DEX_AGENTS_WORKER_ID="watcher", **SHORT_LEASE).start()
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid of this host that no process has any more
+    _add_worker_row(database_url, "gone-here", pid=gone.pid)
+    _add_worker_row(database_url, "elsewhere", host="another-host")
+    _add_worker_row(
+        database_url, "other-flows", host="another-host", flow_types="Assistant,Planner"
+    )
+
+    async def ids() -> set[str]:
+        return {w.worker_id for w in await client.list_workers()}
+
+    while "gone-here" in await ids():
+        await asyncio.sleep(0.02)
+    # The same look that took "gone-here" over began watching "elsewhere" for a lease.
+    assert await ids() == {"watcher", "elsewhere", "other-flows"}
+    while "elsewhere" in await ids():
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.5)  # a few more looks
+    # DBOS recovery would hand the watcher Steps of a flow type it does not host: a Worker
+    # that hosts them all takes that one over.
+    assert await ids() == {"watcher", "other-flows"}
+    assert "Worker gone-here is gone; Worker watcher took over" in watcher.log()

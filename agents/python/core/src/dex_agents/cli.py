@@ -44,7 +44,7 @@ from .types import (
     StepExecution,
     WorkerInfo,
 )
-from .worker import Worker, load_flows
+from .worker import Worker, load_flows, one_line_error
 
 T = TypeVar("T")
 
@@ -62,16 +62,33 @@ def cli() -> None:
 @cli.command()
 @click.argument("target")
 @click.option("--database-url", envvar="DEX_AGENTS_DATABASE_URL", default=None)
-@click.option("--worker-id", envvar="DEX_AGENTS_WORKER_ID", default=None)
-def worker(target: str, database_url: str | None, worker_id: str | None) -> None:
+@click.option(
+    "--worker-id",
+    envvar="DEX_AGENTS_WORKER_ID",
+    default=None,
+    help="A stable ID, so a restart recovers this Worker's Steps at once [env "
+    "DEX_AGENTS_WORKER_ID; default: an ID of this process alone].",
+)
+@click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
+def worker(target: str, database_url: str | None, worker_id: str | None, debug: bool) -> None:
     """Run a Worker for the flows at TARGET (module:attribute).
 
     SIGTERM or Ctrl-C stops it cleanly: running model and tool calls finish first (up to
-    DEX_AGENTS_WORKER_DRAIN_SECONDS, default 20); a second signal stops at once.
+    DEX_AGENTS_WORKER_DRAIN_SECONDS, default 20); a second signal stops at once. A database
+    that does not answer yet is waited for.
     """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    try:
+        _run_worker(target, database_url, worker_id)
+    except Exception as error:
+        if debug:
+            raise
+        raise CliError(_worker_failure(error, database_url).splitlines()[0]) from None
+
+
+def _run_worker(target: str, database_url: str | None, worker_id: str | None) -> None:
     flows = load_flows(target)
     runner = Worker(flows, database_url=database_url, worker_id=worker_id)
 
@@ -82,6 +99,23 @@ def worker(target: str, database_url: str | None, worker_id: str | None) -> None
         await runner.run()
 
     asyncio.run(run())
+
+
+def _worker_failure(error: Exception, database_url: str | None) -> str:
+    """One line: what is wrong and what to do."""
+    if isinstance(error, DexAgentsError):
+        return str(error)
+    check = f"check --database-url or {DATABASE_URL_ENV}"
+    if isinstance(error, ArgumentError):  # also NoSuchModuleError: an unknown scheme
+        return f"cannot use the database URL {_display_url(database_url)}: {error}; {check}"
+    if isinstance(error, DBAPIError):
+        return (
+            f"cannot use the database {_display_url(database_url)}: "
+            f"{one_line_error(error)}; {check}"
+        )
+    return (
+        f"the Worker failed: {type(error).__name__}: {error} (run with --debug for the traceback)"
+    )
 
 
 @cli.command()

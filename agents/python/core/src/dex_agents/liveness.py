@@ -6,6 +6,12 @@ need to agree: a counter that has not moved for a whole lease, or a row that say
 stopped cleanly, means that Worker's unfinished Step executions go back to the queues through
 DBOS recovery, which admits exactly one runner per workflow, and a live Worker runs them.
 
+On the Worker's own host its row's pid is exact: a row whose process is gone means a dead
+Worker at once, so a Worker restarted on the same host takes its predecessor's Steps over
+without waiting for the lease. Rows of other hosts are judged by their counter alone.
+
+A Worker ID names one live Worker: `claim` refuses it while the Worker holding it is alive.
+
 Taking over is safe even when the Worker was only stalled: every Step attempt is fenced by its
 attempt number, so a late commit of the old attempt changes nothing, and a single-attempt tool
 whose attempt had started records `outcome_unknown` instead of running again.
@@ -14,6 +20,7 @@ whose attempt had started records `outcome_unknown` instead of running again.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -21,6 +28,8 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -28,6 +37,7 @@ from sqlalchemy.engine import Connection
 from . import db
 from .clock import now_text, parse_time
 from .db import Database
+from .errors import WorkerIdInUse
 from .types import WorkerInfo
 
 log = logging.getLogger("dex_agents")
@@ -38,6 +48,9 @@ DEFAULT_LEASE_SECONDS = 15.0
 BEATS_PER_LEASE = 5
 # How often a Worker reads the others' rows.
 WATCH_SECONDS = 1.0
+
+# Reads and conditional writes of a Worker's row before its claim gives up.
+CLAIM_TRIES = 3
 
 RecoverWorkflows = Callable[[list[str]], int]
 
@@ -78,6 +91,56 @@ class WorkerLease:
     @property
     def interval(self) -> float:
         return self.lease_seconds / BEATS_PER_LEASE
+
+    async def claim(self) -> None:
+        """Registers this Worker under its ID, or raises WorkerIdInUse while a live Worker holds
+        it. A row of another host that still says `running` is watched for up to a lease."""
+        for _ in range(CLAIM_TRIES):
+            row = await self.database.read(lambda conn: _worker_row(conn, self.worker_id))
+            if row is not None and row.state == "running" and not same_host(row):
+                row = await self._wait_for_silence(row)
+            elif row is not None and row.state == "running" and process_alive(row):
+                raise _in_use(row, "its process runs")
+            try:
+                if await self.database.write(functools.partial(self._claim, seen=row)):
+                    return
+            except sa.exc.IntegrityError:
+                pass  # another Worker inserted the row first
+            # The row moved since it was read (a takeover, another claimant): judge it again.
+        raise WorkerIdInUse(
+            f"other Workers start with ID {self.worker_id!r} at the same time; give each "
+            "Worker its own DEX_AGENTS_WORKER_ID (or none)"
+        )
+
+    async def _wait_for_silence(self, row: WorkerInfo) -> WorkerInfo | None:
+        """The row once its counter stood still for its lease (or it was stopped or removed);
+        raises WorkerIdInUse when the counter moves."""
+        log.info(
+            "Worker ID %s was last used on host %s; waiting up to %g s (its lease) for it to beat",
+            self.worker_id,
+            row.host,
+            row.lease_seconds,
+        )
+        deadline = time.monotonic() + row.lease_seconds
+        latest: WorkerInfo | None = row
+        while time.monotonic() < deadline:
+            await asyncio.sleep(min(WATCH_SECONDS, row.lease_seconds / BEATS_PER_LEASE))
+            latest = await self.database.read(lambda conn: _worker_row(conn, self.worker_id))
+            if latest is None or latest.state == "stopped":
+                return latest
+            if latest.beats != row.beats:
+                raise _in_use(latest, "it beats")
+        return latest
+
+    def _claim(self, conn: Connection, *, seen: WorkerInfo | None) -> bool:
+        """Registers this Worker, only over the row as `seen` (another claimant moved it)."""
+        current = _worker_row(conn, self.worker_id, for_update=True)
+        if (current is None) != (seen is None) or (
+            current is not None and seen is not None and current.beats != seen.beats
+        ):
+            return False
+        self._register(conn)
+        return True
 
     async def register(self) -> None:
         await self.database.write(self._register)
@@ -132,8 +195,15 @@ class WorkerLease:
         if seen is None or seen.beats != row.beats:
             seen = self._observed[row.worker_id] = _Observed(row.beats, now)
         if not set(row.flow_types) <= set(self.flow_types):
-            return False  # its sessions need flows this Worker does not host
-        return row.state == "stopped" or now - seen.since >= self.lease_seconds
+            # DBOS recovery would hand all its Steps to this Worker, and some need flows this
+            # Worker does not host: a Worker that hosts them all takes it over.
+            return False
+        if row.state == "stopped":
+            return True
+        if same_host(row) and not process_alive(row):
+            return True  # its process is gone: no need to wait for the lease
+        # A live process that stopped beating (stalled) is taken over after its lease too.
+        return now - seen.since >= self.lease_seconds
 
     async def _take_over(self, row: WorkerInfo) -> None:
         recovered = await asyncio.to_thread(self.recover, [row.worker_id])
@@ -147,7 +217,7 @@ class WorkerLease:
 
         if await self.database.write(forget):
             self._observed.pop(row.worker_id, None)
-            why = "stopped" if row.state == "stopped" else "missed its lease"
+            why = "stopped" if row.state == "stopped" else "is gone"
             log.warning(
                 "Worker %s %s; Worker %s took over its %d unfinished Step executions",
                 row.worker_id,
@@ -190,19 +260,71 @@ def seems_live(worker: WorkerInfo, now: datetime) -> bool:
     )
 
 
+def same_host(row: WorkerInfo) -> bool:
+    return row.host == socket.gethostname()
+
+
+def process_alive(row: WorkerInfo) -> bool:
+    """Whether the process of a row of this host may still be its Worker: False when the pid
+    is gone, is this process, or was reused by a process that began after the Worker."""
+    if row.pid == os.getpid():
+        return False  # an earlier Worker of this pid (a restarted container): gone
+    try:
+        os.kill(row.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    began = _process_start_time(row.pid)
+    registered = parse_time(row.started_at).timestamp()
+    return began is None or began <= registered + 1.0
+
+
+def _process_start_time(pid: int) -> float | None:
+    """The wall-clock start of a process (Linux /proc), None where it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+        ticks = float(stat.rsplit(")", 1)[1].split()[19])
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _in_use(row: WorkerInfo, evidence: str) -> WorkerIdInUse:
+    return WorkerIdInUse(
+        f"Worker ID {row.worker_id!r} is in use by a live Worker (pid {row.pid} on "
+        f"{row.host}: {evidence}); stop that Worker first, or give this one another "
+        "DEX_AGENTS_WORKER_ID (or none, for an ID of its own)"
+    )
+
+
+def _worker_row(conn: Connection, worker_id: str, for_update: bool = False) -> WorkerInfo | None:
+    query = sa.select(db.workers).where(db.workers.c.worker_id == worker_id)
+    if for_update:
+        query = query.with_for_update()
+    row = conn.execute(query).first()
+    return None if row is None else _worker_info(row)
+
+
 def list_workers(conn: Connection) -> list[WorkerInfo]:
     rows = conn.execute(sa.select(db.workers).order_by(db.workers.c.worker_id))
-    return [
-        WorkerInfo(
-            worker_id=row.worker_id,
-            state=row.state,
-            beats=row.beats,
-            flow_types=[t for t in row.flow_types.split(",") if t],
-            lease_seconds=row.lease_seconds,
-            host=row.host,
-            pid=row.pid,
-            started_at=row.started_at,
-            heartbeat_at=row.heartbeat_at,
-        )
-        for row in rows
-    ]
+    return [_worker_info(row) for row in rows]
+
+
+def _worker_info(row: sa.Row[Any]) -> WorkerInfo:
+    return WorkerInfo(
+        worker_id=row.worker_id,
+        state=row.state,
+        beats=row.beats,
+        flow_types=[t for t in row.flow_types.split(",") if t],
+        lease_seconds=row.lease_seconds,
+        host=row.host,
+        pid=row.pid,
+        started_at=row.started_at,
+        heartbeat_at=row.heartbeat_at,
+    )

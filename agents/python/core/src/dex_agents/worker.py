@@ -3,26 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import os
 import socket
 import sys
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from dbos import DBOS
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 from . import liveness
 from . import runtime as runtime_module
 from .db import (
+    DATABASE_URL_ENV,
     Database,
     QuietOutageFilter,
     create_dbos_engine,
     database_url,
+    is_sqlite,
+    is_unavailable_text,
     normalize_url,
 )
+from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
 from .runtime import DRIVER_VERSION, Runtime, step_queue_name
 
@@ -37,8 +45,10 @@ READY_FILE_ENV = "DEX_AGENTS_READY_FILE"
 class Worker:
     """Runs the Steps of every session of its flows, on the SQLite default or Postgres.
 
-    One Worker per process (DBOS keeps one instance per process). A restarted Worker with
-    the same `worker_id` recovers every Step execution that was in flight.
+    One Worker per process (DBOS keeps one instance per process). A Worker ID names one live
+    Worker: a second Worker with the ID of a live one refuses to start (WorkerIdInUse). A
+    restarted Worker with the same `worker_id` recovers every Step execution that was in
+    flight at once; without one (nor DEX_AGENTS_WORKER_ID), each process takes an ID of its own.
     """
 
     def __init__(
@@ -59,7 +69,8 @@ class Worker:
         if len(set(types)) != len(types):
             raise ValueError(f"flow types must be unique, got {types}")
         self.database_url = _database_url(database_url)
-        self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or "local"
+        _check_sqlite_directory(self.database_url)
+        self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or default_worker_id()
         self.wake_poll_interval = wake_poll_interval
         self.queue_poll_interval = queue_poll_interval
         # How long a silent Worker keeps its Steps before a live one takes them over.
@@ -77,10 +88,27 @@ class Worker:
     async def run(self) -> None:
         """Runs until `stop()` is called or the task is cancelled."""
         database = Database(self.database_url)
+        if not await _wait_for_database(database, self._stopped):
+            database.close()
+            return  # stopped before the database answered
         database.create_schema()
         runtime = Runtime(self.flows, database, wake_poll_interval=self.wake_poll_interval)
         runtime.waker.bind(asyncio.get_running_loop())
         self.runtime = runtime_module._runtime = runtime
+        lease = liveness.WorkerLease(
+            database,
+            self.worker_id,
+            [flow.flow_type for flow in self.flows],
+            _recover_workflows,
+            lease_seconds=self.lease_seconds,
+        )
+        try:
+            # Before DBOS launches: its launch recovers every unfinished workflow of this ID.
+            await lease.claim()
+        except BaseException:
+            runtime_module._runtime = None
+            database.close()
+            raise
         DBOS(
             config={
                 "name": "dex-agents",
@@ -91,13 +119,6 @@ class Worker:
                 "notification_listener_polling_interval_sec": 1.0,
                 "log_level": os.environ.get("DEX_AGENTS_DBOS_LOG_LEVEL", "WARNING"),
             }
-        )
-        lease = liveness.WorkerLease(
-            database,
-            self.worker_id,
-            [flow.flow_type for flow in self.flows],
-            _recover_workflows,
-            lease_seconds=self.lease_seconds,
         )
         background: list[asyncio.Task[None]] = []
         # DBOS says an outage once per retry and per queue poll; the Database says it once.
@@ -126,6 +147,7 @@ class Worker:
         finally:
             for task in background:
                 task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             # Stopping cancels every Step that waits (for a message, an approval); each
             # resumes when a Worker takes it over, so DBOS's warning per task is noise here.
             logging.getLogger("dbos").addFilter(_quiet_shutdown_cancellations)
@@ -160,6 +182,74 @@ class Worker:
             )
 
 
+# Errors of a database that is not up yet (or not reachable yet): a Worker waits for it.
+_UNREACHABLE = ("could not translate host name", "timeout expired", "name or service not known")
+DATABASE_RETRY_SECONDS = 2.0
+
+
+async def _wait_for_database(database: Database, stopped: asyncio.Event) -> bool:
+    """True once the database answers, False when stopped first; logs one line while it is
+    unreachable. Other errors (a wrong password, a missing database) are raised at once."""
+    logged = False
+    while not stopped.is_set():
+        try:
+            await asyncio.to_thread(_ping, database)
+            if logged:
+                log.info("the database answers")
+            return True
+        except DBAPIError as error:
+            if not _unreachable(error):
+                raise
+            if not logged:
+                log.warning(
+                    "database unreachable at %s, retrying every %g s (%s)",
+                    _display_url(database.url),
+                    DATABASE_RETRY_SECONDS,
+                    one_line_error(error),
+                )
+                logged = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopped.wait(), DATABASE_RETRY_SECONDS)
+    return False
+
+
+def _ping(database: Database) -> None:
+    with database.engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
+
+
+def _unreachable(error: DBAPIError) -> bool:
+    text = str(error.orig)
+    return (
+        error.connection_invalidated
+        or is_unavailable_text(text)
+        or any(marker in text.lower() for marker in _UNREACHABLE)
+    )
+
+
+def one_line_error(error: BaseException) -> str:
+    """The first line of a database driver's error, without SQLAlchemy's trailer."""
+    detail = error.orig if isinstance(error, DBAPIError) else error
+    lines = [line.strip() for line in str(detail).splitlines() if line.strip()]
+    return lines[0] if lines else type(detail).__name__
+
+
+def _check_sqlite_directory(url: str) -> None:
+    if not is_sqlite(url):
+        return
+    path = make_url(url).database
+    if path and path != ":memory:" and not Path(path).parent.is_dir():
+        raise WorkerError(
+            f"the directory of the SQLite database {path} does not exist: create it, or pass "
+            f"another --database-url (or {DATABASE_URL_ENV})"
+        )
+
+
+def default_worker_id() -> str:
+    """An ID of this process alone: its host and pid, and a random part for pid reuse."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
 def _recover_workflows(worker_ids: list[str]) -> int:
     """Hands the unfinished workflows of the given Workers back to the queues (DBOS recovery:
     each is admitted to exactly one runner, whichever Worker takes it)."""
@@ -180,8 +270,6 @@ def _database_url(explicit: str | None) -> str:
 
 
 def _display_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
     return make_url(url).render_as_string(hide_password=True)
 
 
@@ -194,19 +282,42 @@ def _announce_ready() -> None:
 def load_flows(target: str) -> list[AgentSessionFlow]:
     """Loads `module:attribute`, a flow or a sequence of flows (or a function returning one)."""
     if ":" not in target:
-        raise ValueError(f"expected module:attribute, such as myapp.agents:flows, not {target!r}")
+        raise FlowLoadError(
+            f"expected module:attribute, such as myapp.agents:flows, not {target!r}"
+        )
     module_name, attribute = target.split(":", 1)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise FlowLoadError(
+            f"cannot import {module_name!r} ({type(error).__name__}: {error}); check the module "
+            "path of TARGET and run from the directory it is relative to"
+        ) from error
     try:
         value: Any = getattr(module, attribute)
     except AttributeError:
-        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
+        raise FlowLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
     if callable(value) and not isinstance(value, AgentSessionFlow):
         value = value()
-    flows = [value] if isinstance(value, AgentSessionFlow) else list(value)
+    return _flows_of(target, value)
+
+
+def _flows_of(target: str, value: Any) -> list[AgentSessionFlow]:
+    if isinstance(value, AgentSessionFlow):
+        return [value]
+    wrap = "wrap each runner as AgentSessionFlow(runner, flow_type=...)"
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise FlowLoadError(
+            f"{target} is a {type(value).__name__}, not an AgentSessionFlow or a list of them; "
+            + wrap
+        )
+    flows = list(value)
     for flow in flows:
         if not isinstance(flow, AgentSessionFlow):
-            raise ValueError(f"{target} must hold AgentSessionFlow objects, found {flow!r}")
+            raise FlowLoadError(
+                f"{target} must hold AgentSessionFlow objects, found a {type(flow).__name__}; "
+                + wrap
+            )
     return flows

@@ -9,18 +9,21 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from ..worker import READY_FILE_ENV
+from ..worker import READY_FILE_ENV, WORKER_ID_ENV
 
 
 class WorkerProcess:
     """`dex-agents worker <target>` as a child process.
 
     `start()` returns once the Worker has launched; `kill()` sends SIGKILL to its process
-    group; `start()` again recovers every Step the killed Worker left in flight.
+    group; `start()` again recovers every Step the killed Worker left in flight. Like a
+    deployment, each object keeps one Worker ID across its restarts (`worker_id`), unless
+    `env` sets DEX_AGENTS_WORKER_ID (empty: each process takes an ID of its own).
     """
 
     def __init__(
@@ -36,6 +39,8 @@ class WorkerProcess:
         self.target = target
         self.database_url = database_url
         self.env = dict(env or {})
+        self.env.setdefault(WORKER_ID_ENV, f"test-worker-{uuid.uuid4().hex[:8]}")
+        self.worker_id = self.env[WORKER_ID_ENV] or None
         self.cwd = str(cwd) if cwd else os.getcwd()
         self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(suffix=".log")[1])
         self.start_timeout = start_timeout

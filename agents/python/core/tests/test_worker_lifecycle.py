@@ -1,0 +1,136 @@
+"""A Worker's ID, its start after a crash and its clean stop: one live Worker per ID, an ID of
+its own per process by default, interrupted Steps resumed promptly, a quiet clean stop."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dex_agents import db
+from dex_agents.clock import now_text, parse_time
+from dex_agents.db import Database
+from dex_agents.testing import reply_text, reply_tools
+
+from .helpers import turns_done, wait_until
+
+
+def _output_after_header(log: str) -> str:
+    """A WorkerProcess log without its `--- start` header line."""
+    return log.split("\n", 1)[1]
+
+
+async def test_a_live_workers_id_is_refused_and_a_killed_ones_is_reused_at_once(
+    make_worker, client
+):
+    first = make_worker(DEX_AGENTS_WORKER_ID="worker-a").start()
+    assert first.process is not None
+    second = make_worker(DEX_AGENTS_WORKER_ID="worker-a")
+
+    with pytest.raises(RuntimeError):
+        second.start()
+
+    assert second.process is not None and second.process.returncode == 1
+    refusal = _output_after_header(second.log())
+    assert refusal.count("\n") == 1, refusal
+    assert refusal.startswith(
+        f"error: Worker ID 'worker-a' is in use by a live Worker (pid {first.process.pid} on "
+    )
+    (row,) = await client.list_workers()
+    assert (row.worker_id, row.state, row.pid) == ("worker-a", "running", first.process.pid)
+
+    first.kill()
+    began = time.monotonic()
+    first.start()  # the killed Worker's pid is gone: no lease to wait for
+    assert time.monotonic() - began < 10  # the lease is 15 s
+    (row,) = await client.list_workers()
+    assert (row.worker_id, row.state, row.pid) == ("worker-a", "running", first.process.pid)
+    first.stop()
+
+
+async def test_an_id_last_used_on_another_host_is_taken_after_its_lease_of_silence(
+    make_worker, database_url, client
+):
+    row = {
+        "worker_id": "worker-x",
+        "beats": 7,
+        "state": "running",
+        "flow_types": "Assistant",
+        "lease_seconds": 1.0,
+        "host": "another-host",
+        "pid": 1,
+        "started_at": now_text(),
+        "heartbeat_at": now_text(),
+    }
+    database = Database(database_url)
+    database.create_schema()
+    database.write_sync(lambda conn: conn.execute(db.workers.insert().values(**row)))
+    database.close()
+
+    worker = make_worker(DEX_AGENTS_WORKER_ID="worker-x").start()
+
+    assert "Worker ID worker-x was last used on host another-host; waiting up to 1 s" in (
+        worker.log()
+    )
+    (taken,) = await client.list_workers()
+    assert (taken.worker_id, taken.host, taken.pid) == (
+        "worker-x",
+        socket.gethostname(),
+        worker.process.pid,
+    )
+    worker.stop()
+
+
+async def test_workers_without_an_id_get_one_each_and_a_clean_stop_logs_no_error(
+    make_worker, database_url, model, client
+):
+    workers = [make_worker(DEX_AGENTS_WORKER_ID="").start() for _ in range(2)]
+    # Idle, but with Steps that wait: sessions waiting for their next message.
+    model.enqueue(reply_text("one"), reply_text("two"))
+    sessions = [await client.start_session("Assistant", f"question {n}") for n in range(2)]
+    for session in sessions:
+        await client.wait_for(session, turns_done(1))
+    listed = subprocess.run(
+        [sys.executable, "-m", "dex_agents", "workers", "--json", "--database-url", database_url],
+        capture_output=True,
+        check=True,
+        text=True,
+    )
+    rows = json.loads(listed.stdout)
+
+    assert len({row["worker_id"] for row in rows}) == 2
+    assert sorted(row["pid"] for row in rows) == sorted(w.process.pid for w in workers)
+    assert {row["state"] for row in rows} == {"running"}
+    for worker in workers:
+        worker.stop()
+        assert worker.process.returncode == 0
+        output = worker.log()
+        assert "Traceback" not in output and " ERROR " not in output, output
+
+
+async def test_a_restarted_worker_resumes_its_interrupted_step_within_a_second(
+    make_worker, model, client, tool_log
+):
+    model.enqueue(
+        reply_tools(("w1", "slow_write", {"seconds": 30})),
+        reply_text("The write may or may not have happened."),
+    )
+    worker = make_worker().start()
+    session = await client.start_session("Assistant", "Write it.")
+    wait_until(lambda: tool_log.count("slow_write") == 1, what="the write to start")
+    worker.kill()
+    worker.start()
+    ready = time.time()
+    await client.wait_for(session, turns_done(1))
+    worker.stop()
+
+    write = (await client.get_step_history(session))[2]
+    assert (write.step_type, write.status) == ("CallSingleAttemptTool", "failed")
+    assert write.ended_at is not None
+    # The recovered Step ends (outcome_unknown) at its first attempt on the restarted Worker:
+    # some 0.2 s after ready (a Step queue poll), where DBOS's own 1 s poll took about 1 s.
+    assert parse_time(write.ended_at).timestamp() - ready < 0.75
