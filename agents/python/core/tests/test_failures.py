@@ -8,7 +8,7 @@ import pytest
 from dex_agents import MessageTooLarge, SessionNotFound, texts
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 
-from .helpers import events_of, step_types, tool_messages, turns_done
+from .helpers import events_of, no_failed_workflows, step_types, tool_messages, turns_done
 
 
 async def test_failed_turn_leaves_the_failure_note_and_the_write_is_not_repeated(
@@ -86,19 +86,37 @@ async def test_a_tool_raising_an_unexpected_error_is_retried_then_recorded_faile
 
 
 async def test_tool_call_ids_that_break_the_rules_fail_the_turn_clearly(make_worker, model, client):
+    """IDs and names from the model that no ID column can hold (on either database) fail the
+    turn with a clear error instead of failing the commit; the session goes on."""
+    long_id = "x" * 300
     model.enqueue(
         reply_tools(("a/b", "get_weather", {"city": "Bern"})),
+        reply_tools((long_id, "get_weather", {"city": "Bern"})),
+        reply_tools(("a\x00b", "get_weather", {"city": "Bern"})),
+        reply_tools(("c1", "get\x00weather", {"city": "Bern"})),
         reply_text("Recovered."),
     )
+    expected = [
+        "tool call ID 'a/b' must not contain '/'",
+        "tool call ID is 300 characters; an ID holds at most 255 characters "
+        f"(it begins {long_id[:40]!r})",
+        "tool call ID must not contain control characters or unpaired surrogates "
+        "(it begins 'a\\x00b')",
+        "tool name must not contain control characters or unpaired surrogates "
+        "(it begins 'get\\x00weather')",
+    ]
     with make_worker():
         session = await client.start_session("Assistant", "Weather in Bern?")
-        snapshot = await client.wait_for(session, turns_done(1))
-        assert snapshot.state is not None
-        assert snapshot.state.last_turn_error == (
-            "the model's tool calls cannot run: tool call ID 'a/b' must not contain '/'"
-        )
-        assert await client.send_user_message(session, "Try again")
-        await client.wait_for(session, turns_done(2))
+        for turn, problem in enumerate(expected, start=1):
+            snapshot = await client.wait_for(session, turns_done(turn))
+            assert snapshot.state is not None
+            assert snapshot.state.last_turn_error == (
+                f"the model's tool calls cannot run: {problem}"
+            )
+            assert await client.send_user_message(session, "Try again")
+        snapshot = await client.wait_for(session, turns_done(len(expected) + 1))
+    assert [m.text for m in snapshot.messages][-1] == "Recovered."
+    assert no_failed_workflows(client.database_url, session)
 
 
 async def test_a_runner_returning_an_invalid_outcome_fails_the_turn(make_worker, client):

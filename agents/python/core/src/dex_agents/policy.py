@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .errors import InvalidInput
 from .runner import ToolPolicy
 from .types import ToolEffect
+from .validation import identifier
 
 TOOL_EFFECTS: tuple[ToolEffect, ...] = (
     "read",
@@ -54,10 +56,23 @@ def idempotency_key(flow_id: str, turn_id: str, tool_call_id: str) -> str:
     return f"{flow_id}/{turn_id}/{tool_call_id}"
 
 
+def stored_name_problem(name: str, what: str) -> str | None:
+    """Why a name from the model cannot be stored in an ID column (the rule of every ID:
+    at most 255 characters, no control characters), or None."""
+    try:
+        identifier(name, what)
+    except InvalidInput as error:
+        return f"{error} (it begins {name[:40]!r})"
+    return None
+
+
 def tool_call_id_problem(tool_call_id: str, seen: set[str]) -> str | None:
     """Why a tool call ID is unusable, or None when it is fine."""
     if not tool_call_id:
         return "a tool call ID must not be empty"
+    problem = stored_name_problem(tool_call_id, "tool call ID")
+    if problem:
+        return problem
     if "/" in tool_call_id:
         return f"tool call ID {tool_call_id!r} must not contain '/'"
     if tool_call_id in seen:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import store, texts
-from ..policy import resolve_tool_policy, tool_call_id_problem
+from ..policy import resolve_tool_policy, stored_name_problem, tool_call_id_problem
 from ..results import tool_calls_note
 from ..runner import (
     DeferredToolCall,
@@ -185,7 +185,9 @@ class RunModel(StepHandler):
             if not isinstance(call, DeferredToolCall):
                 kind = type(call).__name__
                 return f"ToolCallsRequested.tool_calls holds {kind}, not DeferredToolCall"
-            problem = tool_call_id_problem(call.tool_call_id, seen)
+            problem = tool_call_id_problem(call.tool_call_id, seen) or stored_name_problem(
+                call.tool_name, "tool name"
+            )
             if problem:
                 return f"the model's tool calls cannot run: {problem}"
             seen.add(call.tool_call_id)
