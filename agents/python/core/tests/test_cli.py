@@ -13,9 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy.engine import make_url
 
+from dex_agents import AgentClient, FlowTypeNotHostedWarning
 from dex_agents.cli import cli
 from dex_agents.db import Database
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
@@ -443,3 +445,31 @@ def test_a_worker_waits_for_an_unreachable_database_with_one_line(tmp_path: Path
         f"{closed_port}/dex, retrying every 2 s (connection failed: connection to server at "
         f'"127.0.0.1", port {closed_port} failed: Connection refused)'
     )
+
+
+async def test_snapshot_prints_any_stored_text_and_its_json_reads_back_exactly(database_url):
+    """A lone surrogate or a NUL in a stored text is printed escaped, never a crash, and
+    `snapshot --json` reads back to the very same text."""
+    text = "caf\udce9 \x00 \u00b0C"
+    async with AgentClient(database_url) as client:
+        with pytest.warns(FlowTypeNotHostedWarning):
+            await client.start_session("Assistant", session_id="odd-texts")
+        assert await client.send_user_message("odd-texts", text)
+
+    def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "dex_agents", *args, "odd-texts"],
+            env={**os.environ, "DEX_AGENTS_DATABASE_URL": database_url},
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            timeout=120,
+        )
+
+    shown = cli_process("snapshot")
+    assert shown.returncode == 0, shown.stderr
+    assert "caf\\udce9" in shown.stdout
+    as_json = cli_process("snapshot", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["queued_messages"][0]["message"]["text"] == text
+    assert "°C" in as_json.stdout  # unescaped, as a person reads it

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import signal
+import sys
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
@@ -141,6 +143,11 @@ def chat(database_url: str | None, model: str | None, session_id: str | None) ->
 
 
 def main() -> None:
+    # A stored text may hold anything a str can (a lone surrogate too): print it escaped
+    # rather than fail on it.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     cli()
 
 
@@ -506,7 +513,7 @@ def snapshot(database_url: str | None, session_id: str, message_count: int, as_j
     last messages."""
     snap = _call(database_url, lambda client: client.get_agent_snapshot(session_id))
     if as_json:
-        click.echo(snap.model_dump_json(indent=2))
+        click.echo(snap.to_json(indent=2))
         return
     sections = [
         _state_section(session_id, snap),
@@ -684,7 +691,7 @@ def messages(
     One page, oldest first; page back with --before."""
     page = _call(database_url, lambda client: client.list_agent_messages(session_id, before, limit))
     if as_json:
-        click.echo(page.model_dump_json(indent=2))
+        click.echo(page.to_json(indent=2))
         return
     if not page.messages:
         click.echo(f"no messages before #{before}" if before else "no messages yet")

@@ -41,9 +41,12 @@ class WireModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    def to_json(self) -> str:
+    def to_json(self, indent: int | None = None) -> str:
+        """JSON through the standard library, which keeps any str (pydantic's refuses a lone
+        surrogate); compact unless `indent` is given."""
         value = self.model_dump(mode="json")
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        separators = (",", ":") if indent is None else None
+        return json.dumps(value, separators=separators, indent=indent, ensure_ascii=False)
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
