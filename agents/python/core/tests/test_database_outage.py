@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -138,18 +139,23 @@ async def test_an_outage_longer_than_any_retry_window_strands_no_session_and_rep
     assert caught_up < 20, f"the sessions took {caught_up:.1f} s to finish after the outage"
 
 
-async def test_a_worker_killed_during_an_outage_recovers_every_session_after_it(
+async def test_a_worker_killed_and_restarted_during_an_outage_recovers_every_session(
     database_url, outage, make_worker, model, client, tool_log
 ):
     worker = make_worker().start()
     sessions = await _four_sessions_in_flight(client, model, tool_log)
-    with outage():
-        await asyncio.sleep(TOOL_SECONDS + 2)  # the tools returned; nothing could commit
-        worker.kill()
     # The model call is made again, the read runs again; the write that had started is
     # recorded as outcome_unknown and never runs again.
     model.enqueue(*[reply_text("Done.") for _ in range(4)])
-    worker.start()
+    with outage():
+        await asyncio.sleep(TOOL_SECONDS + 2)  # the tools returned; nothing could commit
+        worker.kill()
+        # The new Worker starts while the database is still away, and waits for it.
+        restart = threading.Thread(target=worker.start)
+        restart.start()
+        await asyncio.sleep(3)
+        assert worker.running and model.pending == 4  # nothing ran yet
+    restart.join(90)
     for name in ("read", "write", "model"):
         await client.wait_for(sessions[name], turns_done(1), timeout=30)
     assert await client.resolve_interrupt(sessions["approval"], "w1", approved=True)
