@@ -3,7 +3,10 @@ one call that was running, and a single-attempt write never runs twice."""
 
 from __future__ import annotations
 
+import time
+
 from dex_agents import texts
+from dex_agents.clock import parse_time
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 
 from .helpers import (
@@ -16,7 +19,7 @@ from .helpers import (
 )
 
 
-async def test_kill_during_single_attempt_tool_records_outcome_unknown(
+async def test_kill_during_single_attempt_tool_records_outcome_unknown_at_once_on_restart(
     make_worker, model, client, tool_log
 ):
     model.enqueue(
@@ -28,6 +31,7 @@ async def test_kill_during_single_attempt_tool_records_outcome_unknown(
     wait_until(lambda: tool_log.count("slow_write") == 1, what="the write to start")
     worker.kill()
     worker.start()
+    ready = time.time()
     await client.wait_for(session, turns_done(1))
     worker.stop()
 
@@ -42,6 +46,10 @@ async def test_kill_during_single_attempt_tool_records_outcome_unknown(
     tool_step = history[2]
     assert (tool_step.status, tool_step.attempts) == ("failed", 1)
     assert "stopped" in (tool_step.error or "")
+    # The restarted Worker (same ID) recovers the Step at launch: it ends at the first Step
+    # queue poll after ready (some 0.2 s), not after a lease.
+    assert tool_step.ended_at is not None
+    assert parse_time(tool_step.ended_at).timestamp() - ready < 2.0
 
 
 async def test_kill_during_run_model_reruns_only_that_model_call(
