@@ -143,19 +143,20 @@ def _check_history(database_url: str) -> None:
 
 def _check_messages(database_url: str) -> None:
     out = run(database_url, "messages", SESSION).stdout.splitlines()
-    assert out[0] == "  #1    user       Weather in Paris, email Ana."
+    assert out[0] == "(from the first message)"
+    assert out[1] == "  #1    user       Weather in Paris, email Ana."
     assert (
-        out[2] == '  #3    tool       get_weather [r1] returned {"city":"Paris","forecast":"sunny"}'
+        out[3] == '  #3    tool       get_weather [r1] returned {"city":"Paris","forecast":"sunny"}'
     )
-    assert out[3] == "  #4    tool       send_email [w1] returned sent to ana@example.com"
-    assert out[4] == "  #5    assistant  Sent: it is sunny in Paris. Anything else?"
-    assert out[5] == "(the oldest message; there are no earlier ones)"
+    assert out[4] == "  #4    tool       send_email [w1] returned sent to ana@example.com"
+    assert out[5] == "  #5    assistant  Sent: it is sunny in Paris. Anything else?"
 
+    # Oldest first: the way to earlier messages stands above them.
     page = run(database_url, "messages", SESSION, "--limit", "2").stdout.splitlines()
-    assert [line.split()[0] for line in page[:2]] == ["#4", "#5"]
-    assert page[2] == f"next page: dex-agents messages {SESSION} --before 4 --limit 2"
+    assert page[0] == f"(earlier messages: dex-agents messages {SESSION} --before 4 --limit 2)"
+    assert [line.split()[0] for line in page[1:3]] == ["#4", "#5"]
     older = run(database_url, "messages", SESSION, "--before", "4", "--limit", "2").stdout
-    assert [line.split()[0] for line in older.splitlines()[:2]] == ["#2", "#3"]
+    assert [line.split()[0] for line in older.splitlines()[1:3]] == ["#2", "#3"]
 
     full = run(database_url, "messages", SESSION, "--before", "6", "--limit", "1", "--full").stdout
     assert "Sent: it is sunny in Paris.\n" in full and "Anything else?" in full
@@ -216,7 +217,7 @@ def test_cli_rejects_with_a_message_and_sends_a_follow_up(
         rejected = run(database_url, "reject", SESSION, "w1", "--message", "Not today.")
         assert rejected.stdout.startswith("rejected w1")
         wait_for(database_url, turn_done)
-        assert run(database_url, "send", SESSION, "Hi again").stdout == "queued\n"
+        assert run(database_url, "send", SESSION, "Hi again").stdout == "sent; it starts a turn\n"
         wait_for(database_url, lambda s: s.state is not None and s.state.turn_count == 2)
 
     assert tool_log.count("send_email") == 0
@@ -312,6 +313,9 @@ def test_answer_steer_cancel_and_unqueue(
     with make_worker("tests.apps.tasks:flows"):
         run(database_url, "start", "Tasks", "Delete /tmp/x", "--session-id", SESSION)
         _wait(lambda: "d1-input-1" in run(database_url, "snapshot", SESSION).stdout)
+        question = run(database_url, "snapshot", SESSION).stdout
+        assert f"answer with: dex-agents answer {SESSION} d1-input-1 TEXT" in question
+        assert "dex-agents approve" not in question
         wrong = run(database_url, "answer", SESSION, "d1-input-1", "maybe", exit_code=1)
         assert "not one of the choices (yes, no)" in wrong.stderr
         assert (
@@ -322,11 +326,14 @@ def test_answer_steer_cancel_and_unqueue(
 
         nothing = run(database_url, "cancel", SESSION, exit_code=1)
         assert nothing.stderr.startswith("error: no turn of this session is running")
-        run(database_url, "send", SESSION, "Write a long story")
+        started = run(database_url, "send", SESSION, "Write a long story").stdout
+        assert started == "sent; it starts a turn\n"
         model.wait_for_requests(3)
-        run(database_url, "send", SESSION, "queued one")
+        queued_behind = run(database_url, "send", SESSION, "queued one").stdout
+        assert queued_behind.startswith("queued behind the running turn turn-2 as ")
         queued = json.loads(run(database_url, "snapshot", SESSION, "--json").stdout)
         message_id = queued["queued_messages"][0]["message_id"]
+        assert f"steer {SESSION} --queued {message_id} redirects" in queued_behind
         assert run(database_url, "unqueue", SESSION, message_id).stdout.startswith("deleted")
         run(database_url, "unqueue", SESSION, message_id, exit_code=1)
         assert run(database_url, "steer", SESSION, exit_code=1).stderr.startswith(

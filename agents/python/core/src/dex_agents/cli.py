@@ -57,6 +57,7 @@ DELTA_EVENTS = frozenset({"text_delta", "reasoning_delta"})
 
 
 @click.group()
+@click.version_option(package_name="dex-agents", prog_name="dex-agents")
 def cli() -> None:
     """Durable agent sessions: run Workers, start sessions, inspect them."""
 
@@ -326,12 +327,29 @@ def start(
 @session_argument
 @click.argument("message")
 def send(database_url: str | None, session_id: str, message: str) -> None:
-    """Queue a user message.
+    """Send a user message.
 
-    The session takes MESSAGE when no turn is running."""
-    if not _call(database_url, lambda client: client.send_user_message(session_id, message)):
+    The session takes MESSAGE at once when no turn is running, or when the running turn ends."""
+
+    async def call(client: AgentClient) -> AgentSnapshot | None:
+        if not await client.send_user_message(session_id, message):
+            return None
+        return await client.get_agent_snapshot(session_id)
+
+    snapshot = _call(database_url, call)
+    if snapshot is None:
         raise CliError("the message is blank; nothing was queued (send some text)")
-    click.echo("queued")
+    state = snapshot.state
+    if state is None or state.active_turn_id is None:
+        click.echo("sent; it starts a turn")
+        return
+    mine = [q.message_id for q in snapshot.queued_messages if q.message.text == message]
+    queued_id = mine[-1] if mine else "ID"
+    click.echo(
+        f"queued behind the running turn {state.active_turn_id} as {queued_id}; it starts the "
+        f"next turn (dex-agents steer {session_id} --queued {queued_id} redirects the running "
+        "turn with it)"
+    )
 
 
 # Interrupts ---------------------------------------------------------------------------------
@@ -569,13 +587,22 @@ def _interrupts_section(session_id: str, interrupts: list[AgentInterrupt]) -> st
         [i.interrupt_id, i.kind, i.tool_name, _interrupt_detail(i), _deadline(i.deadline)]
         for i in interrupts
     ]
-    first = interrupts[0].interrupt_id
-    hint = (
+    listing = table(headers, rows, [None, None, None, 60, None])
+    hints = "\n".join(_resolve_hint(session_id, i) for i in interrupts[:3])
+    return f"Pending interrupts ({len(interrupts)})\n{listing}\n{hints}"
+
+
+def _resolve_hint(session_id: str, interrupt: AgentInterrupt) -> str:
+    first = interrupt.interrupt_id
+    if interrupt.kind == "question":
+        return (
+            f"  answer with: dex-agents answer {session_id} {first} TEXT  |  "
+            f"decline: dex-agents reject {session_id} {first}"
+        )
+    return (
         f"  resolve with: dex-agents approve {session_id} {first}  |  "
         f"dex-agents reject {session_id} {first} --message TEXT"
     )
-    listing = table(headers, rows, [None, None, None, 60, None])
-    return f"Pending interrupts ({len(interrupts)})\n{listing}\n{hint}"
 
 
 def _interrupt_detail(interrupt: AgentInterrupt) -> str:
@@ -696,14 +723,14 @@ def messages(
     if not page.messages:
         click.echo(f"no messages before #{before}" if before else "no messages yet")
         return
-    click.echo("\n".join(transcript(page.messages, full=full)))
+    # Oldest first: the way to the earlier messages goes above them.
     if page.next_before_sequence is None:
-        click.echo("(the oldest message; there are no earlier ones)")
-        return
-    more = "" if limit == LIST_MESSAGES_DEFAULT_LIMIT else f" --limit {limit}"
-    click.echo(
-        f"next page: dex-agents messages {session_id} --before {page.next_before_sequence}{more}"
-    )
+        click.echo("(from the first message)")
+    else:
+        more = "" if limit == LIST_MESSAGES_DEFAULT_LIMIT else f" --limit {limit}"
+        before_hint = f"--before {page.next_before_sequence}{more}"
+        click.echo(f"(earlier messages: dex-agents messages {session_id} {before_hint})")
+    click.echo("\n".join(transcript(page.messages, full=full)))
 
 
 # History and events -------------------------------------------------------------------------

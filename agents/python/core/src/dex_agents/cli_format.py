@@ -83,14 +83,15 @@ def parse_time(text: str | None) -> datetime | None:
 
 
 def format_time(text: str | None, *, precise: bool = False) -> str:
-    """An RFC 3339 time as `2026-12-02 15:44:45`; `precise` adds milliseconds and drops the
-    year. Unparseable text is returned as it is."""
+    """An RFC 3339 time as `2026-12-02 15:44:45 UTC` (its own zone); `precise` adds
+    milliseconds and drops the year. Unparseable text is returned as it is."""
     moment = parse_time(text)
     if moment is None:
         return text or EMPTY
+    zone = f" {moment.tzname()}" if moment.tzinfo is not None else ""
     if precise:
-        return moment.strftime("%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+        return moment.strftime("%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}{zone}"
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + zone
 
 
 def format_duration(start: str | None, end: str | None) -> str:

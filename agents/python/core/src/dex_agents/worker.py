@@ -159,6 +159,7 @@ class Worker:
             except Exception:
                 log.warning("could not hand this Worker's Steps over; they wait for its lease")
             database.close()
+            log.info("dex-agents Worker %s stopped", self.worker_id)
 
     def stop(self) -> None:
         """Stops cleanly: running model and tool calls finish first (up to `drain_seconds`).
