@@ -1,4 +1,4 @@
-"""Spec matrix 8 and bad input: each gets a clear error or the spec's recorded failure, and
+"""Spec matrix 8 and bad input: each gets a clear error or the contract's recorded failure, and
 nothing stored is lost."""
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ async def test_nul_and_surrogates_in_every_text_of_a_turn_finish_it_intact(
         rejection = "not now \x00 \ud800"
         assert await client.resolve_interrupt(session, "e2", False, rejection)
         await client.wait_for(session, turns_done(1))
-        # update_session_settings answers false (the spec's answer) for what start_session
+        # update_session_settings answers false (the contract's answer) for what start_session
         # refuses, and keeps the stored settings.
         assert await client.update_session_settings(session, SETTINGS)
         for settings, _ in BAD_SETTINGS:

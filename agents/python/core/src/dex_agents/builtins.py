@@ -293,7 +293,7 @@ def plan_after_write_todos(
     interaction_mode: InteractionMode,
     updated_at: str,
 ) -> AgentPlan:
-    """The plan a successful write_todos call stores: revision + 1, status by the spec's rule."""
+    """The plan a successful write_todos call stores: revision + 1, status by the contract."""
     if not todos:
         status = "cleared"
     elif interaction_mode == "planning":

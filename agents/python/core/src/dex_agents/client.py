@@ -1,6 +1,6 @@
-"""AgentClient: starts sessions and calls the spec's RPCs from any process.
+"""AgentClient: starts sessions and calls the contract's RPCs from any process.
 
-Each RPC is one transaction with the spec's locks; a Step that must start runs through the
+Each RPC is one transaction with the contract's locks; a Step that must start runs through the
 DBOS queue, enqueued in that same transaction, so an RPC either commits with its Steps or
 not at all.
 """
@@ -419,7 +419,7 @@ class AgentClient:
     async def update_session_settings(
         self, session_id: str, session_settings: dict[str, Any] | None
     ) -> bool:
-        """Replaces the settings the next turn starts with; {} clears them. False (the spec's
+        """Replaces the settings the next turn starts with; {} clears them. False (the contract's
         answer) for settings start_session refuses: None, not a strict JSON object, too large."""
         validation.identifier(session_id, "session_id")
         try:

@@ -27,7 +27,7 @@ class CompactionPolicy:
 
 @dataclass(frozen=True)
 class AgentSessionOptions:
-    """Per-Flow options. Every field has the spec's default."""
+    """Per-Flow options. Every field has the contract's default."""
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict)
     default_tool_effect: ToolEffect = "unclassified"

@@ -38,7 +38,7 @@ from .types import (
     TurnSessionSettings,
 )
 
-# Channel names, as the spec's persistence schema names them.
+# Channel names, as the contract names them.
 QUEUED_USER_MESSAGES = "QueuedUserMessages"
 INTERRUPT_RESOLUTIONS = "InterruptResolutions"
 TOOL_CALL_RESULTS = "ToolCallResults"

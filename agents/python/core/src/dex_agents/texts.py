@@ -1,4 +1,4 @@
-"""Model-visible texts and limits, exactly as the spec gives them."""
+"""Model-visible texts and limits, exactly as the contract fixes them (docs/contract.md)."""
 
 from __future__ import annotations
 

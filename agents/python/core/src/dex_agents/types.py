@@ -1,6 +1,6 @@
 """Wire types of the session contract.
 
-Field names are the spec's snake_case JSON names, so a UI written against any core can read
+Field names are the contract's snake_case JSON names, so a UI written against any core can read
 a session. Every model ignores nothing: unknown fields are refused on the way in.
 """
 

@@ -1,4 +1,4 @@
-"""Built-in tool validation and plan texts, exactly as the spec words them."""
+"""Built-in tool validation and plan texts, exactly as the contract words them."""
 
 from __future__ import annotations
 

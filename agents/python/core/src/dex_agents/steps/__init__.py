@@ -1,4 +1,4 @@
-"""The Session Flow's Steps, one handler per Step type of the spec."""
+"""The Session Flow's Steps, one handler per Step type of the contract."""
 
 from ..stepkit import StepHandler
 from .compaction import CompactContext
