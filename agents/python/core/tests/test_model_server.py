@@ -363,3 +363,51 @@ def test_stop_frees_hung_responses() -> None:
         thread.join(timeout=5)
         assert time.monotonic() - started < 5
         assert result["value"] == 200
+
+
+def test_the_server_runs_on_its_own_from_a_script_and_loops_over_it(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            [
+                {
+                    "tool_calls": [
+                        {"id": "c1", "name": "get_weather", "arguments": {"city": "Oslo"}}
+                    ]
+                },
+                {"text": "Cold in Oslo."},
+            ]
+        )
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "dex_agents", "model-server"]
+    process = subprocess.Popen(
+        [*command, "--script", str(script), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith(f"scripted model at http://127.0.0.1:{port}/v1")
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        body = {"model": "m", "messages": [{"role": "user", "content": "Weather?"}]}
+        answers = [httpx.post(url, json=body).json()["choices"][0]["message"] for _ in range(3)]
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert answers[0]["tool_calls"][0]["function"] == {
+        "name": "get_weather",
+        "arguments": '{"city": "Oslo"}',
+    }
+    assert [a["content"] for a in answers[1:]] == ["Cold in Oslo.", None]  # then from the top
+
+    script.write_text('[{"txt": "typo"}]')
+    bad = subprocess.run([*command, "--script", str(script)], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert bad.stderr.startswith(f"error: {script}, reply 1: unknown field(s) txt;")

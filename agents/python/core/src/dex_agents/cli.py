@@ -152,6 +152,32 @@ def main() -> None:
     cli()
 
 
+@cli.command("model-server")
+@click.option(
+    "--script",
+    "script_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help='A JSON list of replies: {"text": ...} or {"tool_calls": [{"id", "name", "arguments"}]}.',
+)
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option("--once", is_flag=True, help="Answer the script once, then 500s [default: loop].")
+def model_server(script_path: str, port: int, once: bool) -> None:
+    """Serve scripted replies as an OpenAI-compatible model on 127.0.0.1.
+
+    An agent whose model client points at the printed URL runs without a model key."""
+    from .testing.model_server import load_script, serve_script
+
+    try:
+        replies = load_script(script_path)
+    except (ValueError, KeyError) as error:
+        raise CliError(str(error)) from None
+    try:
+        serve_script(replies, port=port, once=once)
+    except OSError as error:
+        raise CliError(f"cannot listen on 127.0.0.1:{port}: {error}") from None
+
+
 # Plumbing -----------------------------------------------------------------------------------
 
 

@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -43,8 +43,10 @@ __all__ = [
     "ScriptedReply",
     "ScriptedToolCall",
     "ScriptedUsage",
+    "load_script",
     "reply_text",
     "reply_tools",
+    "serve_script",
 ]
 
 CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
@@ -128,9 +130,9 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
 
-    def __init__(self, owner: ScriptedModelServer) -> None:
+    def __init__(self, owner: ScriptedModelServer, port: int) -> None:
         self.owner = owner
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -232,9 +234,12 @@ class _Exchange:
 
 
 class ScriptedModelServer:
-    """A scripted OpenAI-compatible model server on ``127.0.0.1`` and an ephemeral port."""
+    """A scripted OpenAI-compatible model server on ``127.0.0.1`` and an ephemeral port (or
+    ``port``). With ``loop`` set, a request that finds the queue empty starts ``loop`` over."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, port: int = 0, loop: Sequence[ScriptedReply] = ()) -> None:
+        self._port = port
+        self._loop = tuple(loop)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._replies: deque[ScriptedReply] = deque()
@@ -253,7 +258,7 @@ class ScriptedModelServer:
         if self._httpd is not None:
             raise RuntimeError("scripted model server: already started")
         self._stopping.clear()
-        httpd = _HTTPServer(self)
+        httpd = _HTTPServer(self, self._port)
         port = httpd.server_address[1]
         self._httpd = httpd
         self.base_url = f"http://127.0.0.1:{port}/v1"
@@ -371,6 +376,8 @@ class ScriptedModelServer:
         with self._changed:
             self._requests.append(RecordedRequest(path=path, body=body, stream=stream))
             number = len(self._requests)
+            if not self._replies:
+                self._replies.extend(self._loop)
             reply = self._replies.popleft() if self._replies else None
             if reply is not None and reply.hang:
                 hang_event = threading.Event()
@@ -791,3 +798,60 @@ class _Response:
         for sequence_number, event in enumerate(events):
             event["sequence_number"] = sequence_number
         return events
+
+
+# -- on its own: dex-agents model-server --script FILE ----------------------------------
+
+
+def load_script(path: str) -> list[ScriptedReply]:
+    """Replies from a JSON file: a list of objects with ``text``, ``tool_calls`` (each with
+    ``id``, ``name`` and ``arguments``, an object or its JSON text), ``reasoning``,
+    ``delay_seconds`` and ``status``, as :class:`ScriptedReply` has them."""
+    with open(path, encoding="utf-8") as file:
+        items = json.load(file)
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ValueError(f"{path}: expected a JSON list of reply objects")
+    return [_reply(item, f"{path}, reply {i + 1}") for i, item in enumerate(items)]
+
+
+def _reply(item: dict[str, Any], where: str) -> ScriptedReply:
+    known = {"text", "tool_calls", "reasoning", "delay_seconds", "status"}
+    unknown = sorted(set(item) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {sorted(known)}")
+    calls = tuple(
+        ScriptedToolCall(
+            id=str(call["id"]),
+            name=str(call["name"]),
+            arguments=(
+                call["arguments"]
+                if isinstance(call.get("arguments"), str)
+                else json.dumps(call.get("arguments", {}))
+            ),
+        )
+        for call in item.get("tool_calls", [])
+    )
+    return ScriptedReply(
+        text=item.get("text"),
+        tool_calls=calls,
+        reasoning=item.get("reasoning"),
+        delay_seconds=float(item.get("delay_seconds", 0.0)),
+        status=int(item.get("status", 200)),
+    )
+
+
+def serve_script(replies: Sequence[ScriptedReply], *, port: int, once: bool) -> None:
+    """Serves `replies` until Ctrl-C: over and over, or once (then every request gets a 500)."""
+    server = ScriptedModelServer(port=port, loop=() if once else replies)
+    if once:
+        server.enqueue(*replies)
+    server.start()
+    print(f"scripted model at {server.base_url} ({len(replies)} replies); Ctrl-C stops it")
+    print(f"  OPENAI_BASE_URL={server.base_url} OPENAI_API_KEY=scripted", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
