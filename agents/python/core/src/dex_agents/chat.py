@@ -5,8 +5,8 @@ agent talks to that model. Without it, a clearly labelled scripted demo model wa
 read tool, an approval, an `ask_user` question and a `durable_wait`. Approvals and questions
 are answered inline. The Worker runs as a child process: Ctrl-C during a turn (or at an
 approval or question prompt) cancels the turn and returns to the prompt, Ctrl-C or Ctrl-D at
-the prompt leaves and stops the Worker, and `dex-agents chat --session ID` resumes the
-session where it stood, even after the Worker was killed with SIGKILL.
+the prompt leaves and stops the Worker, and `dex-agents chat --session ID` shows the last
+messages and resumes the session where it stood, even after the Worker was killed with SIGKILL.
 
 On a terminal the prompts are prompt_toolkit's and a status line shows while the model
 thinks; from a pipe the chat reads plain lines.
@@ -27,16 +27,19 @@ from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any, Protocol
 
+from .cli_format import compact_json, one_line, truncate
 from .client import AgentClient
 from .flow import AgentSessionFlow, AgentSessionOptions
 from .testing import ScriptedModelServer, WorkerProcess, reply_text, reply_tools
 from .tool_context import current_tool_execution
-from .types import AgentEvent, AgentInterrupt
+from .types import AgentEvent, AgentInterrupt, AgentMessage
 
 FLOW_TYPE = "ChatAssistant"
 MODEL_ENV = "DEX_AGENTS_CHAT_MODEL"
 API_BASE_ENV = "DEX_AGENTS_CHAT_API_BASE"
 SCRIPTED_MODEL = "openai/dex-scripted-demo"
+HISTORY_MESSAGES = 20
+LINE_WIDTH = 100
 NOTES: dict[str, str] = {}
 
 
@@ -228,6 +231,21 @@ class Chat:
         events = await self.client.read_events(self.session_id, after=0, limit=1_000_000)
         self.offset = events[-1].offset if events else 0
 
+    async def show_history(self, count: int = HISTORY_MESSAGES) -> None:
+        """The last messages of a resumed session, one line each."""
+        page = await self.client.list_agent_messages(self.session_id, limit=count)
+        if not page.messages:
+            return
+        print(f"--- the last {len(page.messages)} messages of this session ---")
+        if page.next_before_sequence is not None:
+            print(
+                f"(earlier: dex-agents messages {self.session_id} "
+                f"--before {page.next_before_sequence})"
+            )
+        for message in page.messages:
+            print(history_line(message))
+        print("---")
+
     async def prompt(self) -> str:
         return await self.prompter.ask("\nyou> ")
 
@@ -380,6 +398,22 @@ TOOL_EVENTS = ("tool_call_started", "tool_call_finished", "timer_started", "inte
 TURN_END_EVENTS = ("turn_completed", "turn_cancelled", "turn_failed")
 
 
+def history_line(message: AgentMessage) -> str:
+    """One line of an earlier message, as the chat showed it."""
+    if message.role == "user":
+        prefix, body = "you> ", message.text or ""
+    elif message.role == "tool":
+        output = compact_json(message.tool_output or "")
+        prefix, body = "  · ", f"{message.tool_name or 'tool'} returned {output}"
+    elif message.tool_name:
+        call = f"calls {message.tool_name}({compact_json(message.tool_arguments or '{}')})"
+        text = message.text
+        prefix, body = ("assistant> ", f"{text}  {call}") if text else ("  · ", call)
+    else:
+        prefix, body = "assistant> ", message.text or ""
+    return prefix + truncate(one_line(body), LINE_WIDTH - len(prefix))
+
+
 async def run_chat(database_url: str, model: str | None, session_id: str | None) -> None:
     loop = asyncio.get_running_loop()
     main_task = asyncio.current_task()
@@ -403,6 +437,7 @@ async def run_chat(database_url: str, model: str | None, session_id: str | None)
     try:
         print(f"Starting a Worker on {database_url} …")
         worker.start()
+        resumed = session_id is not None
         if session_id is None:
             session_id = await client.start_session(FLOW_TYPE)
         terminal = on_terminal()
@@ -413,6 +448,8 @@ async def run_chat(database_url: str, model: str | None, session_id: str | None)
             Status(enabled=terminal),
         )
         await chat.catch_up()
+        if resumed:
+            await chat.show_history()
         print(f"Session {session_id}: resume it with dex-agents chat --session {session_id}")
         snapshot = await client.get_agent_snapshot(session_id)
         if snapshot.state and snapshot.state.active_turn_id:
