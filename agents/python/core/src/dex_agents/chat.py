@@ -225,6 +225,7 @@ class Chat:
         self.offset = 0
         self.streaming = False
         self.turn: asyncio.Task[None] | None = None
+        self.draining = False
 
     async def catch_up(self) -> None:
         """Skips the events already shown, so a resumed chat prints only what is new."""
@@ -257,8 +258,9 @@ class Chat:
             raise Interrupted from error
 
     def interrupt(self) -> bool:
-        """Ctrl-C outside a prompt: cancels the running turn; False when none runs."""
-        if self.turn is None or self.turn.done():
+        """Ctrl-C outside a prompt: cancels the running turn; False when none runs (or when
+        the chat already waits for a cancelled turn to end: then Ctrl-C leaves)."""
+        if self.draining or self.turn is None or self.turn.done():
             return False
         self.turn.cancel()
         return True
@@ -304,15 +306,12 @@ class Chat:
         if not await self.client.cancel_turn(self.session_id):
             print("\n(no turn is running)")
             return
-        print("\n(cancelling the turn …)")
-        self.turn = asyncio.ensure_future(self.follow_turn(answering=False))
+        print("\n(cancelling the turn … Ctrl-C again leaves the chat)")
+        self.draining = True
         try:
-            await self.turn
-        except asyncio.CancelledError:
-            if not self.turn.done():
-                self.turn.cancel()
-                raise
-            print("(stopped waiting; the turn ends in the background)")
+            await self.follow_turn(answering=False)
+        finally:
+            self.draining = False
 
     async def follow_turn(self, answering: bool = True) -> None:
         """Prints the turn as it streams, answering approvals and questions inline."""
