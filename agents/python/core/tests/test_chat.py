@@ -45,6 +45,12 @@ def test_chat_runs_tools_approvals_questions_and_waits_then_resumes(tmp_path: Pa
 
     second = chat(tmp_path, ["And tomorrow?", "/quit"], "--session", session.group(1))
     assert f"Session {session.group(1)}" in second
+    earlier = second[: second.index(f"Session {session.group(1)}")]
+    assert "--- the last 14 messages of this session ---" in earlier  # all of them
+    assert "(earlier: dex-agents messages" not in earlier
+    assert "you> Plan a walk" in earlier
+    assert "  · calls ask_user(" in earlier
+    assert "assistant> The wait is over: enjoy your walk along the river." in earlier
     assert "It is 21 °C" in second  # the demo model starts its script again
     client = SyncAgentClient(f"sqlite:///{tmp_path / 'chat.sqlite'}")
     try:
