@@ -75,9 +75,7 @@ def _serve_model(conn: multiprocessing.connection.Connection) -> None:
         left = server.pending
         with server._lock:  # the recorded requests would grow as the square of the turns
             server._requests.clear()
-        server.enqueue(
-            reply_tools((call_id, "lookup", {"key": "k"})), reply_text(e2e_app.ANSWER)
-        )
+        server.enqueue(reply_tools((call_id, "lookup", {"key": "k"})), reply_text(e2e_app.ANSWER))
         conn.send(left)
     server.stop()
 
@@ -272,7 +270,10 @@ class DexAgents(Contender):
         self.worker = WorkerProcess(
             self.target,
             database_url=self.url,
-            env={MODEL_URL_ENV: model.base_url, "DEX_AGENTS_WORKER_ID": f"bench-{uuid.uuid4().hex[:6]}"},
+            env={
+                MODEL_URL_ENV: model.base_url,
+                "DEX_AGENTS_WORKER_ID": f"bench-{uuid.uuid4().hex[:6]}",
+            },
             cwd=HERE,
         ).start()
         assert self.worker.process is not None
@@ -288,7 +289,9 @@ class DexAgents(Contender):
             for event in await self.client.read_events(self.session, after=self.offset):
                 self.offset = event.offset
                 if event.type in ("turn_failed", "turn_cancelled"):
-                    raise RuntimeError(f"{self.name}: {event.type}: {event.payload}\n{self.worker.log()}")
+                    raise RuntimeError(
+                        f"{self.name}: {event.type}: {event.payload}\n{self.worker.log()}"
+                    )
                 if event.type in types:
                     return
             await asyncio.sleep(self.poll)
@@ -310,7 +313,9 @@ class DexAgents(Contender):
         if not hasattr(self, "_pg"):
             self._pg = sa.create_engine(self.url)
         with self._pg.connect() as conn:
-            return int(conn.execute(sa.text("select pg_database_size(current_database())")).scalar_one())
+            return int(
+                conn.execute(sa.text("select pg_database_size(current_database())")).scalar_one()
+            )
 
     async def close(self) -> None:
         await self.client.close()
@@ -384,8 +389,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             profiler = subprocess.Popen(
                 [
                     str(Path(sys.executable).with_name("py-spy")),
-                    "record", "--pid", str(target.proc.pid), "--format", "raw",
-                    "--rate", "200", "--nonblocking", "-o", args.profile_worker,
+                    "record",
+                    "--pid",
+                    str(target.proc.pid),
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "200",
+                    "--nonblocking",
+                    "-o",
+                    args.profile_worker,
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -405,7 +418,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 c.cpus.append(_own_cpu() - cpu0 + c.worker_cpu() - wcpu0)
                 c.sizes.append(c.db_bytes())
             if k % max(1, args.turns // 20) == 0 or k == args.turns:
-                print(f"  turn {k}/{args.turns} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+                print(
+                    f"  turn {k}/{args.turns} ({time.monotonic() - started:.0f} s)", file=sys.stderr
+                )
         if profiler is not None:
             profiler.send_signal(2)
             profiler.wait(60)
@@ -413,7 +428,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for c in contenders:
             try:
                 await c.close()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 print(f"closing {c.name}: {exc}", file=sys.stderr)
         model.stop()
     return report(contenders, args, time.monotonic() - started)
@@ -446,12 +461,20 @@ def report(contenders: list[Contender], args: argparse.Namespace, seconds: float
         "turns": args.turns,
         "seconds": round(seconds, 1),
         "poll_ms": args.poll_ms,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "machine": (
+            f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+        ),
         "versions": {
             p: importlib.metadata.version(p)
             for p in (
-                "dex-agents", "pydantic-ai-slim", "openai-agents", "dbos", "langgraph",
-                "langchain", "langgraph-checkpoint-sqlite", "openai",
+                "dex-agents",
+                "pydantic-ai-slim",
+                "openai-agents",
+                "dbos",
+                "langgraph",
+                "langchain",
+                "langgraph-checkpoint-sqlite",
+                "openai",
             )
         },
         "windows": {},
@@ -534,7 +557,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    parser.add_argument("--postgres", metavar="URL", help="also dex-agents + Pydantic AI on Postgres")
+    parser.add_argument(
+        "--postgres", metavar="URL", help="also dex-agents + Pydantic AI on Postgres"
+    )
     parser.add_argument(
         "--poll-ms", type=float, default=2.0, help="the client's event poll interval (ms)"
     )

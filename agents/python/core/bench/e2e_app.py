@@ -12,15 +12,15 @@ import os
 from agents import Agent as OpenAIAgent
 from agents import RunConfig, function_tool, set_tracing_disabled
 from agents.models.openai_provider import OpenAIProvider as AgentsOpenAIProvider
-from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolPolicy
-from dex_agents.testing import MODEL_URL_ENV
+from dex_agents_openai_agents import OpenAIAgentsRunner
+from dex_agents_pydantic_ai import PydanticAiRunner
 from openai import AsyncOpenAI
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from dex_agents_openai_agents import OpenAIAgentsRunner
-from dex_agents_pydantic_ai import PydanticAiRunner
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolPolicy
+from dex_agents.testing import MODEL_URL_ENV
 
 set_tracing_disabled(True)
 
@@ -33,9 +33,7 @@ def lookup_value(key: str) -> str:
 
 
 def pydantic_ai_agent(base_url: str, name: str = "bench") -> PydanticAgent[None, str]:
-    model = OpenAIChatModel(
-        "gpt-test", provider=OpenAIProvider(base_url=base_url, api_key="test")
-    )
+    model = OpenAIChatModel("gpt-test", provider=OpenAIProvider(base_url=base_url, api_key="test"))
     agent = PydanticAgent(model, name=name, instructions=INSTRUCTIONS)
 
     @agent.tool_plain(metadata={"effect": "read"})
