@@ -135,6 +135,7 @@ class Contender:
     peer_of: str | None = None  # for a peer: the framework it stands on
     times: list[float] = field(default_factory=list)
     cpus: list[float] = field(default_factory=list)
+    worker_cpus: list[float] = field(default_factory=list)  # the Worker's share of cpus
     sizes: list[int] = field(default_factory=list)  # database files' bytes after each turn
     stored: list[int] = field(default_factory=list)  # bytes in use after each turn
 
@@ -446,7 +447,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await c.turn(k)
                 elapsed = time.perf_counter() - t0
                 c.times.append(elapsed)
-                c.cpus.append(_own_cpu() - cpu0 + c.worker_cpu() - wcpu0)
+                worker_cpu = c.worker_cpu() - wcpu0
+                c.cpus.append(_own_cpu() - cpu0 + worker_cpu)
+                c.worker_cpus.append(worker_cpu)
                 c.sizes.append(c.db_bytes())
                 c.stored.append(c.stored_bytes())
             if k % max(1, args.turns // 20) == 0 or k == args.turns:
@@ -519,6 +522,7 @@ def report(contenders: list[Contender], args: argparse.Namespace, seconds: float
             row: dict[str, Any] = {
                 "turn_ms_median": statistics.median(times) * 1000,
                 "cpu_ms_per_turn": statistics.mean(c.cpus[sl]) * 1000,
+                "worker_cpu_ms_per_turn": statistics.mean(c.worker_cpus[sl]) * 1000,
             }
             if c.baseline:
                 base = by_name[c.baseline].times[sl]
@@ -549,7 +553,7 @@ def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
     peers = [c for c in durable if c.peer_of]
     head = (
         f"{'contender':38} {'turn ms':>8} {'overhead ms':>12} {'p95 ms':>8} "
-        f"{'CPU ms':>8} {'CPU over':>9} {'stored B':>10} {'files B':>10}"
+        f"{'CPU ms':>8} {'Worker':>7} {'CPU over':>9} {'stored B':>10} {'files B':>10}"
     )
     for window, rows in result["windows"].items():
         print(f"\n-- turns {window}")
@@ -560,6 +564,7 @@ def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
                 print(
                     f"{c.name:38} {r['turn_ms_median']:8.1f} {r['overhead_ms_median']:12.1f} "
                     f"{r['overhead_ms_p95']:8.1f} {r['cpu_ms_per_turn']:8.1f} "
+                    f"{r['worker_cpu_ms_per_turn']:7.1f} "
                     f"{r['cpu_overhead_ms_per_turn']:9.1f} {r['bytes_per_turn']:10,.0f} "
                     f"{r['file_bytes_per_turn']:10,.0f}"
                 )
