@@ -1,0 +1,619 @@
+"""End-to-end overhead of dex-agents per turn, against each framework alone and durable peers.
+
+    cd agents/python/core/bench && uv sync --locked && uv run python bench_e2e.py [--turns N]
+        [--json PATH] [--postgres URL] [--profile-worker PATH]
+
+One session of N turns (default 1,000) per contender, all interleaved turn by turn in one run:
+turn k of every contender runs before turn k+1 of any (in an order rotated each turn), so
+machine noise hits all alike. Each turn is the same conversation: a user message, one read tool
+call, a text answer, from a scripted OpenAI-compatible model server on loopback (no latency)
+that runs in a process of its own, so it costs none of the CPU measured here.
+
+Contenders:
+- dex-agents + Pydantic AI and dex-agents + OpenAI Agents: the real adapters in a Worker
+  process (`dex-agents worker`), driven from this process by an AgentClient, as deployed; each
+  on its own SQLite file (or, with --postgres, also on Postgres);
+- Pydantic AI's DBOSAgent on SQLite (in this process, as DBOS runs);
+- LangGraph via langchain `create_agent` with a SqliteSaver checkpointer (in this process);
+- the baselines: each framework alone, in-process, no durability, same model server, the
+  caller keeping the history: Pydantic AI, OpenAI Agents, LangGraph without a checkpointer.
+
+Overhead of a turn = contender's turn time - its framework-alone time at the same turn. CPU of
+a turn = CPU of this process (client) + of the contender's Worker process during the turn.
+Bytes of a turn, over a window divided by its turns: "stored", growth of the pages in use of
+the contender's SQLite database as a reader sees it (WAL included; on Postgres,
+pg_database_size); "files", growth of the main file + WAL on disk (the WAL grows to its
+checkpoint size, then is reused, so early windows count WAL writes). Figures are given for
+windows around turns 10, 100 and 1,000 (those at most N) and at N. The client waits for a
+turn's end by reading the session's events every --poll-ms (2 ms), as a UI following a session
+would; that wait's latency and CPU count in dex-agents' figures.
+
+Nothing here is a test: it prints figures for the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import importlib.metadata
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import e2e_app  # noqa: E402
+
+# -- the scripted model server, in its own process ---------------------------------------------
+
+
+def _serve_model(conn: multiprocessing.connection.Connection) -> None:
+    from dex_agents.testing import ScriptedModelServer, model_server, reply_text, reply_tools
+
+    # The server writes a response's head and body separately; without TCP_NODELAY, Nagle's
+    # algorithm and the client's delayed ACK hold the body ~40 ms, which is not a model's.
+    model_server._Handler.disable_nagle_algorithm = True
+    server = ScriptedModelServer().start()
+    conn.send(server.base_url)
+    while True:
+        call_id = conn.recv()
+        if call_id is None:
+            break
+        left = server.pending
+        with server._lock:  # the recorded requests would grow as the square of the turns
+            server._requests.clear()
+        server.enqueue(reply_tools((call_id, "lookup", {"key": "k"})), reply_text(e2e_app.ANSWER))
+        conn.send(left)
+    server.stop()
+
+
+class ModelServer:
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve_model, args=(child,), daemon=True)
+        self.process.start()
+        self.base_url: str = self.conn.recv()
+
+    def script_turn(self, call_id: str) -> None:
+        """Enqueue one turn's replies: a tool call, then the answer."""
+        self.conn.send(call_id)
+        left = self.conn.recv()
+        if left:
+            raise RuntimeError(f"{left} scripted replies of the previous turn were not consumed")
+
+    def stop(self) -> None:
+        self.conn.send(None)
+        self.process.join(5)
+
+
+# -- contenders ---------------------------------------------------------------------------------
+
+
+def _stored_bytes(path: Path) -> int:
+    """Pages in use, as a reader sees the database (its WAL included): what is kept."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * size)
+    finally:
+        conn.close()
+
+
+def _file_bytes(path: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal"):
+        p = Path(str(path) + suffix)
+        if p.exists():
+            total += p.stat().st_size
+    return total
+
+
+@dataclass
+class Contender:
+    name: str
+    baseline: str | None = None  # the name of its framework alone
+    peer_of: str | None = None  # for a peer: the framework it stands on
+    times: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    worker_cpus: list[float] = field(default_factory=list)  # the Worker's share of cpus
+    sizes: list[int] = field(default_factory=list)  # database files' bytes after each turn
+    stored: list[int] = field(default_factory=list)  # bytes in use after each turn
+
+    async def setup(self, model: ModelServer) -> None: ...
+
+    async def turn(self, k: int) -> None: ...
+
+    def worker_cpu(self) -> float:
+        return 0.0
+
+    def db_bytes(self) -> int:
+        return 0
+
+    def stored_bytes(self) -> int:
+        return 0
+
+    async def close(self) -> None: ...
+
+
+class PydanticAiAlone(Contender):
+    async def setup(self, model: ModelServer) -> None:
+        self.agent = e2e_app.pydantic_ai_agent(model.base_url)
+        self.history: list[Any] = []
+
+    async def turn(self, k: int) -> None:
+        result = await self.agent.run(f"question {k}", message_history=self.history)
+        assert result.output == e2e_app.ANSWER, result.output
+        self.history = result.all_messages()
+
+
+class OpenAIAgentsAlone(Contender):
+    async def setup(self, model: ModelServer) -> None:
+        self.agent = e2e_app.openai_agents_agent()
+        self.run_config = e2e_app.openai_agents_run_config(model.base_url)
+        self.items: list[Any] = []
+
+    async def turn(self, k: int) -> None:
+        from agents import Runner
+
+        items = [*self.items, {"role": "user", "content": f"question {k}"}]
+        result = await Runner.run(self.agent, items, run_config=self.run_config)
+        assert result.final_output == e2e_app.ANSWER, result.final_output
+        self.items = result.to_input_list()
+
+
+def _langchain_agent(base_url: str, checkpointer: Any = None) -> Any:
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look up a value."""
+        return e2e_app.lookup_value(key)
+
+    model = ChatOpenAI(model="gpt-test", base_url=base_url, api_key="test", max_retries=0)
+    return create_agent(
+        model, tools=[lookup], system_prompt=e2e_app.INSTRUCTIONS, checkpointer=checkpointer
+    )
+
+
+class LangGraphAlone(Contender):
+    async def setup(self, model: ModelServer) -> None:
+        self.agent = _langchain_agent(model.base_url)
+        self.messages: list[Any] = []
+
+    async def turn(self, k: int) -> None:
+        from langchain_core.messages import HumanMessage
+
+        messages = [*self.messages, HumanMessage(f"question {k}")]
+        result = self.agent.invoke({"messages": messages})
+        assert result["messages"][-1].content == e2e_app.ANSWER
+        self.messages = result["messages"]
+
+
+class LangGraphSqlite(Contender):
+    def __init__(self, name: str, path: Path, **kw: Any) -> None:
+        super().__init__(name, **kw)
+        self.path = path
+
+    async def setup(self, model: ModelServer) -> None:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        self.conn = sqlite3.connect(self.path, check_same_thread=False)
+        self.agent = _langchain_agent(model.base_url, SqliteSaver(self.conn))
+        self.config = {"configurable": {"thread_id": "bench-thread"}}
+
+    async def turn(self, k: int) -> None:
+        from langchain_core.messages import HumanMessage
+
+        result = self.agent.invoke({"messages": [HumanMessage(f"question {k}")]}, self.config)
+        assert result["messages"][-1].content == e2e_app.ANSWER
+
+    def db_bytes(self) -> int:
+        return _file_bytes(self.path)
+
+    def stored_bytes(self) -> int:
+        return _stored_bytes(self.path)
+
+    async def close(self) -> None:
+        self.conn.close()
+
+
+class DBOSAgentPeer(Contender):
+    """Pydantic AI's DBOSAgent: each turn is a DBOS workflow, model and tool calls its steps."""
+
+    def __init__(self, name: str, path: Path, **kw: Any) -> None:
+        super().__init__(name, **kw)
+        self.path = path
+
+    async def setup(self, model: ModelServer) -> None:
+        from dbos import DBOS
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from pydantic_ai.durable_exec.dbos import DBOSAgent
+
+            DBOS(
+                config={
+                    "name": "bench-dbos-agent",
+                    "system_database_url": f"sqlite:///{self.path}",
+                    "log_level": "WARNING",
+                }
+            )
+            self.agent = DBOSAgent(e2e_app.pydantic_ai_agent(model.base_url, name="bench_dbos"))
+        DBOS.launch()
+        self.history: list[Any] = []
+
+    async def turn(self, k: int) -> None:
+        result = await self.agent.run(f"question {k}", message_history=self.history)
+        assert result.output == e2e_app.ANSWER, result.output
+        self.history = result.all_messages()
+
+    def db_bytes(self) -> int:
+        return _file_bytes(self.path)
+
+    def stored_bytes(self) -> int:
+        return _stored_bytes(self.path)
+
+    async def close(self) -> None:
+        from dbos import DBOS
+
+        DBOS.destroy()
+
+
+class DexAgents(Contender):
+    """A Worker process hosting the Flow; this process drives the session with an AgentClient."""
+
+    def __init__(
+        self, name: str, target: str, flow_type: str, url: str, poll: float, **kw: Any
+    ) -> None:
+        super().__init__(name, **kw)
+        self.target, self.flow_type, self.url, self.poll = target, flow_type, url, poll
+
+    async def setup(self, model: ModelServer) -> None:
+        from dex_agents import AgentClient
+        from dex_agents.testing import MODEL_URL_ENV, WorkerProcess
+
+        self.worker = WorkerProcess(
+            self.target,
+            database_url=self.url,
+            env={
+                MODEL_URL_ENV: model.base_url,
+                "DEX_AGENTS_WORKER_ID": f"bench-{uuid.uuid4().hex[:6]}",
+            },
+            cwd=HERE,
+        ).start()
+        assert self.worker.process is not None
+        self.proc = psutil.Process(self.worker.process.pid)
+        self.client = AgentClient(self.url)
+        self.session = await self.client.start_session(self.flow_type)
+        self.offset = 0
+        await self.client.wait_for(self.session, lambda s: s.state is not None, timeout=60)
+
+    async def _wait(self, types: set[str]) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            for event in await self.client.read_events(self.session, after=self.offset):
+                self.offset = event.offset
+                if event.type in ("turn_failed", "turn_cancelled"):
+                    raise RuntimeError(
+                        f"{self.name}: {event.type}: {event.payload}\n{self.worker.log()}"
+                    )
+                if event.type in types:
+                    return
+            await asyncio.sleep(self.poll)
+        raise TimeoutError(f"{self.name}: no {types} event in 120 s\n{self.worker.log()}")
+
+    async def turn(self, k: int) -> None:
+        await self.client.send_user_message(self.session, f"question {k}")
+        await self._wait({"turn_completed"})
+
+    def worker_cpu(self) -> float:
+        times = self.proc.cpu_times()
+        return times.user + times.system + times.children_user + times.children_system
+
+    def stored_bytes(self) -> int:
+        if self.url.startswith("sqlite:///"):
+            return _stored_bytes(Path(self.url.removeprefix("sqlite:///")))
+        return self.db_bytes()
+
+    def db_bytes(self) -> int:
+        if self.url.startswith("sqlite:///"):
+            return _file_bytes(Path(self.url.removeprefix("sqlite:///")))
+        import sqlalchemy as sa
+
+        if not hasattr(self, "_pg"):
+            self._pg = sa.create_engine(self.url)
+        with self._pg.connect() as conn:
+            return int(
+                conn.execute(sa.text("select pg_database_size(current_database())")).scalar_one()
+            )
+
+    async def close(self) -> None:
+        await self.client.close()
+        self.worker.stop()
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+def _own_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="dex-bench-e2e-"))
+    poll = args.poll_ms / 1000
+    contenders: list[Contender] = [
+        PydanticAiAlone("Pydantic AI alone"),
+        OpenAIAgentsAlone("OpenAI Agents alone"),
+        LangGraphAlone("LangGraph alone"),
+        DexAgents(
+            "dex-agents + Pydantic AI",
+            "e2e_app:pydantic_ai_flows",
+            "BenchPydanticAi",
+            f"sqlite:///{tmp / 'dex-pydantic-ai.sqlite'}",
+            poll,
+            baseline="Pydantic AI alone",
+        ),
+        DexAgents(
+            "dex-agents + OpenAI Agents",
+            "e2e_app:openai_agents_flows",
+            "BenchOpenAIAgents",
+            f"sqlite:///{tmp / 'dex-openai-agents.sqlite'}",
+            poll,
+            baseline="OpenAI Agents alone",
+        ),
+        DBOSAgentPeer(
+            "Pydantic AI DBOSAgent",
+            tmp / "dbos-agent.sqlite",
+            baseline="Pydantic AI alone",
+            peer_of="Pydantic AI",
+        ),
+        LangGraphSqlite(
+            "LangGraph + SqliteSaver",
+            tmp / "langgraph.sqlite",
+            baseline="LangGraph alone",
+            peer_of="LangGraph",
+        ),
+    ]
+    if args.postgres:
+        contenders.insert(
+            5,
+            DexAgents(
+                "dex-agents + Pydantic AI (Postgres)",
+                "e2e_app:pydantic_ai_flows",
+                "BenchPydanticAi",
+                args.postgres,
+                poll,
+                baseline="Pydantic AI alone",
+            ),
+        )
+    model = ModelServer()
+    profiler: subprocess.Popen[bytes] | None = None
+    try:
+        for c in contenders:
+            await c.setup(model)
+        if args.profile_worker:
+            target = contenders[3]
+            assert isinstance(target, DexAgents)
+            profiler = subprocess.Popen(
+                [
+                    str(Path(sys.executable).with_name("py-spy")),
+                    "record",
+                    "--pid",
+                    str(target.proc.pid),
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "200",
+                    "--nonblocking",
+                    "-o",
+                    args.profile_worker,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            await asyncio.sleep(1.0)
+        started = time.monotonic()
+        n = len(contenders)
+        for k in range(1, args.turns + 1):
+            for i in range(n):
+                c = contenders[(i + k) % n]
+                model.script_turn(f"call_{k}")
+                cpu0, wcpu0 = _own_cpu(), c.worker_cpu()
+                t0 = time.perf_counter()
+                await c.turn(k)
+                elapsed = time.perf_counter() - t0
+                c.times.append(elapsed)
+                worker_cpu = c.worker_cpu() - wcpu0
+                c.cpus.append(_own_cpu() - cpu0 + worker_cpu)
+                c.worker_cpus.append(worker_cpu)
+                c.sizes.append(c.db_bytes())
+                c.stored.append(c.stored_bytes())
+            if k % max(1, args.turns // 20) == 0 or k == args.turns:
+                print(
+                    f"  turn {k}/{args.turns} ({time.monotonic() - started:.0f} s)", file=sys.stderr
+                )
+        if profiler is not None:
+            profiler.send_signal(2)
+            profiler.wait(60)
+    finally:
+        for c in contenders:
+            try:
+                await c.close()
+            except Exception as exc:
+                print(f"closing {c.name}: {exc}", file=sys.stderr)
+        model.stop()
+    return report(contenders, args, time.monotonic() - started)
+
+
+def _windows(turns: int) -> list[tuple[str, int, int]]:
+    out: list[tuple[str, int, int]] = []
+    for target, half in ((10, 5), (100, 10), (1000, 10), (10000, 10)):
+        if target > turns:
+            break
+        lo, hi = target - half + 1, min(turns, target + half)
+        if hi - lo + 1 < 2 * half:
+            lo = max(1, hi - 2 * half + 1)
+        out.append((f"~{target}", lo, hi))
+    if not out or out[-1][2] < turns:
+        out.append((f"~{turns}", max(1, turns - 19), turns))
+    return out
+
+
+def _pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def report(contenders: list[Contender], args: argparse.Namespace, seconds: float) -> dict[str, Any]:
+    by_name = {c.name: c for c in contenders}
+    windows = _windows(args.turns)
+    result: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "turns": args.turns,
+        "seconds": round(seconds, 1),
+        "poll_ms": args.poll_ms,
+        "machine": (
+            f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+        ),
+        "versions": {
+            p: importlib.metadata.version(p)
+            for p in (
+                "dex-agents",
+                "pydantic-ai-slim",
+                "openai-agents",
+                "dbos",
+                "langgraph",
+                "langchain",
+                "langgraph-checkpoint-sqlite",
+                "openai",
+            )
+        },
+        "windows": {},
+    }
+    for label, lo, hi in windows:
+        rows: dict[str, Any] = {}
+        for c in contenders:
+            sl = slice(lo - 1, hi)
+            times = c.times[sl]
+            row: dict[str, Any] = {
+                "turn_ms_median": statistics.median(times) * 1000,
+                "cpu_ms_per_turn": statistics.mean(c.cpus[sl]) * 1000,
+                "worker_cpu_ms_per_turn": statistics.mean(c.worker_cpus[sl]) * 1000,
+            }
+            if c.baseline:
+                base = by_name[c.baseline].times[sl]
+                over = [a - b for a, b in zip(times, base, strict=True)]
+                row["overhead_ms_median"] = statistics.median(over) * 1000
+                row["overhead_ms_p95"] = _pct(over, 0.95) * 1000
+                base_cpu = by_name[c.baseline].cpus[sl]
+                row["cpu_overhead_ms_per_turn"] = (
+                    statistics.mean(c.cpus[sl]) - statistics.mean(base_cpu)
+                ) * 1000
+                before = c.sizes[lo - 2] if lo >= 2 else 0
+                row["file_bytes_per_turn"] = (c.sizes[hi - 1] - before) / (hi - lo + 1)
+                before = c.stored[lo - 2] if lo >= 2 else 0
+                row["bytes_per_turn"] = (c.stored[hi - 1] - before) / (hi - lo + 1)
+            rows[c.name] = row
+        result["windows"][f"{label} (turns {lo}-{hi})"] = rows
+    print_table(result, contenders)
+    return result
+
+
+def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
+    print(
+        f"\nEnd-to-end, one session of {result['turns']} turns per contender, interleaved "
+        f"({result['seconds']} s; {result['machine']}; client poll {result['poll_ms']} ms)"
+    )
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
+    durable = [c for c in contenders if c.baseline]
+    peers = [c for c in durable if c.peer_of]
+    head = (
+        f"{'contender':38} {'turn ms':>8} {'overhead ms':>12} {'p95 ms':>8} "
+        f"{'CPU ms':>8} {'Worker':>7} {'CPU over':>9} {'stored B':>10} {'files B':>10}"
+    )
+    for window, rows in result["windows"].items():
+        print(f"\n-- turns {window}")
+        print(head)
+        for c in contenders:
+            r = rows[c.name]
+            if c.baseline:
+                print(
+                    f"{c.name:38} {r['turn_ms_median']:8.1f} {r['overhead_ms_median']:12.1f} "
+                    f"{r['overhead_ms_p95']:8.1f} {r['cpu_ms_per_turn']:8.1f} "
+                    f"{r['worker_cpu_ms_per_turn']:7.1f} "
+                    f"{r['cpu_overhead_ms_per_turn']:9.1f} {r['bytes_per_turn']:10,.0f} "
+                    f"{r['file_bytes_per_turn']:10,.0f}"
+                )
+            else:
+                print(
+                    f"{c.name:38} {r['turn_ms_median']:8.1f} {'(baseline)':>12} {'':>8} "
+                    f"{r['cpu_ms_per_turn']:8.1f}"
+                )
+        for c in durable:
+            if c.peer_of:
+                continue
+            for p in peers:
+                a, b = rows[c.name], rows[p.name]
+                ratios = [
+                    _ratio(a["overhead_ms_median"], b["overhead_ms_median"]),
+                    _ratio(a["cpu_overhead_ms_per_turn"], b["cpu_overhead_ms_per_turn"]),
+                    _ratio(a["bytes_per_turn"], b["bytes_per_turn"]),
+                ]
+                print(
+                    f"  {c.name} / {p.name}: overhead {ratios[0]}, "
+                    f"CPU overhead {ratios[1]}, bytes {ratios[2]}"
+                )
+
+
+def _ratio(a: float, b: float) -> str:
+    # CPU times tick by 10 ms: a peer's CPU overhead in a short window can round to ~0.
+    return f"{a / b:.2f}x" if b >= 0.05 else "n/a"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument(
+        "--postgres", metavar="URL", help="also dex-agents + Pydantic AI on Postgres"
+    )
+    parser.add_argument(
+        "--poll-ms", type=float, default=2.0, help="the client's event poll interval (ms)"
+    )
+    parser.add_argument(
+        "--profile-worker",
+        metavar="PATH",
+        help="py-spy the dex-agents + Pydantic AI Worker into PATH (collapsed stacks)",
+    )
+    args = parser.parse_args()
+    result = asyncio.run(run(args))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
