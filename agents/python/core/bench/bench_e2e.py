@@ -65,11 +65,8 @@ import e2e_app  # noqa: E402
 
 
 def _serve_model(conn: multiprocessing.connection.Connection) -> None:
-    from dex_agents.testing import ScriptedModelServer, model_server, reply_text, reply_tools
+    from dex_agents.testing import ScriptedModelServer, reply_text, reply_tools
 
-    # The server writes a response's head and body separately; without TCP_NODELAY, Nagle's
-    # algorithm and the client's delayed ACK hold the body ~40 ms, which is not a model's.
-    model_server._Handler.disable_nagle_algorithm = True
     server = ScriptedModelServer().start()
     conn.send(server.base_url)
     while True:

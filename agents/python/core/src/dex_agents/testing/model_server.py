@@ -137,6 +137,9 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # A response's head and body are written separately: without TCP_NODELAY, Nagle's
+    # algorithm and the client's delayed ACK would hold the body some 40 ms.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def do_POST(self) -> None:
