@@ -44,6 +44,7 @@ from dex_agents_openai_agents import (
     RunContextRequest,
     current_tool_execution,
 )
+from dex_agents_openai_agents.items import decode_item
 
 from .turns import FakeSession, approved_record
 
@@ -175,6 +176,66 @@ async def test_history_replays_as_sdk_input_items(
         "assistant",
     ]
     assert session.messages[-1].text == "You're welcome."
+
+
+async def test_the_run_state_keeps_the_stored_history_out_and_restores_it(
+    server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
+) -> None:
+    agent = Agent(name="Support", tools=[weather_tool(log)], model=MODEL)
+    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    server.enqueue(
+        reply_text("Hello."),
+        reply_tools(("call_1", "get_weather", {"city": "Paris"})),
+        reply_text("It is sunny."),
+    )
+
+    await session.turn("Hi")
+    await session.turn("Weather in Paris?")
+
+    requested = session.outcomes[1]
+    assert isinstance(requested, ToolCallsRequested)
+    saved = json.loads(requested.framework_run_state)
+    assert saved["version"] == 2
+    assert saved["history_through"] == 3
+    assert saved["run_state"]["original_input"] == []
+    # The resumed model call still sent the whole history, then the turn's items.
+    history = [json.loads(m.framework_item) for m in session.messages[:3]]
+    assert input_items(server, 2)[:3] == history
+    assert input_items(server, 1) == history
+    assert [i.get("type") for i in input_items(server, 2)[3:]] == [
+        "function_call",
+        "function_call_output",
+    ]
+    # The session's parsed items were shared, and nothing changed them.
+    for message in session.messages:
+        assert session.framework_items.parsed(message, decode_item) == json.loads(
+            message.framework_item
+        )
+
+
+async def test_a_run_state_holding_its_history_still_resumes(
+    server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
+) -> None:
+    agent = Agent(name="Support", tools=[weather_tool(log)], model=MODEL)
+    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    server.enqueue(
+        reply_tools(("call_1", "get_weather", {"city": "Paris"})), reply_text("It is sunny.")
+    )
+    turn_id = session.start_turn("Weather in Paris?")
+    requested = await session.model_step(turn_id, None, [])
+    assert isinstance(requested, ToolCallsRequested)
+    records = await session.run_tools(turn_id, requested, None)
+
+    # As a Worker before version 2 wrote it: the original input inline, no history_through.
+    saved = json.loads(requested.framework_run_state)
+    saved["version"] = 1
+    del saved["history_through"]
+    saved["run_state"]["original_input"] = [{"role": "user", "content": "Weather in Paris?"}]
+    completed = await session.model_step(turn_id, json.dumps(saved), records)
+
+    assert isinstance(completed, TurnCompleted)
+    assert [m.text for m in completed.new_messages][-1] == "It is sunny."
+    assert input_items(server, 1)[0] == {"role": "user", "content": "Weather in Paris?"}
 
 
 async def test_rejected_call_never_runs_and_the_model_sees_the_rejection(

@@ -14,6 +14,7 @@ from dex_agents.runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     DeferredToolExecution,
+    FrameworkItemCache,
     FrameworkMessage,
     ToolCallsRequested,
     ToolExecutionError,
@@ -67,6 +68,8 @@ class FakeSession:
     outcomes: list[AgentTurnOutcome] = field(default_factory=list)
     records: list[AgentToolCall] = field(default_factory=list)
     turn_count: int = 0
+    framework_items: FrameworkItemCache = field(default_factory=FrameworkItemCache)
+    """The session's parsed-item memo, kept across turns as a Worker keeps it."""
     _sequence: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def append(self, turn_id: str, messages: Sequence[FrameworkMessage]) -> None:
@@ -101,6 +104,7 @@ class FakeSession:
             heartbeat=lambda: None,
             tool_policies=self.tool_policies,
             default_tool_effect=self.default_tool_effect,
+            framework_items=self.framework_items,
         )
 
     def start_turn(self, text: str) -> str:

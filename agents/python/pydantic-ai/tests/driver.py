@@ -17,6 +17,7 @@ from dex_agents.runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     DeferredToolExecution,
+    FrameworkItemCache,
     FrameworkMessage,
     ToolCallsRequested,
     ToolExecutionError,
@@ -65,6 +66,8 @@ class Driver:
     events: EventLog = field(default_factory=EventLog)
     usage: AgentUsage = field(default_factory=AgentUsage)
     turn_count: int = 0
+    framework_items: FrameworkItemCache | None = None
+    """The session's parsed-item memo, kept across turns as a Worker keeps it; None for none."""
 
     def append(self, turn_id: str, message: FrameworkMessage) -> AgentMessage:
         stored = AgentMessage(
@@ -97,6 +100,9 @@ class Driver:
             heartbeat=lambda: None,
             tool_policies=self.tool_policies,
             default_tool_effect=self.default_tool_effect,
+            framework_items=(
+                FrameworkItemCache() if self.framework_items is None else self.framework_items
+            ),
         )
 
     def record(self, turn_id: str, call: DeferredToolCall, order: int) -> AgentToolCall:

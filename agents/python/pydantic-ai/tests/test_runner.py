@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from dex_agents.runner import (
     AgentFrameworkRunner,
+    FrameworkItemCache,
     ToolCallsRequested,
     ToolPolicy,
     TurnCompleted,
@@ -34,7 +35,7 @@ from pydantic_ai.messages import (
 )
 
 from dex_agents_pydantic_ai import DepsContext, PydanticAiRunner
-from dex_agents_pydantic_ai.messages import load_history
+from dex_agents_pydantic_ai.messages import dump_message, load_history, parse_item
 from dex_agents_pydantic_ai.model_step import write_delta
 
 from .apps.agents import (
@@ -173,6 +174,37 @@ async def test_history_replays_on_the_next_turn(driver: Driver, model: ScriptedM
     assert replayed[2] == {"role": "tool", "tool_call_id": "call_1", "content": "Sunny in Paris"}
     assert replayed[3]["content"] == "It is sunny."
     assert replayed[4]["content"] == "what did I ask?"
+
+
+async def test_a_sessions_parsed_history_is_reused_and_never_changed_by_a_run(
+    triage_runner: PydanticAiRunner[AppDeps], model: ScriptedModelServer
+) -> None:
+    memo = FrameworkItemCache()
+    driver = Driver(triage_runner, framework_items=memo)
+    model.enqueue(
+        reply_tools(
+            ("call_1", "get_weather", {"city": "Paris"}),
+            ("call_2", "get_weather", {"city": "Oslo"}),
+            text="Checking.",
+        ),
+        reply_text("It is sunny."),
+        reply_text("You asked about Paris."),
+        reply_text("Still Paris."),
+    )
+
+    await driver.turn("weather in Paris?")
+    first = [memo.parsed(m, parse_item) for m in driver.messages]
+    await driver.turn("what did I ask?")
+    await driver.turn("and before?")
+
+    # Parsed once per stored message: later model calls reused the very same values...
+    again = [memo.parsed(m, parse_item) for m in driver.messages[: len(first)]]
+    assert all(value is parsed for value, parsed in zip(again, first, strict=True))
+    # ...which Pydantic AI never changed, though a run fills in fields of its history.
+    for message in driver.messages:
+        assert dump_message(memo.parsed(message, parse_item).message) == message.framework_item
+    # The model saw the same history as without a memo.
+    assert sent_messages(model, 3)[:-2] == sent_messages(model, 2)
 
 
 async def test_parallel_calls_keep_the_model_order_and_replay_as_one_response(

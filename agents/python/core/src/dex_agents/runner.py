@@ -115,6 +115,45 @@ class EventWriter(Protocol):
 
 PolicyResolver = Callable[[str, "ToolEffect | None", "bool | None"], ToolPolicy]
 
+ParsedT = TypeVar("ParsedT")
+
+
+class FrameworkItemCache:
+    """What a runner made of one session's stored `framework_item`s, by message sequence.
+
+    Stored messages never change, so a Worker keeps one of these per session beside its
+    cached messages, and a RunModel parses only the messages appended since the last one.
+    A value is kept with the item text and the parse function it came from and is used only
+    when both match. Cached values are shared between Steps: a runner must treat them as
+    read-only and hand its framework copies of whatever the framework may change.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[str, Callable[[str], Any], Any]] = {}
+
+    def parsed(self, message: AgentMessage, parse: Callable[[str], ParsedT]) -> ParsedT:
+        """`parse(message.framework_item)`, computed once per stored message."""
+        item = message.framework_item
+        entry = self._items.get(message.sequence)
+        if entry is not None and entry[1] is parse and (entry[0] is item or entry[0] == item):
+            value: ParsedT = entry[2]
+            return value
+        value = parse(item)
+        self._items[message.sequence] = (item, parse, value)
+        return value
+
+    def retain(self, after: int, through: int) -> None:
+        """Forgets the values of messages outside the sequences (after, through]."""
+        if any(not after < sequence <= through for sequence in self._items):
+            self._items = {
+                sequence: entry
+                for sequence, entry in self._items.items()
+                if after < sequence <= through
+            }
+
+    def __len__(self) -> int:
+        return len(self._items)
+
 
 @dataclass(frozen=True)
 class AgentTurnContext:
@@ -134,6 +173,17 @@ class AgentTurnContext:
     interaction_mode: InteractionMode = "chat"
     plan: AgentPlan | None = None
     context_summary: ContextSummary | None = None
+    framework_items: FrameworkItemCache = field(
+        default_factory=FrameworkItemCache, compare=False, repr=False
+    )
+    """The session's parsed framework items; a Worker keeps it between Steps."""
+
+    def parsed(self, message: AgentMessage, parse: Callable[[str], ParsedT]) -> ParsedT:
+        """`parse(message.framework_item)`, parsed once per stored message of the session.
+
+        `parse` must be one function (not a new lambda per call), and its result is shared
+        by every later Step of the session: treat it as read-only."""
+        return self.framework_items.parsed(message, parse)
 
     def resolve_tool_policy(
         self,

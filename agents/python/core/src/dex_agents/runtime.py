@@ -30,6 +30,7 @@ from .clock import now_text
 from .db import Database
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
+from .runner import FrameworkItemCache
 from .stepkit import (
     NonRetryableError,
     Recovery,
@@ -209,6 +210,18 @@ class MessageCache:
         self._capacity = capacity
         # session -> (the sequence the list starts after, the messages in order)
         self._sessions: OrderedDict[str, tuple[int, list[AgentMessage]]] = OrderedDict()
+        # session -> what its runner parsed of those messages; evicted with them
+        self._parsed: dict[str, FrameworkItemCache] = {}
+
+    def framework_items(self, session_id: str) -> FrameworkItemCache:
+        """The parsed framework items of a session the cache holds; a new, empty memo for
+        one it does not (it then lives only as long as its caller keeps it)."""
+        if session_id not in self._sessions:
+            return FrameworkItemCache()
+        items = self._parsed.get(session_id)
+        if items is None:
+            items = self._parsed[session_id] = FrameworkItemCache()
+        return items
 
     def load(
         self, conn: Connection, session_id: str, through: int, after: int = 0
@@ -233,8 +246,11 @@ class MessageCache:
                 if m.sequence <= through
             ]
         self._sessions[session_id] = (after, cached)
+        if (parsed := self._parsed.get(session_id)) is not None:
+            parsed.retain(after, through)
         while len(self._sessions) > self._capacity:
-            self._sessions.popitem(last=False)
+            evicted, _ = self._sessions.popitem(last=False)
+            self._parsed.pop(evicted, None)
         return list(cached)
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from dex_agents.runner import FrameworkMessage
+from dex_agents.runner import AgentTurnContext, FrameworkMessage
 from dex_agents.types import AgentMessage, MessageRole
 
 InputItem = dict[str, Any]
@@ -27,8 +27,18 @@ def user_message(text: str) -> FrameworkMessage:
 
 
 def replay_items(messages: Sequence[AgentMessage]) -> list[InputItem]:
-    """The stored conversation as the input list of the next run."""
+    """The stored conversation as the input list of the next run: new items the run owns."""
     return [json.loads(message.framework_item) for message in messages]
+
+
+def decode_item(framework_item: str) -> InputItem:
+    item: InputItem = json.loads(framework_item)
+    return item
+
+
+def stored_items(turn: AgentTurnContext, messages: Sequence[AgentMessage]) -> list[InputItem]:
+    """The stored items parsed once per session: shared values, never to be changed."""
+    return [turn.parsed(message, decode_item) for message in messages]
 
 
 def _content_text(content: Any) -> str | None:

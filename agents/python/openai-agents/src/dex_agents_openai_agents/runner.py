@@ -45,7 +45,7 @@ from dex_agents.runner import (
     ToolExecutionResult,
     TurnCompleted,
 )
-from dex_agents.types import AgentToolCall, AgentUsage
+from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
 
 from .gating import GatedAgentGraph
 from .items import (
@@ -55,6 +55,7 @@ from .items import (
     project_items,
     raw_field,
     replay_items,
+    stored_items,
     user_message,
 )
 from .policy import framework_effect, framework_requires_approval
@@ -141,11 +142,13 @@ class OpenAIAgentsRunner:
         if turn.framework_run_state is None:
             run_input, answers = replay_items(turn.messages), {}
             input_count, earlier = len(run_input), AgentUsage()
+            history = list(turn.messages)
         else:
             saved = TurnState.from_json(turn.framework_run_state)
+            history = _started_from(turn, saved)
             run_input = await RunState.from_json(
                 self._graph.root,
-                saved.run_state,
+                _with_original_input(turn, saved, history),
                 context_override=RunContextWrapper(context=context),
             )
             answers = _decide_interruptions(run_input, turn.tool_calls)
@@ -166,7 +169,9 @@ class OpenAIAgentsRunner:
         usage = usage_since(total, earlier)
         if result.interruptions:
             try:
-                return await self._tool_calls_requested(turn, result, input_count, total, usage)
+                return await self._tool_calls_requested(
+                    turn, result, input_count, history, total, usage
+                )
             except UnsupportedInterruptionError as error:
                 return TurnCompleted(usage=usage, turn_error=str(error))
         turn_items = result.to_input_list()[input_count:]
@@ -246,6 +251,7 @@ class OpenAIAgentsRunner:
         turn: AgentTurnContext,
         result: RunResultStreaming,
         input_count: int,
+        history: Sequence[AgentMessage],
         total: AgentUsage,
         usage: AgentUsage,
     ) -> ToolCallsRequested:
@@ -253,11 +259,21 @@ class OpenAIAgentsRunner:
             await self._deferred_call(turn, item, result.context_wrapper)
             for item in result.interruptions
         ]
+        run_state = result.to_state().to_json(context_serializer=_omit_context)
+        history_through: int | None = None
+        # The run's original input is the stored history, which never changes: keep it out of
+        # the run state when rebuilding it from the stored messages gives it back exactly.
+        if len(history) == input_count and run_state.get("original_input") == stored_items(
+            turn, history
+        ):
+            run_state = {**run_state, "original_input": []}
+            history_through = history[-1].sequence if history else 0
         saved = TurnState(
-            run_state=result.to_state().to_json(context_serializer=_omit_context),
+            run_state=run_state,
             input_count=input_count,
             turn_items=[dict(item) for item in result.to_input_list()[input_count:]],
             usage=total,
+            history_through=history_through,
         )
         return ToolCallsRequested(
             framework_run_state=saved.to_json(),
@@ -314,6 +330,31 @@ def _source_agent(record: AgentToolCall) -> str | None:
         return None
     agent = json.loads(record.tool_source_reference).get("agent")
     return agent if isinstance(agent, str) else None
+
+
+def _started_from(turn: AgentTurnContext, saved: TurnState) -> list[AgentMessage]:
+    """The stored messages the turn's run started from (the session stores none of the turn's
+    own items until it ends)."""
+    if saved.history_through is None:
+        return list(turn.messages)[: saved.input_count]
+    history = [m for m in turn.messages if m.sequence <= saved.history_through]
+    if len(history) != saved.input_count:
+        raise RuntimeError(
+            f"the turn's run started from {saved.input_count} stored messages through sequence "
+            f"{saved.history_through}, but {len(history)} are loaded: its run state cannot be "
+            "restored"
+        )
+    return history
+
+
+def _with_original_input(
+    turn: AgentTurnContext, saved: TurnState, history: Sequence[AgentMessage]
+) -> dict[str, Any]:
+    """The SDK run state as `RunState.to_json` wrote it, its original input put back."""
+    if saved.history_through is None:
+        return saved.run_state
+    # Shared, cached items: the SDK copies its original input before it keeps or changes it.
+    return {**saved.run_state, "original_input": stored_items(turn, history)}
 
 
 def _decide_interruptions(

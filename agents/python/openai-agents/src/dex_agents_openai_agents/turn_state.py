@@ -10,7 +10,10 @@ from dex_agents.types import AgentUsage
 
 from .items import InputItem
 
-_VERSION = 1
+# Version 2 may keep the run's original input out of `run_state` (see `history_through`);
+# version 1 states, written before, always hold it and still load.
+_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,10 @@ class TurnState:
     turn_items: list[InputItem]
     # The run's cumulative usage when it stopped, so the next Step reports only its own.
     usage: AgentUsage
+    # Set when `run_state` holds an empty `original_input` in place of the history the run
+    # started from: the stored messages through this sequence, rebuilt from them on restore,
+    # so the run state does not grow with the session's history.
+    history_through: int | None = None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -33,6 +40,7 @@ class TurnState:
                 "input_count": self.input_count,
                 "turn_items": self.turn_items,
                 "usage": self.usage.model_dump(),
+                "history_through": self.history_through,
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -41,7 +49,7 @@ class TurnState:
     @classmethod
     def from_json(cls, text: str) -> TurnState:
         data = json.loads(text)
-        if data.get("version") != _VERSION:
+        if data.get("version") not in _READABLE_VERSIONS:
             version = data.get("version")
             raise ValueError(f"unsupported OpenAI Agents turn state version {version!r}")
         return cls(
@@ -49,4 +57,5 @@ class TurnState:
             input_count=data["input_count"],
             turn_items=data["turn_items"],
             usage=AgentUsage.model_validate(data["usage"]),
+            history_through=data.get("history_through"),
         )

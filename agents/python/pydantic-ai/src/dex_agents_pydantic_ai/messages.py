@@ -9,9 +9,10 @@ model sees exactly the native history.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
@@ -57,19 +58,73 @@ def user_message(text: str) -> FrameworkMessage:
     return FrameworkMessage(role="user", text=text, framework_item=dump_message(request))
 
 
-def load_history(items: Iterable[StoredItem]) -> list[ModelMessage]:
-    """Native messages from stored items, with the pieces of each native message merged."""
+@dataclass(frozen=True)
+class ParsedItem:
+    """A stored item parsed once: its native message and the envelope replay merges by.
+
+    A Worker shares it between the Steps of a session, so `message` is never handed to
+    Pydantic AI itself (which changes the messages of the history it runs): `load_history`
+    gives Pydantic AI a copy of each message.
+    """
+
+    message: ModelMessage
+    envelope: str
+
+
+def parse_item(framework_item: str) -> ParsedItem:
+    message = load_message(framework_item)
+    return ParsedItem(message, _envelope(message))
+
+
+def _parse_stored(item: StoredItem) -> ParsedItem:
+    return parse_item(item.framework_item)
+
+
+def load_history(
+    items: Iterable[StoredItem], parsed: Callable[[StoredItem], ParsedItem] = _parse_stored
+) -> list[ModelMessage]:
+    """Native messages from stored items, with the pieces of each native message merged.
+
+    `parsed` may return shared, cached values: every message returned is a new object.
+    """
     history: list[ModelMessage] = []
     last_envelope: str | None = None
     for item in items:
-        message = load_message(item.framework_item)
-        envelope = _envelope(message)
-        if history and envelope == last_envelope:
-            history[-1] = _merged(history[-1], message)
+        piece = parsed(item)
+        if history and piece.envelope == last_envelope:
+            history[-1] = _merged(history[-1], piece.message)
         else:
-            history.append(message)
-        last_envelope = envelope
+            history.append(_fresh(piece.message))
+        last_envelope = piece.envelope
     return history
+
+
+def _fresh(message: ModelMessage) -> ModelMessage:
+    """A copy Pydantic AI may change: a run sets fields of history messages (timestamp,
+    run_id, instructions, parts) and updates their metadata in place. Parts are shared:
+    Pydantic AI replaces them, never changes them."""
+    fresh = _shallow_copy(message)
+    fresh.parts = list(message.parts)  # type: ignore[assignment]
+    if message.metadata:
+        fresh.metadata = copy.deepcopy(message.metadata)
+    if isinstance(message, ModelResponse) and isinstance(fresh, ModelResponse):
+        fresh.usage = _shallow_copy(message.usage)
+        if message.provider_details:
+            fresh.provider_details = copy.deepcopy(message.provider_details)
+    return fresh
+
+
+ObjectT = TypeVar("ObjectT")
+
+
+def _shallow_copy(value: ObjectT) -> ObjectT:
+    """`copy.copy` of a plain dataclass instance, without its reduce protocol's cost."""
+    fields = getattr(value, "__dict__", None)
+    if fields is None or hasattr(type(value), "__slots__"):
+        return copy.copy(value)
+    fresh: ObjectT = object.__new__(type(value))
+    fresh.__dict__.update(fields)
+    return fresh
 
 
 def to_framework_messages(

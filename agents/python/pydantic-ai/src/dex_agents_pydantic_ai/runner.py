@@ -39,7 +39,7 @@ from pydantic_ai.output import OutputSpec
 
 from .deferral import ToolCatalog, deferred_tool_calls
 from .heartbeat import heartbeat_every
-from .messages import load_history, to_framework_messages, user_message
+from .messages import ParsedItem, load_history, parse_item, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
 from .tool_step import ToolStepRun, tool_execution_scope
@@ -111,7 +111,7 @@ class PydanticAiRunner(Generic[DepsT]):
             DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
         history = await self._with_system_prompt(
-            [*load_history(turn.messages), *state.messages], deps
+            [*load_history(turn.messages, _parsed_by(turn)), *state.messages], deps
         )
         catalog = ToolCatalog(defer=True)
         async with heartbeat_every(turn.heartbeat, self._heartbeat_interval):
@@ -250,6 +250,11 @@ def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
             "DeferredToolRequests]"
         )
     return [*items, DeferredToolRequests]
+
+
+def _parsed_by(turn: AgentTurnContext) -> Callable[[Any], ParsedItem]:
+    """Each stored message parsed once per session (the Worker keeps the memo)."""
+    return lambda message: turn.parsed(message, parse_item)
 
 
 def _tool_results(state: RunState, records: Sequence[AgentToolCall]) -> DeferredToolResults | None:

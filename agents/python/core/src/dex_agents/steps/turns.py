@@ -249,6 +249,8 @@ def load_turn(ctx: StepContext, tx: StepTx) -> dict[str, Any] | None:
         "mode": state.interaction_mode,
         "plan": session.plan,
         "summary": summary,
+        # Loaded after the messages, so it is the memo of the session the cache now holds.
+        "framework_items": ctx.runtime.messages.framework_items(ctx.session_id),
     }
 
 
@@ -271,6 +273,7 @@ def turn_context(ctx: StepContext, loaded: dict[str, Any], events: EventWriter) 
         interaction_mode=loaded["mode"],
         plan=loaded["plan"],
         context_summary=loaded["summary"],
+        framework_items=loaded["framework_items"],
     )
 
 
