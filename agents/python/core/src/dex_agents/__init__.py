@@ -52,6 +52,7 @@ from .runner import (
     UnfinishedTurnMessageBuilder,
 )
 from .tool_context import current_tool_execution
+from .types import TurnResult, TurnStatus
 from .worker import Worker
 
 __version__ = "0.2.0"
@@ -103,6 +104,8 @@ __all__ = [
     "ToolTaskStarted",
     "TurnCompleted",
     "TurnContinued",
+    "TurnResult",
+    "TurnStatus",
     "UnfinishedTurnMessageBuilder",
     "Worker",
     "WorkerError",

@@ -332,6 +332,10 @@ class Database:
                 conn.info["dex_origin"] = self.origin
                 result = fn(conn)
                 woken: set[str] = conn.info.pop("dex_woken", set())
+                if woken:
+                    now = time.time()
+                    rows = [{"session_id": s, "created": now, "origin": self.origin} for s in woken]
+                    conn.execute(wakeups.insert(), rows)
                 if woken and not self.sqlite:
                     # Delivered to listeners when (and only if) this transaction commits.
                     payload = wake_payload(self.origin, woken)

@@ -180,8 +180,11 @@ class Waker:
         if self.generation(session_id) != generation:
             return
         event = self._events.setdefault(session_id, asyncio.Event())
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that
+        # arrives as the event is set.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout=max(timeout, 0.0))
+            async with asyncio.timeout(max(timeout, 0.0)):
+                await event.wait()
 
     async def poll_forever(self) -> None:
         """Delivers other processes' wake-ups until cancelled."""
@@ -223,11 +226,14 @@ class Waker:
 
         thread = threading.Thread(target=probe, name="dex-wake-probe", daemon=True)
         thread.start()
+        # Commits made before the probe took its first look woke nobody: look again.
+        self.wake_all()
         pruned_at = time.monotonic()
         try:
             while True:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), timeout=60)
+                    async with asyncio.timeout(60):
+                        await changed.wait()
                 changed.clear()
                 try:
                     await self._poll_once()
