@@ -141,19 +141,23 @@ class AgentClient:
         return self._waker
 
     async def close(self) -> None:
-        task, self._wake_task, self._waker = self._wake_task, None, None
-        if task is not None:
-            with contextlib.suppress(RuntimeError):  # its loop closed
-                task.cancel()
-            if task.get_loop() is asyncio.get_running_loop():
-                with contextlib.suppress(BaseException):
-                    await task
+        await self._stop_wake_feed()
         if self._dbos_client is not None:
             self._dbos_client.destroy()
             self._dbos_client = None
         if self._database is not None:
             self._database.close()
             self._database = None
+
+    async def _stop_wake_feed(self) -> None:
+        task, self._wake_task, self._waker = self._wake_task, None, None
+        if self._database is not None:
+            self._database.on_wake = None
+        if task is not None:
+            with contextlib.suppress(RuntimeError):  # its loop closed
+                task.cancel()
+            if task.get_loop() is asyncio.get_running_loop():
+                await asyncio.wait([task])
 
     async def __aenter__(self) -> AgentClient:
         return self
@@ -760,7 +764,14 @@ class SyncAgentClient:
         self._loop = asyncio.new_event_loop()
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self._loop.run_until_complete(coroutine)
+        try:
+            return self._loop.run_until_complete(coroutine)
+        finally:
+            # Between calls this loop does not run: a wake-up feed would go unread (on
+            # Postgres, notifications would pile up for this connection). A waiting call
+            # starts its own.
+            if self._client._wake_task is not None:
+                self._loop.run_until_complete(self._client._stop_wake_feed())
 
     def start_session(
         self,

@@ -206,6 +206,9 @@ class Waker:
         assert changes is not None
         loop = asyncio.get_running_loop()
         changed = asyncio.Event()
+        # Set from the probe's scheduling of a look until the loop takes it, so a loop that
+        # does not run for a while (a SyncAgentClient between calls) gets one callback.
+        scheduled = threading.Event()
         stop = threading.Event()
 
         def probe() -> None:
@@ -219,6 +222,9 @@ class Waker:
                 if version is None or version == seen:
                     continue  # idle: nobody committed since the last look
                 seen = version
+                if scheduled.is_set():
+                    continue  # a look is already due: it will read this commit's rows too
+                scheduled.set()
                 try:
                     loop.call_soon_threadsafe(changed.set)
                 except RuntimeError:
@@ -235,6 +241,7 @@ class Waker:
                     async with asyncio.timeout(60):
                         await changed.wait()
                 changed.clear()
+                scheduled.clear()
                 try:
                     await self._poll_once()
                     if self._prune and time.monotonic() - pruned_at > 60:
