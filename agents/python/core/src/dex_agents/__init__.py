@@ -53,6 +53,7 @@ from .runner import (
     UnfinishedTurnMessageBuilder,
 )
 from .tool_context import current_tool_execution
+from .types import TurnResult, TurnStatus
 from .worker import Worker
 
 __version__ = "0.2.0"
@@ -105,6 +106,8 @@ __all__ = [
     "ToolTaskStarted",
     "TurnCompleted",
     "TurnContinued",
+    "TurnResult",
+    "TurnStatus",
     "UnfinishedTurnMessageBuilder",
     "Worker",
     "WorkerError",

@@ -8,6 +8,8 @@ not at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import time
 import uuid
@@ -27,7 +29,14 @@ from .errors import FlowTypeNotHostedWarning, InvalidInput
 from .errors import MessageTooLarge as MessageTooLarge
 from .errors import SessionExists as SessionExists
 from .events import read_events
-from .runtime import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name, step_workflow_id
+from .runtime import (
+    DRIVER_VERSION,
+    STEP_WORKFLOW,
+    WAKE_POLL_SECONDS,
+    Waker,
+    step_queue_name,
+    step_workflow_id,
+)
 from .steps.common import interrupt_resolved_payload
 from .store import (
     INTERRUPT_RESOLUTIONS,
@@ -43,12 +52,15 @@ from .types import (
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSnapshot,
+    AgentUsage,
     AgentUserMessage,
     PendingUserMessage,
     PlanExecutionRequest,
     SessionSummary,
     StepExecution,
     TurnCancellationRequest,
+    TurnResult,
+    TurnStatus,
     WorkerInfo,
 )
 from .worker import _database_url
@@ -63,6 +75,10 @@ class AgentClient:
         self.database_url = _database_url(database_url)
         self._database: Database | None = None
         self._dbos_client: DBOSClient | None = None
+        # Wake-ups for wait_for, follow_events and run_turn: started on first use, in the
+        # event loop that waits.
+        self._waker: Waker | None = None
+        self._wake_task: asyncio.Task[None] | None = None
 
     # Plumbing -----------------------------------------------------------------------------
 
@@ -107,13 +123,41 @@ class AgentClient:
             step_execution_id,
         )
 
+    async def _wake_feed(self) -> Waker:
+        """This client's wake-ups: its own commits at once, other processes' by their commit
+        (as a Worker's)."""
+        database = await asyncio.to_thread(self._db)
+        loop = asyncio.get_running_loop()
+        task = self._wake_task
+        if self._waker is None or task is None or task.done() or task.get_loop() is not loop:
+            if task is not None:
+                with contextlib.suppress(RuntimeError):  # its loop closed
+                    task.cancel()
+            waker = Waker(database, WAKE_POLL_SECONDS, prune=False)
+            waker.bind(loop)
+            database.on_wake = waker.notify_threadsafe
+            self._waker = waker
+            self._wake_task = loop.create_task(waker.poll_forever())
+        return self._waker
+
     async def close(self) -> None:
+        await self._stop_wake_feed()
         if self._dbos_client is not None:
             self._dbos_client.destroy()
             self._dbos_client = None
         if self._database is not None:
             self._database.close()
             self._database = None
+
+    async def _stop_wake_feed(self) -> None:
+        task, self._wake_task, self._waker = self._wake_task, None, None
+        if self._database is not None:
+            self._database.on_wake = None
+        if task is not None:
+            with contextlib.suppress(RuntimeError):  # its loop closed
+                task.cancel()
+            if task.get_loop() is asyncio.get_running_loop():
+                await asyncio.wait([task])
 
     async def __aenter__(self) -> AgentClient:
         return self
@@ -157,6 +201,31 @@ class AgentClient:
         await self._write(tx, create=True)
         await self._warn_if_not_hosted(flow_type)
         return session_id
+
+    async def start_session_and_wait(
+        self,
+        flow_type: str,
+        initial_message: str,
+        *,
+        session_id: str | None = None,
+        session_settings: dict[str, Any] | None = None,
+        timeout: float = 300.0,
+    ) -> TurnResult:
+        """Starts a session with `initial_message` and waits for that first turn's outcome
+        (see `run_turn`); the result carries the new session's ID."""
+        validation.free_text(initial_message, "initial_message")
+        if not initial_message.strip():
+            raise InvalidInput("initial_message must not be blank", "initial_message")
+        session_id = await self.start_session(
+            flow_type,
+            initial_message,
+            session_id=session_id,
+            session_settings=session_settings,
+        )
+        # The initial message begins the session's first turn, before any queued message.
+        return await self._await_turn(
+            session_id, timeout, after=0, is_start=lambda event: event.turn_id == "turn-1"
+        )
 
     async def _warn_if_not_hosted(self, flow_type: str) -> None:
         now = utc_now()
@@ -211,6 +280,141 @@ class AgentClient:
             return True
 
         return await self._write(tx)
+
+    async def run_turn(
+        self, session_id: str, message: str | AgentUserMessage, *, timeout: float = 300.0
+    ) -> TurnResult:
+        """Sends a user message and waits for the outcome of the turn it begins: completed,
+        failed, steered, cancelled, or waiting_for_interrupts (with the pending interrupts;
+        resolve them, then `wait_for_turn` with the result's `event_offset`). A message sent
+        while a turn runs waits in the queue, and this waits for its own later turn. Raises
+        TimeoutError when the turn has not reached an outcome within `timeout` seconds."""
+        validation.identifier(session_id, "session_id")
+        message = validation.user_message(message)
+        if not message.text.strip():
+            await self._read(lambda conn: store.read_session(conn, session_id))
+            raise InvalidInput("message must not be blank", "message")
+
+        def tx(conn: Connection) -> tuple[int, int]:
+            session = store.lock_session(conn, session_id)
+            if message.plan_mode and not (session.features or {}).get("plan_mode_enabled"):
+                raise InvalidInput("this session's Flow does not enable plan mode", "message")
+            queued = store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
+            return queued, session.event_counter
+
+        queued, after = await self._write(tx)
+        return await self._await_turn(
+            session_id,
+            timeout,
+            after=after,
+            is_start=lambda event: _payload(event).get("message_id") == str(queued),
+        )
+
+    async def wait_for_turn(
+        self, session_id: str, turn_id: str, *, after: int = 0, timeout: float = 300.0
+    ) -> TurnResult:
+        """Waits for what turn `turn_id` does after the event offset `after` (a `TurnResult`'s
+        `event_offset`): ends, or raises new interrupts. Usage counts from `after`."""
+        validation.identifier(session_id, "session_id")
+        validation.identifier(turn_id, "turn_id")
+        validation.integer(after, "after", minimum=0)
+        return await self._await_turn(
+            session_id, timeout, after=after, turn_id=turn_id, is_start=lambda _: False
+        )
+
+    async def _await_turn(
+        self,
+        session_id: str,
+        timeout: float,
+        *,
+        after: int,
+        is_start: Callable[[AgentEvent], bool],
+        turn_id: str | None = None,
+    ) -> TurnResult:
+        """Reads the session's events after `after`, woken by their commits, until the turn
+        (`turn_id`, or the one whose turn_started event `is_start` picks) has an outcome."""
+        waker = await self._wake_feed()
+        deadline = time.monotonic() + timeout
+        usage = AgentUsage()
+        first_sequence = 0
+        interrupted = False
+        while True:
+            generation = waker.generation(session_id)
+            batch = await self.read_events(session_id, after=after)
+            for event in batch:
+                after = event.offset
+                if turn_id is None:
+                    if event.type == "turn_started" and is_start(event):
+                        turn_id = event.turn_id
+                        first_sequence = int(_payload(event).get("sequence", 1))
+                    continue
+                if event.turn_id != turn_id:
+                    continue
+                if event.type in _TURN_ENDS:
+                    status = _TURN_ENDS[event.type]
+                    error = _payload(event).get("error") if status == "failed" else None
+                    return await self._turn_result(
+                        session_id, turn_id, status, first_sequence, usage, after, error=error
+                    )
+                if event.type == "usage_recorded":
+                    recorded = _payload(event).get("recorded") or {}
+                    usage = usage.plus(AgentUsage.model_validate(recorded))
+                elif event.type == "interrupt_raised":
+                    interrupted = True
+            if turn_id is not None and interrupted and len(batch) < _EVENT_PAGE:
+                # Caught up: the turn waits on interrupts when they are still pending.
+                result = await self._turn_result(
+                    session_id, turn_id, "waiting_for_interrupts", first_sequence, usage, after
+                )
+                if result.interrupts:
+                    return result
+                interrupted = False
+            if len(batch) == _EVENT_PAGE:
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                which = f"turn {turn_id}" if turn_id else "the turn of the message sent"
+                raise TimeoutError(
+                    f"{which} of session {session_id} did not reach an outcome within {timeout:g} s"
+                )
+            await waker.wait(session_id, generation, min(remaining, 1.0))
+
+    async def _turn_result(
+        self,
+        session_id: str,
+        turn_id: str,
+        status: TurnStatus,
+        first_sequence: int,
+        usage: AgentUsage,
+        offset: int,
+        *,
+        error: str | None = None,
+    ) -> TurnResult:
+        def read(conn: Connection) -> TurnResult:
+            messages = store.turn_messages(
+                conn, session_id, turn_id, after_sequence=max(first_sequence - 1, 0)
+            )
+            interrupts = []
+            if status == "waiting_for_interrupts":
+                session = store.read_session(conn, session_id)
+                if session.state is not None and session.state.active_turn_id == turn_id:
+                    interrupts = list(session.pending_interrupts)
+            text = next(
+                (m.text for m in reversed(messages) if m.role == "assistant" and m.text), None
+            )
+            return TurnResult(
+                session_id=session_id,
+                turn_id=turn_id,
+                status=status,
+                text=text,
+                error=error,
+                messages=messages,
+                interrupts=interrupts,
+                usage=usage,
+                event_offset=offset,
+            )
+
+        return await self._read(read)
 
     async def resolve_interrupt(
         self,
@@ -508,38 +712,47 @@ class AgentClient:
         return await read_events(database, session_id, after=after, limit=limit)
 
     async def follow_events(
-        self, session_id: str, after: int = 0, poll_interval: float = 0.1
+        self, session_id: str, after: int = 0, poll_interval: float = 1.0
     ) -> AsyncIterator[AgentEvent]:
-        """Yields events live, from the resume token on, until the caller stops."""
+        """Yields events live, from the resume token on, until the caller stops. Woken by the
+        commit that appends them; `poll_interval` is only the fallback between two looks."""
+        validation.identifier(session_id, "session_id")
+        waker = await self._wake_feed()
         while True:
+            generation = waker.generation(session_id)
             batch = await self.read_events(session_id, after=after)
             for event in batch:
                 after = event.offset
                 yield event
             if not batch:
-                await asyncio.sleep(poll_interval)
+                await waker.wait(session_id, generation, poll_interval)
 
     async def wait_for(
         self,
         session_id: str,
         predicate: Callable[[AgentSnapshot], bool],
         timeout: float = 30.0,
-        poll_interval: float = 0.05,
+        poll_interval: float = 1.0,
     ) -> AgentSnapshot:
-        """Polls the snapshot until `predicate` holds; raises TimeoutError with the last one."""
+        """Waits until `predicate` holds for the snapshot; raises TimeoutError with the last
+        one. The snapshot is read again when a commit changes the session (`poll_interval`
+        is only the fallback between two looks)."""
         validation.identifier(session_id, "session_id")
+        waker = await self._wake_feed()
         deadline = time.monotonic() + timeout
         while True:
+            generation = waker.generation(session_id)
             snapshot = await self.get_agent_snapshot(session_id)
             if predicate(snapshot):
                 return snapshot
-            if time.monotonic() > deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 state = snapshot.state.model_dump_json() if snapshot.state else "not started"
                 raise TimeoutError(
                     f"session {session_id} did not reach the expected state within "
                     f"{timeout:g} s; state: {state}"
                 )
-            await asyncio.sleep(poll_interval)
+            await waker.wait(session_id, generation, min(poll_interval, remaining))
 
 
 class SyncAgentClient:
@@ -551,7 +764,14 @@ class SyncAgentClient:
         self._loop = asyncio.new_event_loop()
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self._loop.run_until_complete(coroutine)
+        try:
+            return self._loop.run_until_complete(coroutine)
+        finally:
+            # Between calls this loop does not run: a wake-up feed would go unread (on
+            # Postgres, notifications would pile up for this connection). A waiting call
+            # starts its own.
+            if self._client._wake_task is not None:
+                self._loop.run_until_complete(self._client._stop_wake_feed())
 
     def start_session(
         self,
@@ -568,6 +788,37 @@ class SyncAgentClient:
                 session_id=session_id,
                 session_settings=session_settings,
             )
+        )
+
+    def start_session_and_wait(
+        self,
+        flow_type: str,
+        initial_message: str,
+        *,
+        session_id: str | None = None,
+        session_settings: dict[str, Any] | None = None,
+        timeout: float = 300.0,
+    ) -> TurnResult:
+        return self._run(
+            self._client.start_session_and_wait(
+                flow_type,
+                initial_message,
+                session_id=session_id,
+                session_settings=session_settings,
+                timeout=timeout,
+            )
+        )
+
+    def run_turn(
+        self, session_id: str, message: str | AgentUserMessage, *, timeout: float = 300.0
+    ) -> TurnResult:
+        return self._run(self._client.run_turn(session_id, message, timeout=timeout))
+
+    def wait_for_turn(
+        self, session_id: str, turn_id: str, *, after: int = 0, timeout: float = 300.0
+    ) -> TurnResult:
+        return self._run(
+            self._client.wait_for_turn(session_id, turn_id, after=after, timeout=timeout)
         )
 
     def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
@@ -633,13 +884,29 @@ class SyncAgentClient:
         session_id: str,
         predicate: Callable[[AgentSnapshot], bool],
         timeout: float = 30.0,
-        poll_interval: float = 0.05,
+        poll_interval: float = 1.0,
     ) -> AgentSnapshot:
         return self._run(self._client.wait_for(session_id, predicate, timeout, poll_interval))
 
     def close(self) -> None:
         self._run(self._client.close())
         self._loop.close()
+
+
+# The events that end a turn, and the outcome each means.
+_TURN_ENDS: dict[str, TurnStatus] = {
+    "turn_completed": "completed",
+    "turn_failed": "failed",
+    "turn_steered": "steered",
+    "turn_cancelled": "cancelled",
+}
+# How many events one read returns (read_events' default limit).
+_EVENT_PAGE = 1000
+
+
+def _payload(event: AgentEvent) -> dict[str, Any]:
+    value = json.loads(event.payload)
+    return value if isinstance(value, dict) else {}
 
 
 # The Steps cancel_turn stops, including a running attempt.

@@ -252,6 +252,20 @@ def create_dbos_engine(url: str) -> Engine:
     return engine
 
 
+# The Postgres NOTIFY channel of wake-ups. A payload is the committing process's origin, then
+# the woken session IDs, one a line ("*" when they would not fit: wake every wait).
+WAKE_CHANNEL = "dex_wakeups"
+_NOTIFY_MAX_BYTES = 7000
+_NOTIFY = sa.text("SELECT pg_notify(:channel, :payload)")
+
+
+def wake_payload(origin: str, sessions: set[str]) -> str:
+    names = "\n".join(sorted(sessions))
+    if len(names.encode()) > _NOTIFY_MAX_BYTES:
+        names = "*"
+    return f"{origin}\n{names}"
+
+
 # The longest pause between two tries of a transaction while the database is unavailable, so
 # that every waiting Step goes on within about this long of the database's return.
 MAX_RETRY_DELAY = 2.0
@@ -301,6 +315,11 @@ class Database:
 
         return data_version
 
+    def libpq_url(self) -> str:
+        """The URL for a plain psycopg connection (the LISTEN connection)."""
+        url = sa.engine.make_url(self.url).set(drivername="postgresql")
+        return url.render_as_string(hide_password=False)
+
     def create_schema(self) -> None:
         """Creates the tables, or migrates them to this version (see `schema`); raises
         `SchemaTooNew` for a database migrated by a newer dex-agents."""
@@ -313,6 +332,14 @@ class Database:
                 conn.info["dex_origin"] = self.origin
                 result = fn(conn)
                 woken: set[str] = conn.info.pop("dex_woken", set())
+                if woken:
+                    now = time.time()
+                    rows = [{"session_id": s, "created": now, "origin": self.origin} for s in woken]
+                    conn.execute(wakeups.insert(), rows)
+                if woken and not self.sqlite:
+                    # Delivered to listeners when (and only if) this transaction commits.
+                    payload = wake_payload(self.origin, woken)
+                    conn.execute(_NOTIFY, {"channel": WAKE_CHANNEL, "payload": payload})
             if woken and self.on_wake is not None:
                 self.on_wake(woken)
             return result

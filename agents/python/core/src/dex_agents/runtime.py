@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from bisect import bisect_right
 from collections import OrderedDict, defaultdict
@@ -27,7 +28,7 @@ from sqlalchemy.engine import Connection
 
 from . import store
 from .clock import now_text
-from .db import Database
+from .db import WAKE_CHANNEL, Database
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
 from .runner import FrameworkItemCache
@@ -60,6 +61,8 @@ DRIVER_RETRY_MAX_SECONDS = 60.0
 # How many Steps one workflow runs in a row before it hands over to a new one, so that a
 # recovered workflow re-reads a short chain.
 MAX_INLINE_STEPS = 16
+# How often a SQLite process probes `PRAGMA data_version` for other processes' commits.
+WAKE_POLL_SECONDS = 0.005
 
 
 def step_queue_name(flow_type: str) -> str:
@@ -111,16 +114,22 @@ async def _enqueue_step_workflows(
 
 
 class Waker:
-    """Wakes the Steps that wait on a session when a commit changes it.
+    """Wakes the Steps (and client waits) that wait on a session when a commit changes it.
 
-    Commits in this process wake at once; commits in other processes are seen by polling
-    the wake-up table. Generations make a wake between a check and its wait impossible to miss.
+    Commits in this process wake at once. Commits in other processes wake by their commit:
+    on Postgres a NOTIFY sent in the committing transaction reaches a dedicated LISTEN
+    connection; on SQLite a probe of `PRAGMA data_version` (which changes only when another
+    connection committed) runs every few milliseconds and reads the wake-up table only when
+    it moved. Generations make a wake between a check and its wait impossible to miss.
     """
 
-    def __init__(self, database: Database, poll_interval: float) -> None:
+    def __init__(self, database: Database, poll_interval: float, *, prune: bool = True) -> None:
         self._database = database
         self._poll_interval = poll_interval
+        self._prune = prune
         self._generation: defaultdict[str, int] = defaultdict(int)
+        # Bumped by `wake_all`: every generation changes at once.
+        self._epoch = 0
         self._events: dict[str, asyncio.Event] = {}
         self._listeners: list[Callable[[set[str]], None]] = []
         self._remote_listeners: list[Callable[[set[str]], None]] = []
@@ -155,36 +164,143 @@ class Waker:
             for listener in self._remote_listeners:
                 listener(sessions)
 
+    def wake_all(self) -> None:
+        """Wakes every wait as if each session had changed: after the wake-up feed was down
+        (a lost LISTEN connection) or a notification too large to name its sessions."""
+        self._epoch += 1
+        sessions = set(self._generation) | set(self._events)
+        for event in self._events.values():
+            event.set()
+        self._events.clear()
+        self.notify(sessions, remote=True)
+
     def generation(self, session_id: str) -> int:
-        return self._generation[session_id]
+        return self._generation[session_id] + self._epoch
 
     async def wait(self, session_id: str, generation: int, timeout: float) -> None:
-        if self._generation[session_id] != generation:
+        if self.generation(session_id) != generation:
             return
         event = self._events.setdefault(session_id, asyncio.Event())
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that
+        # arrives as the event is set.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout=max(timeout, 0.0))
+            async with asyncio.timeout(max(timeout, 0.0)):
+                await event.wait()
 
     async def poll_forever(self) -> None:
+        """Delivers other processes' wake-ups until cancelled."""
+        if self._database.sqlite:
+            await self._poll_sqlite()
+            return
+        tasks = [asyncio.create_task(self._listen_postgres())]
+        if self._prune:
+            tasks.append(asyncio.create_task(self._prune_forever()))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _poll_sqlite(self) -> None:
         self._last_id = await self._database.read(store.last_wakeup_id)
         changes = self._database.change_counter()
-        seen_version = None
-        pruned_at = time.monotonic()
-        while True:
-            await asyncio.sleep(self._poll_interval)
-            try:
-                if changes is not None:
-                    # Idle: nobody committed since the last look, so no wake-up is new.
+        assert changes is not None
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+        # Set from the probe's scheduling of a look until the loop takes it, so a loop that
+        # does not run for a while (a SyncAgentClient between calls) gets one callback.
+        scheduled = threading.Event()
+        stop = threading.Event()
+
+        def probe() -> None:
+            # A thread, not the event loop: a probe costs microseconds, a loop wake-up more.
+            seen = None
+            while not stop.wait(self._poll_interval):
+                try:
                     version = changes()
-                    if version == seen_version:
-                        continue
-                    seen_version = version
-                await self._poll_once()
-                if time.monotonic() - pruned_at > 60:
-                    await self._database.write(lambda conn: store.prune_wakeups(conn, 300))
-                    pruned_at = time.monotonic()
+                except Exception:
+                    version = None  # a locked or busy file: the next probe tells
+                if version is None or version == seen:
+                    continue  # idle: nobody committed since the last look
+                seen = version
+                if scheduled.is_set():
+                    continue  # a look is already due: it will read this commit's rows too
+                scheduled.set()
+                try:
+                    loop.call_soon_threadsafe(changed.set)
+                except RuntimeError:
+                    return  # the loop closed
+
+        thread = threading.Thread(target=probe, name="dex-wake-probe", daemon=True)
+        thread.start()
+        # Commits made before the probe took its first look woke nobody: look again.
+        self.wake_all()
+        pruned_at = time.monotonic()
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(60):
+                        await changed.wait()
+                changed.clear()
+                scheduled.clear()
+                try:
+                    await self._poll_once()
+                    if self._prune and time.monotonic() - pruned_at > 60:
+                        await self._database.write(lambda conn: store.prune_wakeups(conn, 300))
+                        pruned_at = time.monotonic()
+                except Exception:
+                    log.exception("polling for wake-ups failed; trying again")
+        finally:
+            stop.set()
+
+    async def _listen_postgres(self) -> None:
+        import psycopg
+
+        delay = 0.05
+        failing = False
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self._database.libpq_url(),
+                    autocommit=True,
+                    keepalives=1,
+                    keepalives_idle=10,
+                    keepalives_interval=5,
+                    keepalives_count=3,
+                ) as conn:
+                    await conn.execute(f"LISTEN {WAKE_CHANNEL}")
+                    if failing:
+                        log.warning("listening for wake-ups again")
+                    failing, delay = False, 0.05
+                    # Commits made before LISTEN took effect notified nobody: look again.
+                    self.wake_all()
+                    async for note in conn.notifies():
+                        self._on_notification(note.payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                if not failing:
+                    log.warning("listening for wake-ups failed (%s); reconnecting", error)
+                    failing = True
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    def _on_notification(self, payload: str) -> None:
+        origin, _, names = payload.partition("\n")
+        if origin == self._database.origin:
+            return  # delivered at commit, in this process
+        if names == "*":
+            self.wake_all()
+        elif names:
+            self.notify(set(names.split("\n")), remote=True)
+
+    async def _prune_forever(self) -> None:
+        while True:
+            await asyncio.sleep(60)
+            try:
+                await self._database.write(lambda conn: store.prune_wakeups(conn, 300))
             except Exception:
-                log.exception("polling for wake-ups failed; trying again")
+                log.exception("pruning wake-ups failed; trying again")
 
     async def _poll_once(self) -> None:
         # Look a little behind the newest ID seen: on Postgres, IDs can commit out of order.
@@ -272,7 +388,7 @@ class Runtime:
         flows: Sequence[AgentSessionFlow],
         database: Database,
         *,
-        wake_poll_interval: float = 0.02,
+        wake_poll_interval: float = WAKE_POLL_SECONDS,
         retry_backoff_seconds: float = 0.5,
     ) -> None:
         self.flows = {flow.flow_type: flow for flow in flows}

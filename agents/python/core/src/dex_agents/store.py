@@ -216,6 +216,8 @@ def save_session(conn: Connection, session: Session) -> None:
     values["updated_at"] = now_text()
     conn.execute(_UPDATE_SESSION, {"b_sid": session.session_id, **values})
     session.dirty.clear()
+    # Clients wait on the snapshot: every change of the session row wakes them.
+    wake(conn, session.session_id)
 
 
 def list_sessions(conn: Connection, limit: int = 100) -> list[Session]:
@@ -283,6 +285,21 @@ def load_messages(
     query = (
         sa.select(db.messages)
         .where(db.messages.c.session_id == session_id, db.messages.c.sequence > after_sequence)
+        .order_by(db.messages.c.sequence)
+    )
+    return [_message(row) for row in conn.execute(query)]
+
+
+def turn_messages(
+    conn: Connection, session_id: str, turn_id: str, *, after_sequence: int = 0
+) -> list[AgentMessage]:
+    query = (
+        sa.select(db.messages)
+        .where(
+            db.messages.c.session_id == session_id,
+            db.messages.c.sequence > after_sequence,
+            db.messages.c.turn_id == turn_id,
+        )
         .order_by(db.messages.c.sequence)
     )
     return [_message(row) for row in conn.execute(query)]
@@ -597,12 +614,10 @@ def step_history(conn: Connection, session_id: str) -> list[StepExecution]:
 
 
 def wake(conn: Connection, session_id: str) -> None:
-    """Tells every Worker that this session's waiting Steps should look again."""
+    """Tells every process that waits on this session to look again once this transaction
+    commits (`Database.write_sync` records one wake-up row, and on Postgres sends one NOTIFY,
+    per woken session)."""
     conn.info.setdefault("dex_woken", set()).add(session_id)
-    origin = conn.info.get("dex_origin", "")
-    conn.execute(
-        db.wakeups.insert().values(session_id=session_id, created=time.time(), origin=origin)
-    )
 
 
 def wakeups_after(conn: Connection, after_id: int, origin: str) -> list[tuple[int, str]]:

@@ -228,6 +228,31 @@ class AgentSnapshot(WireModel):
     session_settings: dict[str, Any] | None = None
 
 
+TurnStatus = Literal["completed", "failed", "steered", "cancelled", "waiting_for_interrupts"]
+
+
+class TurnResult(WireModel):
+    """What `AgentClient.run_turn` returns: how one turn ended, or that it waits on
+    interrupts (approvals, questions) until they are resolved."""
+
+    session_id: str
+    turn_id: str
+    status: TurnStatus
+    # The turn's last assistant text (None when the model produced none).
+    text: str | None = None
+    # Why a failed turn failed.
+    error: str | None = None
+    # The messages the turn stored so far, its user message first.
+    messages: list[AgentMessage] = Field(default_factory=list)
+    # The pending interrupts, when the status is waiting_for_interrupts.
+    interrupts: list[AgentInterrupt] = Field(default_factory=list)
+    # Usage of the turn's model calls (since `after`, for `wait_for_turn`).
+    usage: AgentUsage = Field(default_factory=AgentUsage)
+    # The resume token of the last event read: `wait_for_turn(..., after=event_offset)`
+    # waits for what the turn does next.
+    event_offset: int = 0
+
+
 class AgentMessagesPage(WireModel):
     messages: list[AgentMessage]
     next_before_sequence: int | None

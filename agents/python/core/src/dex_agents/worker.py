@@ -57,7 +57,7 @@ class Worker:
         *,
         database_url: str | None = None,
         worker_id: str | None = None,
-        wake_poll_interval: float = 0.02,
+        wake_poll_interval: float = runtime_module.WAKE_POLL_SECONDS,
         queue_poll_interval: float = 0.2,
         lease_seconds: float | None = None,
         drain_seconds: float | None = None,

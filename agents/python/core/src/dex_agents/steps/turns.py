@@ -88,6 +88,7 @@ def begin_turn(
     messages: Sequence[AgentUserMessage],
     mode: InteractionMode | None = None,
     texts_override: Sequence[str] | None = None,
+    message_id: int | None = None,
 ) -> Transition:
     session = tx.session
     state = session.active_state
@@ -116,7 +117,11 @@ def begin_turn(
         TurnSessionSettings(turn_id=turn_id, session_settings=session.session_settings or {}),
     )
     session.set("features", flow_features(ctx))
-    tx.event("turn_started", {"sequence": stored[0].sequence}, turn_id=turn_id)
+    payload: dict[str, Any] = {"sequence": stored[0].sequence}
+    if message_id is not None:
+        # The queued message that began the turn, so its sender can find the turn.
+        payload["message_id"] = str(message_id)
+    tx.event("turn_started", payload, turn_id=turn_id)
     return go(("RunModel", None))
 
 
@@ -202,7 +207,7 @@ class AwaitUserMessage(StepHandler):
         taken = store.consume(tx.conn, ctx.session_id, QUEUED_USER_MESSAGES)
         if taken:
             message = AgentUserMessage.model_validate_json(taken[0].payload)
-            return begin_turn(ctx, tx, [message])
+            return begin_turn(ctx, tx, [message], message_id=taken[0].message_id)
         return self._execute_plan(ctx, tx)
 
     def _execute_plan(self, ctx: StepContext, tx: StepTx) -> Transition:
