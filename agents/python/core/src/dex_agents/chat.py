@@ -376,7 +376,7 @@ class Chat:
             await self.answer(interrupt)
 
     async def approve(self, interrupt: AgentInterrupt) -> None:
-        question = f"  ? approve {interrupt.tool_name} {interrupt.arguments} [y/N] "
+        question = f"  ? approve {interrupt.tool_name} {compact_json(interrupt.arguments)} [y/N] "
         reply = (await self.ask(question)).strip().lower()
         approved = reply in ("y", "yes")
         await self.client.resolve_interrupt(

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .cli_format import compact_json
 from .client import SyncAgentClient
 from .flow import AgentSessionFlow, AgentSessionOptions
 from .runner import ToolPolicy
@@ -111,7 +112,8 @@ def run_demo(database_url: str, say: Callable[[str], None] = print) -> None:
             say("user: Email Ana the forecast.")
             snapshot = _wait(client, session, lambda s: bool(s.pending_interrupts))
             interrupt = snapshot.pending_interrupts[0]
-            say(f"\n[approval] {interrupt.tool_name} {interrupt.arguments} waits for approval.")
+            arguments = compact_json(interrupt.arguments)
+            say(f"\n[approval] {interrupt.tool_name} {arguments} waits for approval.")
             say("[crash] SIGKILL to the Worker while the approval waits …")
             worker.kill()
             time.sleep(0.5)
