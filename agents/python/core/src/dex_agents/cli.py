@@ -32,7 +32,7 @@ from .cli_format import (
     truncate,
 )
 from .client import AgentClient
-from .db import DATABASE_URL_ENV, DEFAULT_DATABASE_URL
+from .db import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, one_line_error
 from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFound
 from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
 from .types import (
@@ -46,7 +46,7 @@ from .types import (
     StepExecution,
     WorkerInfo,
 )
-from .worker import Worker, load_flows, one_line_error
+from .worker import Worker, load_flows
 
 T = TypeVar("T")
 

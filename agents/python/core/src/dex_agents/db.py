@@ -415,11 +415,10 @@ class Outage:
             if self._since is not None:
                 return
             self._since = time.monotonic()
-        reason = str(error.orig).strip().splitlines()
         log.warning(
             "the database at %s is unavailable (%s); Steps wait and retry until it returns",
             self.where,
-            reason[0] if reason else type(error.orig).__name__,
+            one_line_error(error),
         )
 
     def ended(self) -> None:
@@ -450,6 +449,13 @@ _UNAVAILABLE_MARKERS = (
     "the database system is shutting down",
     "the database system is in recovery mode",
 )
+
+
+def one_line_error(error: BaseException) -> str:
+    """The first line of a database driver's error, without SQLAlchemy's trailer."""
+    detail = error.orig if isinstance(error, DBAPIError) else error
+    lines = [line.strip() for line in str(detail).splitlines() if line.strip()]
+    return lines[0] if lines else type(detail).__name__
 
 
 def is_unavailable_text(text: str) -> bool:

@@ -29,6 +29,7 @@ from .db import (
     is_sqlite,
     is_unavailable_text,
     normalize_url,
+    one_line_error,
 )
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
@@ -226,13 +227,6 @@ def _unreachable(error: DBAPIError) -> bool:
         or is_unavailable_text(text)
         or any(marker in text.lower() for marker in _UNREACHABLE)
     )
-
-
-def one_line_error(error: BaseException) -> str:
-    """The first line of a database driver's error, without SQLAlchemy's trailer."""
-    detail = error.orig if isinstance(error, DBAPIError) else error
-    lines = [line.strip() for line in str(detail).splitlines() if line.strip()]
-    return lines[0] if lines else type(detail).__name__
 
 
 def _check_sqlite_directory(url: str) -> None:
