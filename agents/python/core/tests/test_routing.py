@@ -9,11 +9,15 @@ import sys
 import warnings
 
 import pytest
+import sqlalchemy as sa
 
 from dex_agents import FlowTypeNotHostedWarning
-from dex_agents.testing import ScriptedReply
+from dex_agents.runtime import step_queue_name
+from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 
-from .helpers import no_failed_workflows, step_workflows, turns_done
+from .helpers import no_failed_workflows, step_workflows, turns_done, wait_until
+
+LONG_LEASE = {"DEX_AGENTS_WORKER_LEASE_SECONDS": "600"}
 
 
 async def test_a_flow_type_no_worker_hosts_waits_intact_and_runs_once_a_worker_hosts_it(
@@ -59,3 +63,69 @@ def test_cli_start_warns_when_no_live_worker_hosts_the_flow_type(database_url):
         "warning: no live Worker hosts flow type 'Wether' (no Worker is live); "
         "the session waits until a Worker that hosts 'Wether' starts"
     )
+
+
+async def test_a_tool_step_started_without_its_queue_is_taken_over_on_its_flow_types_queue(
+    database_url, make_worker, model, client, tool_log
+):
+    # A tool Step starts at once as a workflow of its own, then gets its flow type's queue
+    # stamped on it. A Worker killed between the two leaves it unqueued; DBOS recovery would
+    # hand such a workflow to its internal queue, which every Worker reads, Workers without
+    # the flow type included. The taker stamps it first.
+    model.enqueue(reply_tools(("r1", "slow_read", {"seconds": 4})), reply_text("It is done."))
+    worker_a = make_worker(DEX_AGENTS_WORKER_ID="worker-a", **LONG_LEASE).start()
+    session = await client.start_session("Assistant", "Read it.")
+    wait_until(lambda: tool_log.count("slow_read") == 1, what="the read to start")
+    worker_a.kill()
+    tool_step = _unstamp_tool_steps(database_url, session)
+
+    with make_worker("tests.apps.basic:weather_flows", DEX_AGENTS_WORKER_ID="weather"):
+        make_worker(DEX_AGENTS_WORKER_ID="worker-b", **LONG_LEASE).start()
+        snapshot = await client.wait_for(session, turns_done(1), timeout=60)
+
+    assert snapshot.messages[-1].text == "It is done."
+    assert [e["phase"] for e in tool_log.entries("slow_read")] == ["started", "started", "finished"]
+    workflow = _workflow_row(database_url, tool_step)
+    assert workflow == ("SUCCESS", step_queue_name("Assistant"), "worker-b")
+    assert no_failed_workflows(database_url, session)
+
+
+def _dbos_table(database_url: str) -> str:
+    return "dbos.workflow_status" if database_url.startswith("postgresql") else "workflow_status"
+
+
+def _unstamp_tool_steps(database_url: str, session_id: str) -> str:
+    """Leaves the session's running tool Step workflow as a kill before its stamp would."""
+    engine = sa.create_engine(database_url)
+    with engine.begin() as conn:
+        workflow_id = conn.execute(
+            sa.text(
+                f"SELECT workflow_uuid FROM {_dbos_table(database_url)} "
+                "WHERE workflow_uuid LIKE :tool_step AND status = 'PENDING' "
+                "AND queue_name IS NOT NULL"
+            ),
+            {"tool_step": f"{session_id}/CallTool-%"},
+        ).scalar_one()
+        conn.execute(
+            sa.text(
+                f"UPDATE {_dbos_table(database_url)} SET queue_name = NULL "
+                "WHERE workflow_uuid = :id"
+            ),
+            {"id": workflow_id},
+        )
+    engine.dispose()
+    return str(workflow_id)
+
+
+def _workflow_row(database_url: str, workflow_id: str) -> tuple[str, str, str]:
+    engine = sa.create_engine(database_url)
+    with engine.connect() as conn:
+        row = conn.execute(
+            sa.text(
+                f"SELECT status, queue_name, executor_id FROM {_dbos_table(database_url)} "
+                "WHERE workflow_uuid = :id"
+            ),
+            {"id": workflow_id},
+        ).one()
+    engine.dispose()
+    return (row[0], row[1], row[2])

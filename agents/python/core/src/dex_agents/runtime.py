@@ -23,12 +23,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
 from dbos import DBOS, Queue, SetWorkflowID
 from sqlalchemy.engine import Connection
 
 from . import store
 from .clock import now_text
-from .db import WAKE_CHANNEL, Database
+from .db import WAKE_CHANNEL, Database, dbos_workflow_status
+from .errors import SessionNotFound
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
 from .runner import FrameworkItemCache
@@ -103,14 +105,59 @@ async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
 async def _enqueue_step_workflows(
     runtime: Runtime, session_id: str, step_execution_ids: Sequence[str]
 ) -> None:
-    """Enqueues Steps on their flow type's queue: only a Worker that hosts the flow type takes
-    them, and DBOS recovery returns them to that queue, never to a Worker without the flow."""
+    """Starts Steps as workflows of their own, at once in this process (which hosts their flow
+    type, since it runs the session), then stamps them with their flow type's queue, so that
+    DBOS recovery returns them to that queue, never to a Worker without the flow.
+
+    Enqueueing them instead would wait for the queue's next poll. A Worker that dies between
+    a start and its stamp leaves an unqueued workflow: `route_step_workflows` stamps those
+    before any recovery hands them out."""
     if not step_execution_ids:
         return
-    queue = runtime.queues[await runtime.flow_type_of(session_id)]
-    for step_execution_id in step_execution_ids:
-        with SetWorkflowID(step_workflow_id(session_id, step_execution_id)):
-            await queue.enqueue_async(run_step_workflow, session_id, step_execution_id)
+    queue_name = step_queue_name(await runtime.flow_type_of(session_id))
+    workflow_ids = [step_workflow_id(session_id, step) for step in step_execution_ids]
+    for workflow_id, step_execution_id in zip(workflow_ids, step_execution_ids, strict=True):
+        with SetWorkflowID(workflow_id):
+            await DBOS.start_workflow_async(run_step_workflow, session_id, step_execution_id)
+    await runtime.database.write(lambda conn: _stamp_queue(conn, workflow_ids, queue_name))
+
+
+def _stamp_queue(conn: Connection, workflow_ids: list[str], queue_name: str) -> None:
+    workflows = dbos_workflow_status(conn)
+    conn.execute(
+        workflows.update()
+        .where(workflows.c.workflow_uuid.in_(workflow_ids), workflows.c.queue_name.is_(None))
+        .values(queue_name=queue_name)
+    )
+
+
+def route_step_workflows(conn: Connection, executor_ids: Sequence[str]) -> int:
+    """Stamps the unfinished Step workflows of these Workers that were started without a queue
+    with their flow type's queue; call it before DBOS recovery re-enqueues them. Returns how
+    many it stamped."""
+    workflows = dbos_workflow_status(conn)
+    if not executor_ids or not sa.inspect(conn).has_table("workflow_status", workflows.schema):
+        return 0  # DBOS never opened this database: nothing to recover
+    unqueued = conn.execute(
+        sa.select(workflows.c.workflow_uuid).where(
+            workflows.c.name == STEP_WORKFLOW,
+            workflows.c.queue_name.is_(None),
+            workflows.c.status.in_(("ENQUEUED", "PENDING")),
+            workflows.c.executor_id.in_(list(executor_ids)),
+        )
+    ).scalars()
+    by_session: dict[str, list[str]] = defaultdict(list)
+    for workflow_id in unqueued:
+        by_session[workflow_id.rpartition("/")[0]].append(workflow_id)
+    stamped = 0
+    for session_id, workflow_ids in by_session.items():
+        try:
+            flow_type = store.read_session(conn, session_id).flow_type
+        except SessionNotFound:
+            continue
+        _stamp_queue(conn, workflow_ids, step_queue_name(flow_type))
+        stamped += len(workflow_ids)
+    return stamped
 
 
 class Waker:

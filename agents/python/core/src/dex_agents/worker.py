@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import logging
 import os
@@ -33,7 +34,7 @@ from .db import (
 )
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
-from .runtime import DRIVER_VERSION, Runtime, step_queue_name
+from .runtime import DRIVER_VERSION, Runtime, route_step_workflows, step_queue_name
 
 log = logging.getLogger("dex_agents")
 
@@ -100,12 +101,13 @@ class Worker:
             database,
             self.worker_id,
             [flow.flow_type for flow in self.flows],
-            _recover_workflows,
+            functools.partial(_recover_workflows, database),
             lease_seconds=self.lease_seconds,
         )
         try:
             # Before DBOS launches: its launch recovers every unfinished workflow of this ID.
             await lease.claim()
+            await database.write(lambda conn: route_step_workflows(conn, [self.worker_id]))
         except BaseException:
             runtime_module._runtime = None
             database.close()
@@ -245,9 +247,10 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-def _recover_workflows(worker_ids: list[str]) -> int:
-    """Hands the unfinished workflows of the given Workers back to the queues (DBOS recovery:
-    each is admitted to exactly one runner, whichever Worker takes it)."""
+def _recover_workflows(database: Database, worker_ids: list[str]) -> int:
+    """Hands the unfinished workflows of the given Workers back to their flow types' queues
+    (DBOS recovery: each is admitted to exactly one runner, whichever Worker takes it)."""
+    database.write_sync(lambda conn: route_step_workflows(conn, worker_ids))
     return len(DBOS._recover_pending_workflows(worker_ids))
 
 
