@@ -25,8 +25,9 @@ LONG_LEASE = {"DEX_AGENTS_WORKER_LEASE_SECONDS": "600"}
 @pytest.mark.parametrize("how", ["killed", "stopped"])
 async def test_a_live_worker_takes_over_a_waiting_session_at_once(make_worker, model, client, how):
     # A Worker of this host whose process is gone (killed), or that stopped cleanly, is taken
-    # over at once, though its lease here is longer than the test may take.
-    lease = LONG_LEASE
+    # over at once, though its lease here is longer than the test may take; and its Steps are
+    # taken at once, not at the queue's next poll (once a minute here).
+    lease = {**LONG_LEASE, "DEX_AGENTS_QUEUE_POLL_SECONDS": "60"}
     model.enqueue(reply_text("first answer"), reply_text("second answer"))
     worker_a = make_worker(DEX_AGENTS_WORKER_ID="worker-a", **lease).start()
     session = await client.start_session("Assistant", "first question")

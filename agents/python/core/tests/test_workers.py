@@ -28,6 +28,22 @@ async def test_two_workers_share_one_database(make_worker, model, client):
         assert history == ["StartAgentSession", "RunModel", "AwaitUserMessage"]
 
 
+async def test_workers_take_a_new_session_when_its_commit_wakes_them_not_at_their_queue_poll(
+    make_worker, model, client
+):
+    # DBOS's queue poll, once a minute here, would make each start wait up to a minute.
+    model.enqueue(*(reply_text(f"answer {n}") for n in range(4)))
+    slow_poll = {"DEX_AGENTS_QUEUE_POLL_SECONDS": "60"}
+    with make_worker(**slow_poll), make_worker(**slow_poll):
+        results = [
+            await client.start_session_and_wait("Assistant", f"question {n}", timeout=20)
+            for n in range(4)
+        ]
+
+    assert sorted(r.text or "" for r in results) == [f"answer {n}" for n in range(4)]
+    assert len(model.requests) == 4  # each session taken by one Worker only
+
+
 async def test_a_clean_stop_lets_a_running_write_finish_and_commit(
     make_worker, model, client, tool_log
 ):

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection
 from . import liveness, store, texts, validation
 from .clock import now_text, parse_time, utc_now
 from .db import Database, create_dbos_engine
+from .dequeue import queue_wake_key
 from .errors import ChannelMessageNotFound as ChannelMessageNotFound
 from .errors import DatabaseNotFound as DatabaseNotFound
 from .errors import FlowTypeNotHostedWarning, InvalidInput
@@ -122,6 +123,8 @@ class AgentClient:
             session_id,
             step_execution_id,
         )
+        # Wakes the Workers that host the flow type, which take the Step at once.
+        store.wake(conn, queue_wake_key(session.flow_type))
 
     async def _wake_feed(self) -> Waker:
         """This client's wake-ups: its own commits at once, other processes' by their commit

@@ -11,7 +11,7 @@ import os
 import socket
 import sys
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,17 @@ from .db import (
     normalize_url,
     one_line_error,
 )
+from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
 from .runtime import DRIVER_VERSION, Runtime, route_step_workflows, step_queue_name
 
 log = logging.getLogger("dex_agents")
+
+# How often a Worker polls its queues for Steps besides being woken by the commits that
+# enqueue them (see `dequeue.py`): a safety net, so seldom.
+QUEUE_POLL_SECONDS = 1.0
+QUEUE_POLL_SECONDS_ENV = "DEX_AGENTS_QUEUE_POLL_SECONDS"
 
 WORKER_ID_ENV = "DEX_AGENTS_WORKER_ID"
 DRAIN_SECONDS_ENV = "DEX_AGENTS_WORKER_DRAIN_SECONDS"
@@ -60,7 +66,7 @@ class Worker:
         database_url: str | None = None,
         worker_id: str | None = None,
         wake_poll_interval: float = runtime_module.WAKE_POLL_SECONDS,
-        queue_poll_interval: float = 0.2,
+        queue_poll_interval: float | None = None,
         lease_seconds: float | None = None,
         drain_seconds: float | None = None,
     ) -> None:
@@ -74,7 +80,11 @@ class Worker:
         _check_sqlite_directory(self.database_url)
         self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or default_worker_id()
         self.wake_poll_interval = wake_poll_interval
-        self.queue_poll_interval = queue_poll_interval
+        self.queue_poll_interval = (
+            queue_poll_interval
+            if queue_poll_interval is not None
+            else float(os.environ.get(QUEUE_POLL_SECONDS_ENV, QUEUE_POLL_SECONDS))
+        )
         # How long a silent Worker keeps its Steps before a live one takes them over.
         self.lease_seconds = liveness.lease_seconds(lease_seconds)
         # How long a clean stop waits for running model and tool calls to finish.
@@ -97,11 +107,12 @@ class Worker:
         runtime = Runtime(self.flows, database, wake_poll_interval=self.wake_poll_interval)
         runtime.waker.bind(asyncio.get_running_loop())
         self.runtime = runtime_module._runtime = runtime
+        dequeuer = Dequeuer(runtime.queues)
         lease = liveness.WorkerLease(
             database,
             self.worker_id,
             [flow.flow_type for flow in self.flows],
-            functools.partial(_recover_workflows, database),
+            functools.partial(_recover_workflows, database, dequeuer.kick_all_threadsafe),
             lease_seconds=self.lease_seconds,
         )
         try:
@@ -135,8 +146,13 @@ class Worker:
                 runtime.queues[flow_type] = await DBOS.register_queue_async(
                     queue_name, polling_interval_sec=self.queue_poll_interval
                 )
+            runtime.waker.add_remote_listener(dequeuer.on_wake)
             await lease.register()
             background.append(asyncio.create_task(runtime.waker.poll_forever()))
+            # DBOS's launch re-enqueues this ID's unfinished workflows in a thread of its own;
+            # doing it here too (it is idempotent) has them all queued before the first take.
+            await asyncio.to_thread(DBOS._recover_pending_workflows, [self.worker_id])
+            dequeuer.kick_all()  # what waited for a Worker, and what was recovered
             background.append(asyncio.create_task(lease.run_forever()))
             log.info(
                 "dex-agents Worker %s on %s hosts %s",
@@ -151,6 +167,7 @@ class Worker:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            await dequeuer.close()
             # Stopping cancels every Step that waits (for a message, an approval); each
             # resumes when a Worker takes it over, so DBOS's warning per task is noise here.
             logging.getLogger("dbos").addFilter(_quiet_shutdown_cancellations)
@@ -247,11 +264,16 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-def _recover_workflows(database: Database, worker_ids: list[str]) -> int:
+def _recover_workflows(
+    database: Database, dequeue: Callable[[], None], worker_ids: list[str]
+) -> int:
     """Hands the unfinished workflows of the given Workers back to their flow types' queues
-    (DBOS recovery: each is admitted to exactly one runner, whichever Worker takes it)."""
+    (DBOS recovery: each is admitted to exactly one runner, whichever Worker takes it), and
+    has this Worker take what it hosts at once."""
     database.write_sync(lambda conn: route_step_workflows(conn, worker_ids))
-    return len(DBOS._recover_pending_workflows(worker_ids))
+    recovered = len(DBOS._recover_pending_workflows(worker_ids))
+    dequeue()
+    return recovered
 
 
 def _quiet_shutdown_cancellations(record: logging.LogRecord) -> bool:

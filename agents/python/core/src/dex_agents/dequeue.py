@@ -1,0 +1,100 @@
+"""Takes a flow type's enqueued Steps at once, when a commit says they are there.
+
+DBOS dequeues by polling each queue. A client that starts a session (or cancels a turn)
+enqueues its first Step and wakes the Workers that host the flow type through the same
+commit-driven feed as every other wake-up; a woken Worker claims the queue's workflows at
+once, exactly as DBOS's queue thread does on its poll (one atomic ENQUEUED -> PENDING claim,
+then dispatch). So the poll is only a safety net and can be slow: it costs CPU on every
+Worker for every queue, all the time.
+
+This uses two DBOS internals, `SystemDatabase.start_queued_workflows` and
+`execute_dequeued_workflow`, the same calls as DBOS's queue thread; the `dbos` requirement
+is pinned to a minor version for this reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from dbos import Queue
+from dbos._core import execute_dequeued_workflow
+from dbos._dbos import _get_dbos_instance
+from dbos._utils import GlobalParams, generate_uuid
+
+log = logging.getLogger("dex_agents")
+
+# A wake-up key no session ID can be (session IDs hold no control characters).
+_QUEUE_KEY_PREFIX = "\x1f"
+_KEY_CHARS = 255
+
+
+def queue_wake_key(flow_type: str) -> str:
+    """The wake-up that tells the Workers hosting `flow_type` that its queue has Steps."""
+    return (_QUEUE_KEY_PREFIX + flow_type)[:_KEY_CHARS]
+
+
+class Dequeuer:
+    """Claims and starts the enqueued Steps of the hosted flow types when woken."""
+
+    def __init__(self, queues: dict[str, Queue]) -> None:
+        """Made in the Worker's event loop; `queues` is filled once DBOS launched."""
+        self._queues = queues
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._loop = asyncio.get_running_loop()
+
+    def on_wake(self, keys: set[str]) -> None:
+        """A Waker listener: dequeues each hosted flow type whose queue key is among `keys`."""
+        for flow_type in self._queues:
+            if queue_wake_key(flow_type) in keys:
+                self.kick(flow_type)
+
+    def kick_all(self) -> None:
+        for flow_type in self._queues:
+            self.kick(flow_type)
+
+    def kick_all_threadsafe(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.kick_all)
+
+    def kick(self, flow_type: str) -> None:
+        if flow_type in self._running:
+            self._again.add(flow_type)  # one more claim once this one is done
+            return
+        self._running[flow_type] = self._loop.create_task(self._dequeue(flow_type))
+
+    async def _dequeue(self, flow_type: str) -> None:
+        try:
+            while True:
+                self._again.discard(flow_type)
+                try:
+                    await asyncio.to_thread(_claim_and_start, self._queues[flow_type])
+                except Exception as error:  # the queue's poll takes them instead
+                    log.debug("could not dequeue %s at once: %s", flow_type, error)
+                if flow_type not in self._again:
+                    return
+        finally:
+            del self._running[flow_type]
+
+    async def close(self) -> None:
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _claim_and_start(queue: Queue) -> None:
+    dbos = _get_dbos_instance()
+    owner_xid = generate_uuid()
+    workflow_ids, _ = dbos._sys_db.start_queued_workflows(
+        queue,
+        GlobalParams.executor_id,
+        GlobalParams.app_version,
+        None,
+        dbos._active_workflows_set.count_for_queue(queue.name),
+        owner_xid=owner_xid,
+    )
+    if workflow_ids:
+        for status in dbos._sys_db.get_workflow_statuses(workflow_ids):
+            execute_dequeued_workflow(dbos, status, owner_xid)
