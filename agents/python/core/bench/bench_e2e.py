@@ -24,9 +24,10 @@ Bytes of a turn, over a window divided by its turns: "stored", growth of the pag
 the contender's SQLite database as a reader sees it (WAL included; on Postgres,
 pg_database_size); "files", growth of the main file + WAL on disk (the WAL grows to its
 checkpoint size, then is reused, so early windows count WAL writes). Figures are given for
-windows around turns 10, 100 and 1,000 (those at most N) and at N. The client waits for a
-turn's end by reading the session's events every --poll-ms (2 ms), as a UI following a session
-would; that wait's latency and CPU count in dex-agents' figures.
+windows around turns 10, 100 and 1,000 (those at most N) and at N. The client runs each turn
+with `AgentClient.run_turn`, which sends the message and is woken by the commits of the turn's
+events (on SQLite a `PRAGMA data_version` probe every 5 ms, on Postgres LISTEN/NOTIFY); that
+wait's latency and CPU count in dex-agents' figures.
 
 Nothing here is a test: it prints figures for the README.
 """
@@ -281,11 +282,9 @@ class DBOSAgentPeer(Contender):
 class DexAgents(Contender):
     """A Worker process hosting the Flow; this process drives the session with an AgentClient."""
 
-    def __init__(
-        self, name: str, target: str, flow_type: str, url: str, poll: float, **kw: Any
-    ) -> None:
+    def __init__(self, name: str, target: str, flow_type: str, url: str, **kw: Any) -> None:
         super().__init__(name, **kw)
-        self.target, self.flow_type, self.url, self.poll = target, flow_type, url, poll
+        self.target, self.flow_type, self.url = target, flow_type, url
 
     async def setup(self, model: ModelServer) -> None:
         from dex_agents import AgentClient
@@ -304,26 +303,12 @@ class DexAgents(Contender):
         self.proc = psutil.Process(self.worker.process.pid)
         self.client = AgentClient(self.url)
         self.session = await self.client.start_session(self.flow_type)
-        self.offset = 0
         await self.client.wait_for(self.session, lambda s: s.state is not None, timeout=60)
 
-    async def _wait(self, types: set[str]) -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            for event in await self.client.read_events(self.session, after=self.offset):
-                self.offset = event.offset
-                if event.type in ("turn_failed", "turn_cancelled"):
-                    raise RuntimeError(
-                        f"{self.name}: {event.type}: {event.payload}\n{self.worker.log()}"
-                    )
-                if event.type in types:
-                    return
-            await asyncio.sleep(self.poll)
-        raise TimeoutError(f"{self.name}: no {types} event in 120 s\n{self.worker.log()}")
-
     async def turn(self, k: int) -> None:
-        await self.client.send_user_message(self.session, f"question {k}")
-        await self._wait({"turn_completed"})
+        result = await self.client.run_turn(self.session, f"question {k}", timeout=120)
+        if result.status != "completed":
+            raise RuntimeError(f"{self.name}: turn {k} {result.status}: {result.error}")
 
     def worker_cpu(self) -> float:
         times = self.proc.cpu_times()
@@ -361,7 +346,6 @@ def _own_cpu() -> float:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="dex-bench-e2e-"))
-    poll = args.poll_ms / 1000
     contenders: list[Contender] = [
         PydanticAiAlone("Pydantic AI alone"),
         OpenAIAgentsAlone("OpenAI Agents alone"),
@@ -371,7 +355,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "e2e_app:pydantic_ai_flows",
             "BenchPydanticAi",
             f"sqlite:///{tmp / 'dex-pydantic-ai.sqlite'}",
-            poll,
             baseline="Pydantic AI alone",
         ),
         DexAgents(
@@ -379,7 +362,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "e2e_app:openai_agents_flows",
             "BenchOpenAIAgents",
             f"sqlite:///{tmp / 'dex-openai-agents.sqlite'}",
-            poll,
             baseline="OpenAI Agents alone",
         ),
         DBOSAgentPeer(
@@ -403,7 +385,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "e2e_app:pydantic_ai_flows",
                 "BenchPydanticAi",
                 args.postgres,
-                poll,
                 baseline="Pydantic AI alone",
             ),
         )
@@ -492,7 +473,6 @@ def report(contenders: list[Contender], args: argparse.Namespace, seconds: float
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "turns": args.turns,
         "seconds": round(seconds, 1),
-        "poll_ms": args.poll_ms,
         "machine": (
             f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
         ),
@@ -543,7 +523,7 @@ def report(contenders: list[Contender], args: argparse.Namespace, seconds: float
 def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
     print(
         f"\nEnd-to-end, one session of {result['turns']} turns per contender, interleaved "
-        f"({result['seconds']} s; {result['machine']}; client poll {result['poll_ms']} ms)"
+        f"({result['seconds']} s; {result['machine']})"
     )
     print("versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
     durable = [c for c in contenders if c.baseline]
@@ -597,9 +577,6 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument(
         "--postgres", metavar="URL", help="also dex-agents + Pydantic AI on Postgres"
-    )
-    parser.add_argument(
-        "--poll-ms", type=float, default=2.0, help="the client's event poll interval (ms)"
     )
     parser.add_argument(
         "--profile-worker",
