@@ -350,8 +350,9 @@ class Waker:
                 log.exception("pruning wake-ups failed; trying again")
 
     async def _poll_once(self) -> None:
-        # Look a little behind the newest ID seen: on Postgres, IDs can commit out of order.
-        floor = max(self._last_id - 256, 0)
+        # On Postgres, IDs can commit out of order: look a little behind the newest ID seen.
+        # SQLite has one writer at a time, so its IDs commit in order.
+        floor = self._last_id if self._database.sqlite else max(self._last_id - 256, 0)
         origin = self._database.origin
         rows = await self._database.read(lambda conn: store.wakeups_after(conn, floor, origin))
         fresh = [(i, s) for i, s in rows if i not in self._seen]
