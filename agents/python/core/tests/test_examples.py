@@ -33,6 +33,7 @@ def example_env(model: ScriptedModelServer, database_url: str) -> dict[str, str]
         OPENAI_BASE_URL=model.base_url,
         OPENAI_API_KEY="scripted",
         DEX_AGENTS_DATABASE_URL=database_url,
+        PYTHONDONTWRITEBYTECODE="1",  # uvicorn imports app.py from the example's directory
     )
     return env
 
