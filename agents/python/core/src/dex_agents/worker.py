@@ -182,7 +182,7 @@ class Worker:
         except BaseException:  # cancelled while starting
             ready.cancel()
             self.stop()
-            self.stop()
+            self.stop()  # the second call stops at once
             await asyncio.gather(self._task, return_exceptions=True)
             raise
         if not ready.done():
