@@ -28,4 +28,13 @@ for dir in "${packages[@]}"; do
       uv run pytest -q -p no:cacheprovider
   ) || status=1
 done
+# The examples (examples/) live outside the packages: the core's lint settings check them.
+if [[ " ${packages[*]} " == *" agents/python/core "* ]]; then
+  echo "=== examples"
+  (
+    cd agents/python/core &&
+      uv run --quiet ruff check ../../../examples &&
+      uv run --quiet ruff format --check ../../../examples
+  ) || status=1
+fi
 exit $status

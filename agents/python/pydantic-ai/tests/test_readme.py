@@ -1,16 +1,23 @@
-"""The README's complete example runs as written, with its model served by the scripted server."""
+"""The README's complete example and its chat script, and the root README's first snippet, run
+as written, with their model served by the scripted server."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from dex_agents import AgentClient, FlowTypeNotHostedWarning
 from dex_agents.runner import ToolCallsRequested, ToolPolicy
-from dex_agents.testing import ScriptedModelServer, reply_text, reply_tools
+from dex_agents.testing import ScriptedModelServer, WorkerProcess, reply_text, reply_tools
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 
@@ -18,6 +25,7 @@ from .apps.agents import scripted_model
 from .driver import Driver
 
 README = Path(__file__).parent.parent / "README.md"
+ROOT_README = Path(__file__).resolve().parents[4] / "README.md"
 
 
 def load_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -67,3 +75,96 @@ async def test_the_readme_example_runs(
         effect="non_idempotent_write", requires_approval=True
     )
     assert second.records[0].output == "refunded 500 cents on o-1"
+
+
+def readme_block(readme: Path, first_line: str) -> str:
+    """The ```python block of `readme` whose code starts with `first_line`."""
+    blocks = re.findall(r"^```python\n(.*?)^```", readme.read_text(), re.S | re.M)
+    found = [block for block in blocks if block.startswith(first_line)]
+    assert len(found) == 1, f"{readme} has {len(found)} blocks starting with {first_line!r}"
+    return found[0]
+
+
+def model_env(model: ScriptedModelServer) -> dict[str, str]:
+    """The README's `OPENAI_API_KEY=...`, with the scripted server as OpenAI."""
+    env = {k: v for k, v in os.environ.items() if k != "DEX_AGENTS_DATABASE_URL"}
+    env.update(OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="scripted")
+    return env
+
+
+def test_the_readme_chat_script_approves_the_refund(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    (tmp_path / "support_app.py").write_text(readme_block(README, "# support_app.py"))
+    (tmp_path / "chat.py").write_text(readme_block(README, "# chat.py"))
+    model.enqueue(
+        reply_tools(("s1", "order_status", {"order_id": "o-1"})),
+        reply_text("Order o-1 has shipped."),
+        reply_tools(("r1", "refund", {"order_id": "o-1", "amount_cents": 500})),
+        reply_text("Refunded 500 cents on o-1."),
+    )
+    env = model_env(model)
+    # `dex-agents worker support_app:flows`, on the default database of the working directory.
+    with WorkerProcess(
+        "support_app:flows",
+        database_url=f"sqlite:///{tmp_path / 'dex_agents.sqlite'}",
+        env={k: env[k] for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")},
+        cwd=tmp_path,
+        log_path=tmp_path / "worker.log",
+    ):
+        chat = subprocess.run(
+            [sys.executable, "chat.py"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stdout.splitlines() == [
+        "Order o-1 has shipped.",
+        'approving refund {"order_id":"o-1","amount_cents":500}',
+        "Refunded 500 cents on o-1.",
+    ]
+    refund_output = [
+        item["output"]
+        for item in model.requests[-1].body["input"]
+        if item.get("type") == "function_call_output" and item["call_id"] == "r1"
+    ]
+    assert refund_output == ["refunded 500 cents on o-1"]
+
+
+async def test_the_root_readme_snippet_serves_sessions(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    (tmp_path / "triage_app.py").write_text(readme_block(ROOT_README, "import asyncio"))
+    model.enqueue(reply_text("Sorry to hear that: I've sent this to the shipping team."))
+    log_path = tmp_path / "triage_app.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "triage_app.py"],
+            cwd=tmp_path,
+            env=model_env(model),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        async with AgentClient(f"sqlite:///{tmp_path / 'dex_agents.sqlite'}") as client:
+            with warnings.catch_warnings():
+                # The Worker may still be starting: the session waits for it.
+                warnings.simplefilter("ignore", FlowTypeNotHostedWarning)
+                result = await client.start_session_and_wait(
+                    "TriageAgent", "My order never came", timeout=60
+                )
+    finally:
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        returncode = process.wait(timeout=60)
+
+    assert (result.status, result.text) == (
+        "completed",
+        "Sorry to hear that: I've sent this to the shipping team.",
+    )
+    assert model.requests[0].body["instructions"] == "Triage support tickets."
+    # Ctrl-C ends the Worker as it ends any asyncio.run() program.
+    assert returncode == -signal.SIGINT, log_path.read_text()

@@ -95,6 +95,8 @@ class Worker:
         )
         self._stop_now = asyncio.Event()
         self._stopped = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
         self.runtime: Runtime | None = None
 
     async def run(self) -> None:
@@ -161,6 +163,7 @@ class Worker:
                 ", ".join(flow.flow_type for flow in self.flows),
             )
             _announce_ready()
+            self._ready.set()
             await self._stopped.wait()
             await self._drain(runtime)
         finally:
@@ -180,6 +183,38 @@ class Worker:
                 log.warning("could not hand this Worker's Steps over; they wait for its lease")
             database.close()
             log.info("dex-agents Worker %s stopped", self.worker_id)
+
+    async def __aenter__(self) -> Worker:
+        """Runs the Worker in the background of this event loop, as an application that embeds
+        it does (a web app's lifespan, a script): returns once the Worker takes Steps, or
+        raises what stopped it from starting. Leaving the block stops it cleanly.
+
+            async with Worker(flows):
+                result = await client.start_session_and_wait("Assistant", "Hello")
+        """
+        if self._task is not None:
+            raise RuntimeError("this Worker is already running")
+        self._task = asyncio.create_task(self.run(), name=f"dex-agents Worker {self.worker_id}")
+        ready = asyncio.create_task(self._ready.wait())
+        try:
+            await asyncio.wait([self._task, ready], return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while starting
+            ready.cancel()
+            self.stop()
+            self.stop()  # the second call stops at once
+            await asyncio.gather(self._task, return_exceptions=True)
+            raise
+        if not ready.done():
+            ready.cancel()
+            self._task.result()  # raises what ended run()
+            raise WorkerError("the Worker stopped before it was ready")
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.stop()
+        if self._task is not None:
+            task, self._task = self._task, None
+            await task
 
     def stop(self) -> None:
         """Stops cleanly: running model and tool calls finish first (up to `drain_seconds`).

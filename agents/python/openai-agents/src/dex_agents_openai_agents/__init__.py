@@ -1,4 +1,4 @@
-"""Durable OpenAI Agents SDK sessions: every model call and every tool call is its own Dex Step."""
+"""Durable OpenAI Agents SDK sessions: every model call and every tool call is a durable Step."""
 
 from .recorded import current_tool_execution
 from .runner import ContextFactory, OpenAIAgentsRunner, RunContextRequest
