@@ -190,8 +190,7 @@ async def grow_history(url: str, session: str, messages: int) -> None:
 
 async def bench(url: str, turns: int) -> None:
     worker = Worker([FLOW], database_url=url)
-    task = asyncio.create_task(worker.run())
-    await asyncio.sleep(1.0)
+    await worker.__aenter__()  # returns once the Worker takes Steps
     client = AgentClient(url)
     watcher = TurnWatcher(worker, client)
     # The client commits in this process too: wake the Worker directly, as an application
@@ -236,8 +235,7 @@ async def bench(url: str, turns: int) -> None:
         print(f"  RunModel, 10,000 msgs {describe(big_runs)}   ({ratio:.2f}x)")
     finally:
         await client.close()
-        worker.stop()
-        await task
+        await worker.__aexit__(None, None, None)
         # The stopped Worker's cancelled workflows finish their bookkeeping before the next
         # Worker of this process starts DBOS again.
         await asyncio.sleep(1.0)

@@ -469,6 +469,9 @@ class Runtime:
             try:
                 return await self.run_step(session_id, step_execution_id)
             except Exception:
+                # A Step that waited while its Worker stopped wakes to a closed database: it
+                # stays pending, for the Worker that takes it over, like any other.
+                await self._hold_while_draining()
                 if not logged:
                     log.exception(
                         "Step execution %s of session %s could not go on; trying again "

@@ -12,6 +12,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,9 @@ class Worker:
             # resumes when a Worker takes it over, so DBOS's warning per task is noise here.
             logging.getLogger("dbos").addFilter(_quiet_shutdown_cancellations)
             DBOS.destroy(workflow_completion_timeout_sec=0)
+            # DBOS made its executor, now shut down, this loop's default one: give the loop a
+            # fresh one, so that it goes on (and can run a Worker again).
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
             runtime_module._runtime = None
             # Only now that nothing runs here may the other Workers take the Steps over.
             try:
