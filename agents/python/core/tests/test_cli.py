@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -110,7 +111,8 @@ def _check_pending_approval(database_url: str) -> None:
     call = ["w1", "send_email", "non_idempotent_write", "awaiting_approval"]
     assert _row(out, "w1", skip=1)[:4] == call
     assert "Queued messages: none" in out
-    assert "  #1    user       Weather in Paris, email Ana." in out
+    assert "Last message\n" in out
+    assert _transcript(out) == [["#1", "user", "Weather in Paris, email Ana."]]
 
     sessions = run(database_url, "sessions").stdout.splitlines()
     assert sessions[0].split() == ["SESSION", "ID", "FLOW", "TYPE", "STATUS", "TURNS", "ACTIVE",
@@ -121,6 +123,11 @@ def _check_pending_approval(database_url: str) -> None:
 def _row(out: str, first: str, skip: int = 0) -> list[str]:
     rows = [line.split() for line in out.splitlines() if line.startswith(first + " ")]
     return rows[skip]
+
+
+def _transcript(out: str) -> list[list[str]]:
+    """The rows of a messages table: `#sequence`, role, and the message's first line."""
+    return [line.split(None, 2) for line in out.splitlines() if re.match(r"#\d+ ", line)]
 
 
 def _check_history(database_url: str) -> None:
@@ -142,24 +149,36 @@ def _check_history(database_url: str) -> None:
 
 
 def _check_messages(database_url: str) -> None:
-    out = run(database_url, "messages", SESSION).stdout.splitlines()
-    assert out[0] == "(from the first message)"
-    assert out[1] == "  #1    user       Weather in Paris, email Ana."
-    assert (
-        out[3] == '  #3    tool       get_weather [r1] returned {"city":"Paris","forecast":"sunny"}'
-    )
-    assert out[4] == "  #4    tool       send_email [w1] returned sent to ana@example.com"
-    assert out[5] == "  #5    assistant  Sent: it is sunny in Paris. Anything else?"
+    out = run(database_url, "messages", SESSION).stdout
+    assert out.splitlines()[:2] == [
+        "(from the first message)",
+        "#   ROLE       MESSAGE",
+    ]
+    rows = _transcript(out)
+    assert rows[0] == ["#1", "user", "Weather in Paris, email Ana."]
+    assert rows[1][:2] == ["#2", "assistant"]  # two tool calls, no display text
+    assert rows[2:] == [
+        ["#3", "tool", 'get_weather [r1] returned {"city":"Paris","forecast":"sunny"}'],
+        ["#4", "tool", "send_email [w1] returned sent to ana@example.com"],
+        ["#5", "assistant", "Sent: it is sunny in Paris. Anything else?"],
+    ]
+    assert "#1  user       Weather in Paris, email Ana.\n" in out  # the columns line up
 
     # Oldest first: the way to earlier messages stands above them.
-    page = run(database_url, "messages", SESSION, "--limit", "2").stdout.splitlines()
-    assert page[0] == f"(earlier messages: dex-agents messages {SESSION} --before 4 --limit 2)"
-    assert [line.split()[0] for line in page[1:3]] == ["#4", "#5"]
+    page = run(database_url, "messages", SESSION, "--limit", "2").stdout
+    assert page.splitlines()[0] == (
+        f"(earlier messages: dex-agents messages {SESSION} --before 4 --limit 2)"
+    )
+    assert [row[0] for row in _transcript(page)] == ["#4", "#5"]
     older = run(database_url, "messages", SESSION, "--before", "4", "--limit", "2").stdout
-    assert [line.split()[0] for line in older.splitlines()[1:3]] == ["#2", "#3"]
+    assert [row[0] for row in _transcript(older)] == ["#2", "#3"]
 
+    # --full: the whole text, its lines wrapped in the message column.
     full = run(database_url, "messages", SESSION, "--before", "6", "--limit", "1", "--full").stdout
-    assert "Sent: it is sunny in Paris.\n" in full and "Anything else?" in full
+    assert full.splitlines()[2:] == [
+        "#5  assistant  Sent: it is sunny in Paris.",
+        "               Anything else?",
+    ]
     page_json = run(database_url, "messages", SESSION, "--json").stdout
     assert len(AgentMessagesPage.model_validate_json(page_json).messages) == 5
 
@@ -198,7 +217,8 @@ def _check_finished_snapshot(database_url: str) -> None:
     assert "turns        1 completed or failed" in out
     assert "Pending interrupts: none" in out
     assert "Tool calls of the active turn: none" in out
-    assert "Last 2 messages\n  #4    tool" in out
+    assert "Last 2 messages\n#   ROLE" in out
+    assert [row[:2] for row in _transcript(out)] == [["#4", "tool"], ["#5", "assistant"]]
     assert f"earlier: dex-agents messages {SESSION} --before 4" in out
     assert snapshot_of(database_url).usage.model_calls == 2
 
@@ -223,7 +243,10 @@ def test_cli_rejects_with_a_message_and_sends_a_follow_up(
     assert tool_log.count("send_email") == 0
     transcript = run(database_url, "messages", SESSION).stdout
     assert "send_email [w1] returned Not today." in transcript
-    assert "#5    user       Hi again\n  #6    assistant  Hello again." in transcript
+    assert _transcript(transcript)[-2:] == [
+        ["#5", "user", "Hi again"],
+        ["#6", "assistant", "Hello again."],
+    ]
 
 
 def test_events_follow_streams_until_interrupted(make_worker, model, database_url, tool_log):

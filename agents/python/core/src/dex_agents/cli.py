@@ -15,19 +15,25 @@ from typing import Any, TypeVar
 
 import click
 from pydantic import TypeAdapter
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from . import liveness
 from .cli_format import (
     EMPTY,
-    cell,
+    ROLE_STYLES,
     compact_json,
+    echo,
+    fields,
     format_duration,
     format_seconds,
     format_time,
     one_line,
     parse_time,
+    styled,
     table,
     truncate,
 )
@@ -53,6 +59,7 @@ T = TypeVar("T")
 TEXT_WIDTH = 160
 PAYLOAD_WIDTH = 120
 ERROR_WIDTH = 60
+DETAIL_WIDTH = 60
 DELTA_EVENTS = frozenset({"text_delta", "reasoning_delta"})
 
 
@@ -267,14 +274,14 @@ def sessions(database_url: str | None, limit: int, as_json: bool) -> None:
         [
             s.session_id,
             s.flow_type,
-            s.status or "not started",
+            styled(s.status or "not started"),
             s.turn_count,
             s.active_turn_id,
             format_time(s.created_at),
         ]
         for s in summaries
     ]
-    click.echo(table(headers, rows))
+    echo(table(headers, rows))
 
 
 @cli.command()
@@ -297,7 +304,7 @@ def workers(database_url: str | None, as_json: bool) -> None:
     rows = [
         [
             w.worker_id,
-            _worker_state(w, now),
+            styled(_worker_state(w, now)),
             ", ".join(w.flow_types),
             w.host,
             w.pid,
@@ -306,7 +313,7 @@ def workers(database_url: str | None, as_json: bool) -> None:
         ]
         for w in found
     ]
-    click.echo(table(headers, rows))
+    echo(table(headers, rows))
 
 
 def _worker_state(worker: WorkerInfo, now: datetime) -> str:
@@ -567,33 +574,45 @@ def snapshot(database_url: str | None, session_id: str, message_count: int, as_j
         _queue_section("Steered messages", snap.steered_messages),
         _recent_messages_section(session_id, snap.messages, message_count),
     ]
-    click.echo("\n\n".join(section for section in sections if section))
+    parts: list[RenderableType | str] = []
+    for section in sections:
+        if section:
+            parts += ["", *section] if parts else section
+    echo(*parts)
 
 
-def _state_section(session_id: str, snap: AgentSnapshot) -> str:
+Section = list[RenderableType | str]
+"""A part of the snapshot: its lines and tables; empty when it has nothing to show."""
+
+
+def _heading(text: str) -> Text:
+    return Text(text, style="bold")
+
+
+def _state_section(session_id: str, snap: AgentSnapshot) -> Section:
     state = snap.state
-    fields: list[tuple[str, object]] = [("session", session_id)]
+    pairs: list[tuple[str, object]] = [("session", session_id)]
     if state is None:
-        fields.append(("status", "not started: no Worker hosting its flow type has taken it yet"))
+        pairs.append(("status", "not started: no Worker hosting its flow type has taken it yet"))
     else:
-        fields += [
-            ("status", state.status),
+        pairs += [
+            ("status", styled(state.status)),
             ("turns", f"{state.turn_count} completed or failed"),
             ("active turn", state.active_turn_id),
             ("mode", state.interaction_mode),
             ("last error", state.last_turn_error),
         ]
-    fields.append(("usage", _usage(snap.usage)))
+    pairs.append(("usage", _usage(snap.usage)))
     if snap.session_settings:
-        fields.append(("settings", json.dumps(snap.session_settings)))
+        pairs.append(("settings", json.dumps(snap.session_settings)))
     if snap.plan is not None:
         done = sum(task.status == "completed" for task in snap.plan.tasks)
         plan = f"revision {snap.plan.revision}, {snap.plan.status}, {done}/{len(snap.plan.tasks)}"
-        fields.append(("plan", plan + " tasks completed"))
+        pairs.append(("plan", plan + " tasks completed"))
     if snap.context_summary is not None:
         summary = snap.context_summary
-        fields.append(("summary", f"messages up to #{summary.last_sequence} are summarized"))
-    return "\n".join(f"{name:<12} {cell(value)}" for name, value in fields)
+        pairs.append(("summary", f"messages up to #{summary.last_sequence} are summarized"))
+    return [fields(pairs)]
 
 
 def _usage(usage: AgentUsage) -> str:
@@ -605,17 +624,17 @@ def _usage(usage: AgentUsage) -> str:
     )
 
 
-def _interrupts_section(session_id: str, interrupts: list[AgentInterrupt]) -> str:
+def _interrupts_section(session_id: str, interrupts: list[AgentInterrupt]) -> Section:
     if not interrupts:
-        return "Pending interrupts: none"
+        return ["Pending interrupts: none"]
     headers = ["ID", "KIND", "TOOL", "ARGUMENTS", "DEADLINE"]
     rows = [
         [i.interrupt_id, i.kind, i.tool_name, _interrupt_detail(i), _deadline(i.deadline)]
         for i in interrupts
     ]
-    listing = table(headers, rows, [None, None, None, 60, None])
-    hints = "\n".join(_resolve_hint(session_id, i) for i in interrupts[:3])
-    return f"Pending interrupts ({len(interrupts)})\n{listing}\n{hints}"
+    listing = table(headers, rows, [None, None, None, DETAIL_WIDTH, None])
+    hints = [_resolve_hint(session_id, i) for i in interrupts[:3]]
+    return [_heading(f"Pending interrupts ({len(interrupts)})"), listing, *hints]
 
 
 def _resolve_hint(session_id: str, interrupt: AgentInterrupt) -> str:
@@ -647,14 +666,15 @@ def _deadline(deadline: str | None) -> str:
     return f"{format_time(deadline)} ({when})"
 
 
-def _tool_calls_section(calls: list[AgentToolCall]) -> str:
+def _tool_calls_section(calls: list[AgentToolCall]) -> Section:
     if not calls:
-        return "Tool calls of the active turn: none"
+        return ["Tool calls of the active turn: none"]
     headers = ["ID", "TOOL", "EFFECT", "STATUS", "DETAIL"]
-    rows = [[c.tool_call_id, c.tool_name, c.effect, c.status, _call_detail(c)] for c in calls]
-    return f"Tool calls of {calls[0].turn_id} ({len(calls)})\n" + table(
-        headers, rows, [None, None, None, None, 60]
-    )
+    rows = [
+        [c.tool_call_id, c.tool_name, c.effect, styled(c.status), _call_detail(c)] for c in calls
+    ]
+    listing = table(headers, rows, [None, None, None, None, DETAIL_WIDTH])
+    return [_heading(f"Tool calls of {calls[0].turn_id} ({len(calls)})"), listing]
 
 
 def _call_detail(call: AgentToolCall) -> str | None:
@@ -669,41 +689,37 @@ def _call_detail(call: AgentToolCall) -> str | None:
     return f"args: {compact_json(call.arguments)}"
 
 
-def _queue_section(title: str, messages: list[PendingUserMessage]) -> str:
+def _queue_section(title: str, messages: list[PendingUserMessage]) -> Section:
     if not messages:
-        return f"{title}: none" if title.startswith("Queued") else ""
-    lines = [f"{title} ({len(messages)})"]
-    lines += [
-        f"  {m.message_id:>6}  {truncate(one_line(m.message.text), TEXT_WIDTH)}" for m in messages
-    ]
-    return "\n".join(lines)
+        return [f"{title}: none"] if title.startswith("Queued") else []
+    rows = [[m.message_id, m.message.text] for m in messages]
+    listing = table(["ID", "MESSAGE"], rows, [None, TEXT_WIDTH])
+    return [_heading(f"{title} ({len(messages)})"), listing]
 
 
-def _recent_messages_section(session_id: str, messages: list[AgentMessage], count: int) -> str:
+def _recent_messages_section(session_id: str, messages: list[AgentMessage], count: int) -> Section:
     if count == 0:
-        return ""
+        return []
     if not messages:
-        return "Messages: none yet"
+        return ["Messages: none yet"]
     shown = messages[-count:]
-    lines = [f"Last {len(shown)} messages" if len(shown) > 1 else "Last message"]
-    lines += transcript(shown)
+    section: Section = [
+        _heading(f"Last {len(shown)} messages" if len(shown) > 1 else "Last message"),
+        transcript(shown),
+    ]
     if shown[0].sequence > 1:
-        lines.append(f"  earlier: dex-agents messages {session_id} --before {shown[0].sequence}")
-    return "\n".join(lines)
+        section.append(f"earlier: dex-agents messages {session_id} --before {shown[0].sequence}")
+    return section
 
 
-def transcript(messages: Iterable[AgentMessage], *, full: bool = False) -> list[str]:
-    """One line a message (`full`: the whole text, indented), as `#seq role content`."""
-    lines = []
-    for message in messages:
-        content = _message_content(message)
-        prefix = f"  #{message.sequence:<4} {message.role:<10} "
-        if full:
-            body = content.replace("\n", "\n" + " " * len(prefix))
-        else:
-            body = truncate(one_line(content), TEXT_WIDTH)
-        lines.append(prefix + body)
-    return lines
+def transcript(messages: Iterable[AgentMessage], *, full: bool = False) -> Table:
+    """A row a message: `#seq`, role and content, on one line cut to fit, or (`full`) the
+    whole text, wrapped."""
+    rows = [[f"#{m.sequence}", styled(m.role, ROLE_STYLES), _message_content(m)] for m in messages]
+    headers = ["#", "ROLE", "MESSAGE"]
+    if full:
+        return table(headers, rows, wrap=[2])
+    return table(headers, rows, [None, None, TEXT_WIDTH])
 
 
 def _message_content(message: AgentMessage) -> str:
@@ -756,7 +772,7 @@ def messages(
         more = "" if limit == LIST_MESSAGES_DEFAULT_LIMIT else f" --limit {limit}"
         before_hint = f"--before {page.next_before_sequence}{more}"
         click.echo(f"(earlier messages: dex-agents messages {session_id} {before_hint})")
-    click.echo("\n".join(transcript(page.messages, full=full)))
+    echo(transcript(page.messages, full=full))
 
 
 # History and events -------------------------------------------------------------------------
@@ -779,7 +795,7 @@ def history(database_url: str | None, session_id: str, as_json: bool) -> None:
     click.echo()
     headers = ["#", "STEP EXECUTION", "TYPE", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "ERROR"]
     rows = [_step_row(number, step) for number, step in enumerate(steps, 1)]
-    click.echo(table(headers, rows, [None] * 7 + [ERROR_WIDTH]))
+    echo(table(headers, rows, [None] * 7 + [ERROR_WIDTH]))
 
 
 def _step_row(number: int, step: StepExecution) -> list[object]:
@@ -788,7 +804,7 @@ def _step_row(number: int, step: StepExecution) -> list[object]:
         number,
         step.step_execution_id,
         step.step_type,
-        step.status,
+        styled(step.status),
         step.attempts,
         started,
         format_duration(step.started_at, step.ended_at),

@@ -1,15 +1,53 @@
-"""Plain-text formatting for the CLI: tables, truncation, times and durations. Standard
-library only."""
+"""Formatting for the CLI: tables (rich), truncation, times and durations.
+
+Tables are rich renderables printed by `echo`. On a terminal they take its width and colors;
+anywhere else (a pipe, a file, a test) they are plain text with no ANSI codes and no trailing
+spaces, one row per line, `PLAIN_WIDTH` columns wide (wider only to keep IDs whole).
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import IO
+
+import click
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
 
 ELLIPSIS = "…"
 EMPTY = "-"
+PLAIN_WIDTH = 120
+"""The width of a table printed to anything but a terminal."""
+SHRUNK_WIDTH = 12
+"""How narrow a column that gives way may get, header aside."""
+
+STATUS_STYLES = {
+    "succeeded": "green",
+    "completed": "green",
+    "approved": "green",
+    "running": "cyan",
+    "running_model": "cyan",
+    "running_tools": "cyan",
+    "compacting_context": "cyan",
+    "scheduled": "blue",
+    "waiting": "yellow",
+    "waiting_for_user_message": "yellow",
+    "awaiting_approval": "yellow",
+    "awaiting_answer": "yellow",
+    "waiting_for_timer": "yellow",
+    "failed": "red",
+    "outcome_unknown": "red",
+    "rejected": "magenta",
+    "cancelled": "magenta",
+    "stopped": "dim",
+    "silent": "red",
+}
+ROLE_STYLES = {"user": "cyan", "assistant": "green", "tool": "magenta"}
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -33,35 +71,139 @@ def cell(value: object) -> str:
     return one_line(str(value))
 
 
+def console(file: IO[str] | None = None) -> Console:
+    """A console on `file` (standard output): a terminal's width and colors on a terminal,
+    else `PLAIN_WIDTH` columns and no ANSI codes, whatever FORCE_COLOR or COLUMNS say."""
+    stream = file if file is not None else sys.stdout
+    is_terminal = stream.isatty()
+    return Console(
+        file=stream,
+        force_terminal=is_terminal,
+        force_jupyter=False,
+        force_interactive=False,
+        color_system="auto" if is_terminal else None,
+        width=None if is_terminal else PLAIN_WIDTH,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+
+
+def echo(*parts: RenderableType | str, file: IO[str] | None = None) -> None:
+    """Prints each part on its own lines to `file` (standard output), through click (so stored
+    text that cannot be encoded is escaped, as `main` set up): a str as it is, never wrapped
+    or cut, anything else rendered by rich."""
+    chunks: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            chunks.append(part + "\n")
+            continue
+        out = console(file)
+        if isinstance(part, Listing):
+            part = part.fitted(out)
+        with out.capture() as captured:
+            out.print(part)
+        text = captured.get()
+        if not out.is_terminal:
+            text = "\n".join(line.rstrip() for line in text.split("\n"))
+        chunks.append(text)
+    click.echo("".join(chunks), file=file, nl=False)
+
+
+def styled(value: object, styles: dict[str, str] = STATUS_STYLES) -> Text:
+    """A cell whose style follows its value (a status, a role); plain where there is none."""
+    text = cell(value)
+    return Text(text, style=styles.get(text, ""))
+
+
+class Listing(Table):
+    """A table that knows how wide a console must be to show its uncut columns whole."""
+
+    min_console_width = 0
+
+    def fitted(self, out: Console) -> Listing:
+        """Off a terminal, the console widens so each row stays on one line. A terminal too
+        narrow keeps its width, and the uncut columns (IDs, statuses, times) then wrap in their
+        cells: the table stays whole, and no line runs past the terminal's edge."""
+        if out.width >= self.min_console_width:
+            return self
+        if not out.is_terminal:
+            out.width = self.min_console_width
+            return self
+        for column in self.columns:
+            if column.no_wrap:
+                column.no_wrap, column.overflow = False, "fold"
+                for text in column.cells:
+                    if isinstance(text, Text):
+                        text.no_wrap, text.overflow = False, "fold"
+        return self
+
+
 def table(
     headers: Sequence[str],
     rows: Iterable[Sequence[object]],
     max_widths: Sequence[int | None] = (),
-) -> str:
+    *,
+    wrap: Sequence[int] = (),
+    show_header: bool = True,
+) -> Table:
     """Columns sized to their widest cell, capped by `max_widths` (None: no cap); numbers align
-    right. The last column is not padded, so lines carry no trailing spaces."""
+    right. A cell is one line, cut with an ellipsis at its cap or where the console is too
+    narrow, except in the `wrap` columns, whose text wraps onto more lines as it is (newlines
+    kept). Only the capped and wrapped columns give way when the table is too wide; the
+    console widens to show the others whole (IDs, statuses, times). A `Text` cell keeps its
+    style."""
     body = [list(row) for row in rows]
-    numeric = [
-        all(isinstance(row[i], int) for row in body) and bool(body) for i in range(len(headers))
-    ]
-    lines: list[Sequence[object]] = [headers, *body]
-    texts = [[cell(value) for value in line] for line in lines]
-    widths = [max(len(line[i]) for line in texts) for i in range(len(headers))]
-    for i, cap in enumerate(max_widths):
-        if cap is not None:
-            widths[i] = min(widths[i], max(cap, len(headers[i])))
-    return "\n".join(_table_line(line, widths, numeric) for line in texts)
+    listing = Listing(
+        box=None,
+        show_header=show_header,
+        header_style="bold",
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+    )
+    for i, header in enumerate(headers):
+        cap = max_widths[i] if i < len(max_widths) else None
+        numeric = bool(body) and all(isinstance(row[i], int) for row in body)
+        listing.add_column(
+            header,
+            justify="right" if numeric else "left",
+            # A column rich may narrow when the table does not fit: no_wrap=False.
+            no_wrap=cap is None and i not in wrap,
+            overflow="fold" if i in wrap else "ellipsis",
+            max_width=max(cap, len(header)) if cap is not None else None,
+        )
+    cells = [[_cell_text(value, i in wrap) for i, value in enumerate(row)] for row in body]
+    for row_cells in cells:
+        listing.add_row(*row_cells)
+    needed = 2 * (len(headers) - 1)
+    for i, header in enumerate(headers):
+        widest = max([len(header), *(t.cell_len for row in cells for t in row[i : i + 1])])
+        gives_way = listing.columns[i].max_width is not None or i in wrap
+        needed += min(widest, max(len(header), SHRUNK_WIDTH)) if gives_way else widest
+    listing.min_console_width = needed
+    return listing
 
 
-def _table_line(texts: Sequence[str], widths: Sequence[int], numeric: Sequence[bool]) -> str:
-    parts = []
-    for i, (text, width) in enumerate(zip(texts, widths, strict=True)):
-        text = truncate(text, width)
-        if i == len(texts) - 1 and not numeric[i]:
-            parts.append(text)
-        else:
-            parts.append(text.rjust(width) if numeric[i] else text.ljust(width))
-    return "  ".join(parts).rstrip()
+def fields(pairs: Iterable[tuple[str, object]], key_width: int = 12) -> Table:
+    """`name  value` lines, the values aligned after `key_width` columns and wrapped there."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(min_width=key_width, no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for name, value in pairs:
+        grid.add_row(name, value if isinstance(value, Text) else Text(cell(value)))
+    return grid
+
+
+def _cell_text(value: object, wrap: bool) -> Text:
+    if isinstance(value, Text):
+        text = value.copy()
+    else:
+        text = Text(str(value) if wrap and value is not None else cell(value))
+    if not wrap:
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+    return text
 
 
 def compact_json(text: str) -> str:

@@ -32,7 +32,13 @@ from dex_agents.stepwise import (
     tool,
 )
 from dex_agents.stepwise.model import ModelRequest, _ReplyBuilder
-from dex_agents.testing import ScriptedModelServer, ScriptedUsage, reply_text, reply_tools
+from dex_agents.testing import (
+    ScriptedModelServer,
+    ScriptedReply,
+    ScriptedUsage,
+    reply_text,
+    reply_tools,
+)
 from dex_agents.types import AgentPlan, AgentPlanTask, AgentUsage, ContextSummary, QuestionAnswer
 
 from .conftest import LITELLM_NOISE, Session, item, request_messages
@@ -583,6 +589,25 @@ async def test_model_settings_instructions_and_resolve_model(server: ScriptedMod
 
     await runner.run_model_step(start(runner, "Hi").turn())
     assert server.requests[1].body["model"] == "small"
+
+
+async def test_a_failing_model_call_sends_one_request_per_attempt(
+    server: ScriptedModelServer, model_client: ModelClient
+) -> None:
+    """LiteLLM's OpenAI client would retry a 500 twice by itself; the Step's attempts are the
+    retries, so an attempt sends one request, unless the settings ask for LiteLLM's."""
+    server.enqueue(*[ScriptedReply(status=500, text="overloaded")] * 3)
+    runner = runner_for(model_client, tools=[])
+    with pytest.raises(Exception, match="overloaded"):
+        await runner.run_model_step(start(runner, "Hi").turn())
+    assert len(server.requests) == 1
+
+    server.enqueue(reply_text("Hi."))
+    runner = runner_for(model_client, tools=[], model_settings={"max_retries": 2})
+    outcome = await runner.run_model_step(start(runner, "Hi").turn())
+    assert isinstance(outcome, TurnCompleted) and outcome.new_messages[0].text == "Hi."
+    # The two 500s left over, then the answer: one call, three requests.
+    assert len(server.requests) == 4
 
 
 async def test_the_context_summary_comes_first(

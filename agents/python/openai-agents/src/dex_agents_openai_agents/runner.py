@@ -15,13 +15,15 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agents import (
     Agent,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    ModelRetrySettings,
+    ModelSettings,
     OutputGuardrailTripwireTriggered,
     RunConfig,
     RunContextWrapper,
@@ -115,6 +117,13 @@ class OpenAIAgentsRunner:
     Step and tool Step; it may return an awaitable. The context is never stored. `run_config`,
     `hooks` and `max_turns` are passed to the SDK's Runner; `max_turns` counts the model calls
     of one Dex turn and is unlimited by default.
+
+    `framework_retries` (off by default) lets the SDK retry a failed model request by itself
+    inside one RunModel attempt. Off, the model Step runs with a copy of `run_config` whose
+    model settings carry `retry=ModelRetrySettings(max_retries=0)`, which turns off the SDK's
+    runner-managed retries and its OpenAI client's own retries for that request (the client
+    and the given `run_config` are not changed): each RunModel attempt sends one request, and
+    RunModel's attempts, recorded in the Step history, are the retries.
     """
 
     def __init__(
@@ -125,11 +134,14 @@ class OpenAIAgentsRunner:
         run_config: RunConfig | None = None,
         hooks: RunHooks[Any] | None = None,
         max_turns: int | None = None,
+        framework_retries: bool = False,
     ) -> None:
         self.agent = agent
         self._graph = GatedAgentGraph(agent)
         self._context_factory = context_factory
         self._run_config = run_config
+        # What the model Step runs with; tool Steps get the application's run_config as is.
+        self._model_run_config = run_config if framework_retries else _no_retries(run_config)
         self._hooks = hooks
         self._max_turns = max_turns
 
@@ -235,7 +247,7 @@ class OpenAIAgentsRunner:
         if isinstance(run_input, RunState):
             # The restored state keeps its own context, max_turns and current agent.
             return Runner.run_streamed(
-                self._graph.root, run_input, hooks=self._hooks, run_config=self._run_config
+                self._graph.root, run_input, hooks=self._hooks, run_config=self._model_run_config
             )
         return Runner.run_streamed(
             self._graph.root,
@@ -243,7 +255,7 @@ class OpenAIAgentsRunner:
             context=context,
             max_turns=self._max_turns,
             hooks=self._hooks,
-            run_config=self._run_config,
+            run_config=self._model_run_config,
         )
 
     async def _tool_calls_requested(
@@ -313,6 +325,16 @@ class OpenAIAgentsRunner:
             policy=policy,
             tool_source_reference=json.dumps({"agent": item.agent.name}),
         )
+
+
+def _no_retries(run_config: RunConfig | None) -> RunConfig:
+    """A copy of `run_config` whose model calls make one request each: RunModel's attempts
+    are the retry policy of a model call (docs/design/retries.md). Its model settings win over
+    the agents' own, so an agent's `ModelSettings.retry` is overridden too."""
+    config = run_config if run_config is not None else RunConfig()
+    no_retries = ModelSettings(retry=ModelRetrySettings(max_retries=0))
+    settings = config.model_settings.resolve(no_retries) if config.model_settings else no_retries
+    return replace(config, model_settings=settings)
 
 
 async def _drain(turn: AgentTurnContext, result: RunResultStreaming) -> None:

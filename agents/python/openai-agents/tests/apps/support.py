@@ -156,6 +156,12 @@ def _options() -> AgentSessionOptions:
     )
 
 
+def _own_client_run_config() -> RunConfig:
+    """An application's client, with the OpenAI client's default retries (2)."""
+    client = AsyncOpenAI(base_url=os.environ[MODEL_URL_ENV], api_key="test")
+    return RunConfig(model_provider=OpenAIProvider(openai_client=client))
+
+
 def flows() -> list[AgentSessionFlow]:
     run_config = _run_config()
     return [
@@ -167,5 +173,21 @@ def flows() -> list[AgentSessionFlow]:
         AgentSessionFlow(
             OpenAIAgentsRunner(classifier, context_factory=_context, run_config=run_config),
             flow_type="Classifier",
+        ),
+        # No run_config: the SDK's default client, from OPENAI_BASE_URL and OPENAI_API_KEY.
+        AgentSessionFlow(
+            OpenAIAgentsRunner(support, context_factory=_context),
+            flow_type="DefaultClientAgent",
+            options=_options(),
+        ),
+        AgentSessionFlow(
+            OpenAIAgentsRunner(
+                support,
+                context_factory=_context,
+                run_config=_own_client_run_config(),
+                framework_retries=True,
+            ),
+            flow_type="ClientRetriesAgent",
+            options=_options(),
         ),
     ]

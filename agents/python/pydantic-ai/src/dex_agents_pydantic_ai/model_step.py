@@ -28,6 +28,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model
 from pydantic_ai.output import OutputSpec
+from pydantic_ai.settings import ModelSettings
 
 from .deferral import ToolCatalog
 
@@ -56,6 +57,7 @@ async def run_model_call(
     catalog: ToolCatalog,
     events: EventWriter,
     stream: bool,
+    model_settings: ModelSettings | None,
 ) -> ModelCallOutcome:
     response: ModelResponse | None = None
     requested = False
@@ -66,6 +68,7 @@ async def run_model_call(
         deferred_tool_results=deferred_tool_results,
         deps=deps,
         model=model,
+        model_settings=model_settings,
         conversation_id=conversation_id,
         capabilities=[catalog],
         infer_name=False,

@@ -36,6 +36,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model
 from pydantic_ai.output import OutputSpec
+from pydantic_ai.settings import ModelSettings
 
 from .deferral import ToolCatalog, deferred_tool_calls
 from .heartbeat import heartbeat_every
@@ -78,6 +79,7 @@ class PydanticAiRunner(Generic[DepsT]):
         stream: bool = True,
         max_retry_rounds: int = 3,
         heartbeat_interval_seconds: float = 30.0,
+        framework_retries: bool = False,
     ) -> None:
         """
         Args:
@@ -89,6 +91,12 @@ class PydanticAiRunner(Generic[DepsT]):
             max_retry_rounds: Model calls in a row that may end in a retry request (invalid
                 tool arguments, output that fails validation) before the turn fails.
             heartbeat_interval_seconds: How often a long model or tool call heartbeats.
+            framework_retries: Let the model's SDK client retry a failed request by itself
+                inside one RunModel attempt. Off by default: each model call is run with
+                `ModelSettings(max_retries=0)` (run settings win over the agent's and the
+                model's), so a RunModel attempt sends one request and RunModel's attempts,
+                recorded in the Step history, are the only retries. The client itself is not
+                changed. True leaves retries as the agent, model and client configure them.
         """
         self._agent = agent
         self._deps_factory = deps_factory
@@ -96,6 +104,7 @@ class PydanticAiRunner(Generic[DepsT]):
         self._stream = stream
         self._max_retry_rounds = max_retry_rounds
         self._heartbeat_interval = heartbeat_interval_seconds
+        self._framework_retries = framework_retries
         self._output_type = deferrable_output_type(agent)
 
     @property
@@ -126,6 +135,7 @@ class PydanticAiRunner(Generic[DepsT]):
                 catalog=catalog,
                 events=turn.events,
                 stream=self._stream,
+                model_settings=self._run_model_settings(),
             )
         return self._outcome(turn, state, call, catalog)
 
@@ -228,6 +238,12 @@ class PydanticAiRunner(Generic[DepsT]):
         if isinstance(first, ModelRequest):
             return [replace(first, parts=[*parts, *first.parts]), *history[1:]]
         return [ModelRequest(parts=list(parts)), *history]
+
+    def _run_model_settings(self) -> ModelSettings | None:
+        """RunModel's attempts are the retry policy of a model call, so the SDK client sends
+        each attempt's request once (docs/design/retries.md). A new dict per run: Pydantic AI's
+        models may change the settings they are given."""
+        return None if self._framework_retries else ModelSettings(max_retries=0)
 
     def _request_model(self) -> str | None:
         model = self._model or self._agent.model

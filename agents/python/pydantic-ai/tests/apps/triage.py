@@ -36,4 +36,9 @@ flows = [
         flow_type="TicketAgent",
         options=AgentSessionOptions(default_tool_effect="read"),
     ),
+    # The same agent with the OpenAI client's own retries left on.
+    AgentSessionFlow(
+        PydanticAiRunner(build_triage_agent(model), deps_factory=deps, framework_retries=True),
+        flow_type="TriageAgentClientRetries",
+    ),
 ]

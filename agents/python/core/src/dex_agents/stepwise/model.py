@@ -128,7 +128,9 @@ class ModelRequest:
 
 
 async def stream_completion(client: ModelClient, request: ModelRequest) -> ModelReply:
-    """Exactly one streamed `litellm.acompletion` call.
+    """Exactly one streamed `litellm.acompletion` call, one HTTP request: LiteLLM's own retries
+    are off unless the settings set `max_retries` or `num_retries`, since the Step's attempts
+    are the retries (docs/design/retries.md).
 
     Cancelling the awaiting coroutine stops the call: the stream is closed in `finally`, which
     closes the HTTP response, so the provider sees the client go away.
@@ -145,6 +147,8 @@ async def stream_completion(client: ModelClient, request: ModelRequest) -> Model
 
 def _completion_kwargs(client: ModelClient, request: ModelRequest) -> dict[str, Any]:
     kwargs: dict[str, Any] = dict(request.settings)
+    if "max_retries" not in kwargs and "num_retries" not in kwargs:
+        kwargs["max_retries"] = 0
     kwargs.update(
         model=client.model,
         messages=list(request.messages),

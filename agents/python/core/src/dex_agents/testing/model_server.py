@@ -10,7 +10,9 @@ Endpoints: ``POST /v1/chat/completions`` and ``POST /v1/responses``, each non-st
 streaming (``"stream": true``, server-sent events). Anything else gets a 404. Each request to
 an endpoint consumes one scripted reply, first in first out; a request that finds the queue
 empty gets a 500 whose message says which request it was. Note that the ``openai`` SDK retries
-429 and 5xx replies (twice by default), and every retry is a request of its own.
+429 and 5xx replies (twice by default), and every retry is a request of its own; the adapters'
+runners and Stepwise turn those retries off for their model calls, so each ``RunModel``
+attempt is one request.
 
 A reply with ``hang=True`` holds its response until :meth:`ScriptedModelServer.release` (or
 :meth:`ScriptedModelServer.stop`). :meth:`release` frees the responses of the requests received
