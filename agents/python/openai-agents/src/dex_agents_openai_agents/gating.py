@@ -2,8 +2,8 @@
 
 Every function tool of every agent reachable through handoffs gets a copy whose `needs_approval`
 is always true, so the SDK stops the run after the model call that asks for it. When the run
-resumes with the call approved, the copy's `on_invoke_tool` answers with the recorded Dex result;
-the real tool runs only in its own tool Step. The application's agents are never changed.
+resumes with the call approved, the copy's `on_invoke_tool` answers with the recorded
+result; the real tool runs only in its own tool Step. The application's agents are never changed.
 """
 
 from __future__ import annotations

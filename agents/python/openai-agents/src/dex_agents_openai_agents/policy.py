@@ -39,7 +39,7 @@ def _arguments_object(arguments: str) -> dict[str, Any]:
 async def framework_requires_approval(
     tool: FunctionTool, context: RunContextWrapper[Any], arguments: str, call_id: str
 ) -> bool | None:
-    """True when the application's tool asks for approval of this call, so Dex runs the
+    """True when the application's tool asks for approval of this call, so dex-agents runs the
     approval; None leaves it to the effect's default."""
     setting = tool.needs_approval
     if isinstance(setting, bool):

@@ -1,8 +1,8 @@
-"""Context variables that connect the SDK's tool invocations to the Dex Step running them.
+"""Context variables that connect the SDK's tool invocations to the dex-agents Step running them.
 
 RunModel sets the recorded results of the turn's final tool calls, so a gated tool answers an
-approved call with its Dex result instead of running. A tool Step sets the current execution, so
-the real tool can read its idempotency key.
+approved call with its recorded result instead of running. A tool Step sets the current
+execution, so the real tool can read its idempotency key.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ _current_execution: ContextVar[DeferredToolExecution | None] = ContextVar(
 
 
 class MissingRecordedResultError(RuntimeError):
-    """A gated tool was invoked for a call that has no final Dex record."""
+    """A gated tool was invoked for a call that has no final dex-agents record."""
 
 
 def current_tool_execution() -> DeferredToolExecution | None:
-    """The Dex tool Step running the current tool, or None outside a tool Step.
+    """The dex-agents tool Step running the current tool, or None outside a tool Step.
 
     Its `idempotency_key` (`<flowId>/<turnId>/<toolCallId>`) is the same on every attempt.
     """
@@ -56,6 +56,6 @@ def recorded_result(tool_call_id: str) -> str:
     result = (_recorded_results.get() or {}).get(tool_call_id)
     if result is None:
         raise MissingRecordedResultError(
-            f"tool call {tool_call_id!r} was approved without a final Dex record"
+            f"tool call {tool_call_id!r} was approved without a final dex-agents record"
         )
     return result

@@ -1,10 +1,10 @@
-"""The Dex runner for the OpenAI Agents SDK, in Step mode.
+"""The dex-agents runner for the OpenAI Agents SDK, in Step mode.
 
 Each `run_model_step` lets the SDK make one model call (more only when the model hands off to
 another agent, because the SDK runs a handoff itself and calls the next agent's model). Every
 function tool is gated by `needs_approval`, so the run stops with `result.interruptions` before
 any tool runs; the `RunState` is stored as the framework run state, and each tool call runs in
-its own Dex tool Step through `execute_deferred_tool_call`. The next `run_model_step` restores the
+its own tool Step through `execute_deferred_tool_call`. The next `run_model_step` restores the
 `RunState`, approves each call whose record is final (the gated tool answers with the recorded
 result) or rejects it with its rejection message, and lets the SDK make the next model call.
 """
@@ -84,7 +84,7 @@ ContextFactory = Callable[[RunContextRequest], Any]
 
 
 class UnsupportedInterruptionError(Exception):
-    """The run stopped for an approval the adapter cannot run as a Dex tool Step."""
+    """The run stopped for an approval the adapter cannot run as a dex-agents tool Step."""
 
 
 def _omit_context(_context: Any) -> Mapping[str, Any]:
@@ -111,12 +111,12 @@ def _metadata(result: RunResultStreaming) -> ModelCallMetadata:
 
 
 class OpenAIAgentsRunner:
-    """Runs an OpenAI Agents SDK agent as a Dex agent session, one model call per Step.
+    """Runs an OpenAI Agents SDK agent as a durable agent session, one model call per Step.
 
     `context_factory` builds the SDK run context (`RunContextWrapper.context`) of every model
     Step and tool Step; it may return an awaitable. The context is never stored. `run_config`,
     `hooks` and `max_turns` are passed to the SDK's Runner; `max_turns` counts the model calls
-    of one Dex turn and is unlimited by default.
+    of one session turn and is unlimited by default.
 
     `framework_retries` (off by default) lets the SDK retry a failed model request by itself
     inside one RunModel attempt. Off, the model Step runs with a copy of `run_config` whose
@@ -310,7 +310,7 @@ class OpenAIAgentsRunner:
         if found is None or not isinstance(call_id, str) or not isinstance(arguments, str):
             raise UnsupportedInterruptionError(
                 f"the OpenAI Agents adapter cannot defer the {item.tool_name or 'unnamed'} "
-                f"approval of agent {item.agent.name!r}: only function tools run as Dex tool Steps"
+                f"approval of agent {item.agent.name!r}: only function tools run as tool Steps"
             )
         tool = found[1]
         policy = turn.resolve_tool_policy(

@@ -1,4 +1,4 @@
-"""Runs the application's real function tool inside its own Dex tool Step."""
+"""Runs the application's real function tool inside its own dex-agents tool Step."""
 
 from __future__ import annotations
 

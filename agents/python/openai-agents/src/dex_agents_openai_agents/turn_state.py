@@ -1,4 +1,4 @@
-"""The framework run state Dex stores while a turn waits for its tool calls."""
+"""The framework run state dex-agents stores while a turn waits for its tool calls."""
 
 from __future__ import annotations
 

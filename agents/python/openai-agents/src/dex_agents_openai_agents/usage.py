@@ -1,4 +1,4 @@
-"""The SDK's run usage as Dex AgentUsage."""
+"""The SDK's run usage as dex-agents AgentUsage."""
 
 from __future__ import annotations
 

@@ -144,7 +144,7 @@ class PydanticAiRunner(Generic[DepsT]):
         run = ToolStepRun(self._agent, deps, self._output_type, self._model, call.flow_id)
         with tool_execution_scope(call):
             async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
-                # Dex ran the approval the policy asked for; the tool sees it as approved.
+                # dex-agents ran the approval the policy asked for; the tool sees it as approved.
                 return await run.call(call.tool_call, approved=call.tool_call.requires_approval)
 
     async def build_unfinished_turn_messages(
