@@ -44,7 +44,7 @@ _CURRENT: ContextVar[DeferredToolExecution | None] = ContextVar(
 
 
 def current_tool_execution() -> DeferredToolExecution | None:
-    """The dex-agents tool call a tool function runs for, with its idempotency key; None elsewhere."""
+    """The tool call a tool function runs for, with its idempotency key; None elsewhere."""
     return _CURRENT.get()
 
 
