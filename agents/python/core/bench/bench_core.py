@@ -7,6 +7,7 @@ Prints, for SQLite (and Postgres when a URL is given):
 - per-turn overhead of RunModel -> CallTool -> ResumeTurn -> RunModel;
 - turns per second with 1 and with 20 concurrent sessions on one Worker;
 - the same turn in a session holding 10 messages and one holding 10,000.
+The Flow is instant_app.py's, which bench_scale.py runs in Worker processes.
 Nothing here is a test: it prints figures for the README.
 """
 
@@ -21,51 +22,12 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import sqlalchemy as sa
+from instant_app import FLOW
 
-from dex_agents import (
-    AgentClient,
-    AgentSessionFlow,
-    AgentSessionOptions,
-    DeferredToolCall,
-    FrameworkMessage,
-    ToolCallsRequested,
-    ToolExecutionResult,
-    ToolPolicy,
-    TurnCompleted,
-    Worker,
-    db,
-)
+from dex_agents import AgentClient, Worker, db
 from dex_agents.clock import parse_time
-from dex_agents.runner import AgentTurnContext, DeferredToolExecution
-from dex_agents.types import AgentUsage
-
-
-class InstantRunner:
-    """One read tool per turn, no model latency: everything measured is the engine's."""
-
-    def build_user_message(self, text: str) -> FrameworkMessage:
-        return FrameworkMessage(role="user", text=text, framework_item=json.dumps(text))
-
-    async def run_model_step(self, turn: AgentTurnContext) -> Any:
-        usage = AgentUsage(model_calls=1, input_tokens=1, output_tokens=1)
-        if turn.framework_run_state is None:
-            call = DeferredToolCall("call-1", "lookup", "{}")
-            return ToolCallsRequested(framework_run_state="{}", tool_calls=[call], usage=usage)
-        answer = FrameworkMessage(role="assistant", text="ok", framework_item='"ok"')
-        return TurnCompleted(new_messages=[answer], usage=usage)
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("42")
-
-
-FLOW = AgentSessionFlow(
-    InstantRunner(),
-    flow_type="Bench",
-    options=AgentSessionOptions(tool_policies={"lookup": ToolPolicy(effect="read")}),
-)
 
 
 class TurnWatcher:
