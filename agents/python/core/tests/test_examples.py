@@ -6,7 +6,6 @@ printed or answered over HTTP, what the model was sent, and the Step history."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -20,22 +19,11 @@ import httpx
 from dex_agents import AgentClient
 from dex_agents.testing import ScriptedModelServer
 from dex_agents.testing.model_server import load_script
+from dex_agents.testing.processes import run_example, scripted_model_env
 
 from .helpers import tool_messages
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
-
-
-def example_env(model: ScriptedModelServer, database_url: str) -> dict[str, str]:
-    """The environment the READMEs' offline runs set: the scripted model, and a database."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LITELLM_MODEL", "OPENAI_MODEL")}
-    env.update(
-        OPENAI_BASE_URL=model.base_url,
-        OPENAI_API_KEY="scripted",
-        DEX_AGENTS_DATABASE_URL=database_url,
-        PYTHONDONTWRITEBYTECODE="1",  # uvicorn imports app.py from the example's directory
-    )
-    return env
 
 
 def at(text: str | None) -> datetime:
@@ -50,14 +38,12 @@ async def test_the_stepwise_assistant_waits_asks_and_answers(
     model.enqueue(*load_script(str(example / "script.json")))
     database_url = f"sqlite:///{tmp_path / 'example.sqlite'}"
 
-    run = subprocess.run(
-        [sys.executable, str(example / "assistant.py")],
+    run = run_example(
+        example / "assistant.py",
+        model_url=model.base_url,
+        database_url=database_url,
         cwd=tmp_path,
-        env=example_env(model, database_url),
         input="#releases\n",  # the answer to the ask_user question
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
 
     assert run.returncode == 0, run.stderr
@@ -104,7 +90,7 @@ def test_the_fastapi_app_serves_sessions_over_http(
         server = subprocess.Popen(
             command,
             cwd=example,
-            env=example_env(model, database_url),
+            env=scripted_model_env(model.base_url, database_url),
             stdout=log,
             stderr=subprocess.STDOUT,
         )

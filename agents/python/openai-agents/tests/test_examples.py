@@ -4,13 +4,11 @@ sessions in a fresh SQLite file."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from dex_agents.testing import ScriptedModelServer
 from dex_agents.testing.model_server import load_script
+from dex_agents.testing.processes import run_example
 
 from .helpers import tool_outputs
 
@@ -21,20 +19,12 @@ def test_the_triage_agent_hands_off_to_the_specialist(
     model: ScriptedModelServer, tmp_path: Path
 ) -> None:
     model.enqueue(*load_script(str(EXAMPLE / "script.json")))
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_MODEL"}
-    env.update(
-        OPENAI_BASE_URL=model.base_url,
-        OPENAI_API_KEY="scripted",
-        DEX_AGENTS_DATABASE_URL=f"sqlite:///{tmp_path / 'example.sqlite'}",
-    )
 
-    run = subprocess.run(
-        [sys.executable, str(EXAMPLE / "triage.py")],
+    run = run_example(
+        EXAMPLE / "triage.py",
+        model_url=model.base_url,
+        database_url=f"sqlite:///{tmp_path / 'example.sqlite'}",
         cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
 
     assert run.returncode == 0, run.stderr

@@ -4,13 +4,11 @@ sessions in a fresh SQLite file."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from dex_agents.testing import ScriptedModelServer
 from dex_agents.testing.model_server import load_script
+from dex_agents.testing.processes import run_example
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "pydantic_ai_support"
 
@@ -19,21 +17,13 @@ def test_the_support_agent_refunds_once_after_an_approval(
     model: ScriptedModelServer, tmp_path: Path
 ) -> None:
     model.enqueue(*load_script(str(EXAMPLE / "script.json")))
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_MODEL"}
-    env.update(
-        OPENAI_BASE_URL=model.base_url,
-        OPENAI_API_KEY="scripted",
-        DEX_AGENTS_DATABASE_URL=f"sqlite:///{tmp_path / 'example.sqlite'}",
-    )
 
-    run = subprocess.run(
-        [sys.executable, str(EXAMPLE / "support_agent.py")],
+    run = run_example(
+        EXAMPLE / "support_agent.py",
+        model_url=model.base_url,
+        database_url=f"sqlite:///{tmp_path / 'example.sqlite'}",
         cwd=tmp_path,
-        env=env,
         input="y\n",  # approves the refund
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
 
     assert run.returncode == 0, run.stderr

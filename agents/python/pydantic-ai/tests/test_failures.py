@@ -15,6 +15,7 @@ from dex_agents.testing import (
     reply_text,
     reply_tools,
 )
+from dex_agents.testing.scenarios import check_run_model_owns_retries
 
 from .helpers import events_of, sent, step_types, tool_messages, turns_done, wait_until
 
@@ -164,39 +165,9 @@ async def test_run_model_attempts_are_the_only_retries_of_a_failing_model_call(
     the runner turns that off, so each RunModel attempt is exactly one request (counted by
     the server); `framework_retries=True` leaves the client's retries on."""
     with make_worker():
-        # Two failures, then an answer: one RunModel Step, three attempts, three requests.
-        model.enqueue(ScriptedReply(status=500), ScriptedReply(status=500), reply_text("Hi."))
-        recovered = await client.start_session("TriageAgent", "Hello?")
-        snapshot = await client.wait_for(recovered, turns_done(1))
-        assert snapshot.messages[-1].text == "Hi."
-        assert len(model.requests) == 3
-
-        # Every attempt fails: three requests, then the failure route ends the turn.
-        model.enqueue(*[ScriptedReply(status=500, text="overloaded")] * 3)
-        failed = await client.start_session("TriageAgent", "Hello again?")
-        snapshot = await client.wait_for(failed, turns_done(1))
-        assert len(model.requests) == 6
-
-        # The client's own retries, left on: one attempt, two requests.
-        model.enqueue(ScriptedReply(status=500), reply_text("Hi there."))
-        retried = await client.start_session("TriageAgentClientRetries", "Hello?")
-        await client.wait_for(retried, turns_done(1))
-        assert len(model.requests) == 8
-
-    run_models = [s for s in await client.get_step_history(recovered) if s.step_type == "RunModel"]
-    assert [(s.status, s.attempts) for s in run_models] == [("succeeded", 3)]
-    history = await client.get_step_history(failed)
-    assert [s.step_type for s in history] == [
-        "StartAgentSession",
-        "RunModel",
-        "RecordTurnFailure",
-        "AwaitUserMessage",
-    ]
-    assert (history[1].status, history[1].attempts) == ("failed", 3)
-    assert history[1].error is not None and "overloaded" in history[1].error
-    assert snapshot.state is not None and "overloaded" in (snapshot.state.last_turn_error or "")
-    assert [e["error"] for e in await events_of(client, failed, "turn_failed")] == [
-        snapshot.state.last_turn_error
-    ]
-    run_models = [s for s in await client.get_step_history(retried) if s.step_type == "RunModel"]
-    assert [(s.status, s.attempts) for s in run_models] == [("succeeded", 1)]
+        await check_run_model_owns_retries(
+            client,
+            model,
+            flow_type="TriageAgent",
+            flow_type_with_framework_retries="TriageAgentClientRetries",
+        )

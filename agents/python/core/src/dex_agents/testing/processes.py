@@ -124,3 +124,38 @@ class WorkerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def scripted_model_env(model_url: str, database_url: str) -> dict[str, str]:
+    """This process's environment as an example's README sets it for an offline run: the
+    scripted server as OpenAI (and so as LiteLLM's `openai/...` models), and a database."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LITELLM_MODEL", "OPENAI_MODEL")}
+    env.update(
+        OPENAI_BASE_URL=model_url,
+        OPENAI_API_KEY="scripted",
+        DEX_AGENTS_DATABASE_URL=database_url,
+        PYTHONDONTWRITEBYTECODE="1",  # leaves the example's directory as it was
+    )
+    return env
+
+
+def run_example(
+    script: Path,
+    *,
+    model_url: str,
+    database_url: str,
+    cwd: Path,
+    input: str | None = None,
+    timeout: float = 120.0,
+) -> subprocess.CompletedProcess[str]:
+    """Runs an example program as its README says, in a process of its own, against the
+    scripted model server at `model_url`; returns what it printed."""
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=cwd,
+        env=scripted_model_env(model_url, database_url),
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
