@@ -27,6 +27,10 @@ log = logging.getLogger("dex_agents")
 # A wake-up key no session ID can be (session IDs hold no control characters).
 _QUEUE_KEY_PREFIX = "\x1f"
 _KEY_CHARS = 255
+# A woken Worker waits this long per workflow it runs before it claims, at most the maximum,
+# so that new sessions go to the less busy Workers.
+CLAIM_DELAY_PER_WORKFLOW = 0.001
+MAX_CLAIM_DELAY = 0.05
 
 
 def queue_wake_key(flow_type: str) -> str:
@@ -68,6 +72,8 @@ class Dequeuer:
         try:
             while True:
                 self._again.discard(flow_type)
+                # Every Worker of the flow type is woken at once: the less busy claims first.
+                await asyncio.sleep(_claim_delay())
                 try:
                     await asyncio.to_thread(_claim_and_start, self._queues[flow_type])
                 except Exception as error:  # the queue's poll takes them instead
@@ -82,6 +88,13 @@ class Dequeuer:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _claim_delay() -> float:
+    """How long this Worker lets the others claim first: longer the more workflows (each
+    session it hosts holds at least one) it runs."""
+    running = len(_get_dbos_instance()._workflow_tasks)
+    return min(CLAIM_DELAY_PER_WORKFLOW * running, MAX_CLAIM_DELAY)
 
 
 def _claim_and_start(queue: Queue) -> None:
