@@ -4,14 +4,16 @@ running Worker hosts waits, intact, until one starts."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import warnings
+from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
 
-from dex_agents import FlowTypeNotHostedWarning
+from dex_agents import FlowTypeNotHostedWarning, db
 from dex_agents.runtime import step_queue_name
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 
@@ -90,42 +92,40 @@ async def test_a_tool_step_started_without_its_queue_is_taken_over_on_its_flow_t
     assert no_failed_workflows(database_url, session)
 
 
-def _dbos_table(database_url: str) -> str:
-    return "dbos.workflow_status" if database_url.startswith("postgresql") else "workflow_status"
+@contextlib.contextmanager
+def _dbos_workflows(database_url: str) -> Iterator[tuple[sa.Connection, sa.TableClause]]:
+    """A transaction on the database, and DBOS's workflow table as dex-agents sees it."""
+    engine = db.create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            yield conn, db.dbos_workflow_status(conn)
+    finally:
+        engine.dispose()
 
 
 def _unstamp_tool_steps(database_url: str, session_id: str) -> str:
     """Leaves the session's running tool Step workflow as a kill before its stamp would."""
-    engine = sa.create_engine(database_url)
-    with engine.begin() as conn:
+    with _dbos_workflows(database_url) as (conn, workflows):
         workflow_id = conn.execute(
-            sa.text(
-                f"SELECT workflow_uuid FROM {_dbos_table(database_url)} "
-                "WHERE workflow_uuid LIKE :tool_step AND status = 'PENDING' "
-                "AND queue_name IS NOT NULL"
-            ),
-            {"tool_step": f"{session_id}/CallTool-%"},
+            sa.select(workflows.c.workflow_uuid).where(
+                workflows.c.workflow_uuid.like(f"{session_id}/CallTool-%"),
+                workflows.c.status == "PENDING",
+                workflows.c.queue_name.is_not(None),
+            )
         ).scalar_one()
         conn.execute(
-            sa.text(
-                f"UPDATE {_dbos_table(database_url)} SET queue_name = NULL "
-                "WHERE workflow_uuid = :id"
-            ),
-            {"id": workflow_id},
+            workflows.update()
+            .where(workflows.c.workflow_uuid == workflow_id)
+            .values(queue_name=None)
         )
-    engine.dispose()
     return str(workflow_id)
 
 
 def _workflow_row(database_url: str, workflow_id: str) -> tuple[str, str, str]:
-    engine = sa.create_engine(database_url)
-    with engine.connect() as conn:
+    with _dbos_workflows(database_url) as (conn, workflows):
         row = conn.execute(
-            sa.text(
-                f"SELECT status, queue_name, executor_id FROM {_dbos_table(database_url)} "
-                "WHERE workflow_uuid = :id"
-            ),
-            {"id": workflow_id},
+            sa.select(workflows.c.status, workflows.c.queue_name, workflows.c.executor_id).where(
+                workflows.c.workflow_uuid == workflow_id
+            )
         ).one()
-    engine.dispose()
     return (row[0], row[1], row[2])

@@ -153,9 +153,11 @@ class Worker:
             await lease.register()
             background.append(asyncio.create_task(runtime.waker.poll_forever()))
             # DBOS's launch re-enqueues this ID's unfinished workflows in a thread of its own;
-            # doing it here too (it is idempotent) has them all queued before the first take.
-            await asyncio.to_thread(DBOS._recover_pending_workflows, [self.worker_id])
-            dequeuer.kick_all()  # what waited for a Worker, and what was recovered
+            # the recovery a takeover does (it is idempotent) has them all queued, and takes
+            # them, with what waited for a Worker, at once.
+            await asyncio.to_thread(
+                _recover_workflows, database, dequeuer.kick_all_threadsafe, [self.worker_id]
+            )
             background.append(asyncio.create_task(lease.run_forever()))
             log.info(
                 "dex-agents Worker %s on %s hosts %s",
