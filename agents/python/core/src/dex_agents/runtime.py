@@ -35,7 +35,6 @@ from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
 from .runner import FrameworkItemCache
 from .stepkit import (
-    NonRetryableError,
     Recovery,
     StepContext,
     StepHandler,
@@ -424,6 +423,13 @@ class Begun:
     next_steps: Sequence[str] | None = None
 
 
+@dataclass(frozen=True)
+class TryAgain:
+    """A failed attempt that another attempt follows, no sooner than `delay` seconds."""
+
+    delay: float | None = None
+
+
 class StepCancelled(Exception):
     pass
 
@@ -531,12 +537,16 @@ class Runtime:
                 self._attempts_running -= 1
                 if self._draining and not self._attempts_running:
                     self._drained.set()
-            if outcome is not None:
+            if not isinstance(outcome, TryAgain):
                 return outcome
-            await asyncio.sleep(self.retry_backoff_seconds * 2 ** (ctx.attempt - 1))
+            backoff = self.retry_backoff_seconds * 2 ** (ctx.attempt - 1)
+            await asyncio.sleep(max(backoff, outcome.delay or 0.0))
 
-    async def _run_attempt(self, ctx: StepContext, handler: StepHandler) -> Sequence[str] | None:
-        """One attempt from its begin to its commit; None when it failed and may be retried."""
+    async def _run_attempt(
+        self, ctx: StepContext, handler: StepHandler
+    ) -> Sequence[str] | TryAgain:
+        """One attempt from its begin to its commit, or TryAgain when it failed and another
+        attempt may follow."""
         begun = await self.database.write(lambda conn: self._begin_attempt(conn, ctx, handler))
         if begun.next_steps is not None:
             return begun.next_steps
@@ -582,7 +592,7 @@ class Runtime:
 
     async def _record_failed_attempt(
         self, ctx: StepContext, handler: StepHandler, error: Exception
-    ) -> Sequence[str] | None:
+    ) -> Sequence[str] | TryAgain:
         return await self.database.write(
             lambda conn: self._attempt_failed(conn, ctx, handler, error)
         )
@@ -686,18 +696,21 @@ class Runtime:
 
     def _attempt_failed(
         self, conn: Connection, ctx: StepContext, handler: StepHandler, error: BaseException
-    ) -> Sequence[str] | None:
-        """Records a failed attempt; routes to the failure route once attempts ran out."""
+    ) -> Sequence[str] | TryAgain:
+        """Records a failed attempt; routes to the failure route once attempts ran out or
+        the Step judges that another attempt cannot help."""
         session = store.lock_session(conn, ctx.session_id)
         row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
         if row is None or row.status != "running" or row.attempts != ctx.attempt:
             return []
         detail = str(error) or type(error).__name__
-        log.warning("%s attempt %d failed: %s", ctx.step_execution_id, ctx.attempt, detail)
-        last = ctx.attempt >= handler.options.max_attempts or isinstance(error, NonRetryableError)
+        advice = handler.retry_advice(error)
+        last = ctx.attempt >= handler.options.max_attempts or not advice.retry
+        why = f" ({advice.reason})" if advice.reason else ""
+        log.warning("%s attempt %d failed%s: %s", ctx.step_execution_id, ctx.attempt, why, detail)
         if not last:
             store.update_step(conn, ctx.session_id, ctx.step_execution_id, error=detail)
-            return None
+            return TryAgain(advice.delay)
         progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
         tx = StepTx(conn, session, ctx)
         return self._route_failure(tx, handler, detail, progress, type(error).__name__)

@@ -84,6 +84,17 @@ class NonRetryableError(Exception):
     """An Execute failure that another attempt cannot fix, such as a runner defect."""
 
 
+@dataclass(frozen=True)
+class RetryAdvice:
+    """A Step's judgement of a failed attempt: whether another attempt may help, and the
+    least time to wait before it (the driver's backoff applies too)."""
+
+    retry: bool
+    delay: float | None = None
+    # Why not, for the Worker's log line.
+    reason: str | None = None
+
+
 @dataclass
 class StepContext:
     runtime: Runtime
@@ -152,6 +163,10 @@ class StepHandler:
     has_execute: ClassVar[bool] = False
     # The AgentSessionOptions field (a timedelta) that bounds one Execute, if any.
     timeout_option: ClassVar[str | None] = None
+
+    def retry_advice(self, error: BaseException) -> RetryAdvice:
+        """Whether a failed Execute is worth another attempt (while attempts remain)."""
+        return RetryAdvice(retry=not isinstance(error, NonRetryableError))
 
     def failure_route(self, ctx: StepContext, tx: StepTx) -> str | None:
         """Where the Step goes once its attempts ran out."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from dex_agents.model_errors import model_call_retry_advice
 from dex_agents.runner import (
     DeferredToolCall,
     ModelCallMetadata,
@@ -18,6 +19,7 @@ from dex_agents.runner import (
     TurnCompleted,
     TurnContinued,
 )
+from dex_agents.stepkit import RetryAdvice
 from dex_agents.stepwise import (
     BUILT_IN_TOOL_DEFINITIONS,
     CONTINUATION_LIMIT_ERROR,
@@ -608,6 +610,29 @@ async def test_a_failing_model_call_sends_one_request_per_attempt(
     assert isinstance(outcome, TurnCompleted) and outcome.new_messages[0].text == "Hi."
     # The two 500s left over, then the answer: one call, three requests.
     assert len(server.requests) == 4
+
+
+async def test_model_errors_are_judged_by_their_status_and_retry_after(
+    server: ScriptedModelServer, model_client: ModelClient
+) -> None:
+    """RunModel reads LiteLLM's errors as the providers' SDKs would: a 400 is not tried again;
+    a 429 is, no sooner than its Retry-After; a 500 is, after the Step's own backoff."""
+    runner = runner_for(model_client, tools=[])
+    advice = []
+    for reply in (
+        ScriptedReply(status=400, text="unknown parameter"),
+        ScriptedReply(status=429, retry_after=7),
+        ScriptedReply(status=500),
+    ):
+        server.enqueue(reply)
+        with pytest.raises(Exception) as raised:
+            await runner.run_model_step(start(runner, "Hi").turn())
+        advice.append(model_call_retry_advice(raised.value))
+    assert advice == [
+        RetryAdvice(retry=False, reason="HTTP 400 is not retried"),
+        RetryAdvice(retry=True, delay=7.0),
+        RetryAdvice(retry=True),
+    ]
 
 
 async def test_the_context_summary_comes_first(

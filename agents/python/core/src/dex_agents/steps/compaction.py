@@ -8,8 +8,18 @@ from typing import Any
 
 from .. import store
 from ..clock import now_text
+from ..model_errors import model_call_retry_advice
 from ..runner import AgentTurnContext, ContextCompactionRunner, ContextSummaryRequest
-from ..stepkit import END, StepContext, StepHandler, StepOptions, StepTx, Transition, go
+from ..stepkit import (
+    END,
+    RetryAdvice,
+    StepContext,
+    StepHandler,
+    StepOptions,
+    StepTx,
+    Transition,
+    go,
+)
 from ..types import ContextSummary
 from .common import record_usage
 
@@ -54,6 +64,9 @@ class CompactContext(StepHandler):
     options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
     has_execute = True
     timeout_option = "model_call_timeout"
+
+    def retry_advice(self, error: BaseException) -> RetryAdvice:
+        return model_call_retry_advice(error)
 
     def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
         session = tx.session

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import store, texts
+from ..model_errors import model_call_retry_advice
 from ..policy import resolve_tool_policy, stored_name_problem, tool_call_id_problem
 from ..results import tool_calls_note
 from ..runner import (
@@ -16,6 +17,7 @@ from ..runner import (
 from ..stepkit import (
     END,
     NonRetryableError,
+    RetryAdvice,
     StepContext,
     StepHandler,
     StepOptions,
@@ -54,6 +56,9 @@ class RunModel(StepHandler):
     options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
     has_execute = True
     timeout_option = "model_call_timeout"
+
+    def retry_advice(self, error: BaseException) -> RetryAdvice:
+        return model_call_retry_advice(error)
 
     def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
         session = tx.session

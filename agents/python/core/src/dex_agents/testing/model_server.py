@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -81,7 +81,8 @@ class ScriptedReply:
 
     ``reasoning`` becomes a reasoning item with a summary on the Responses API and is ignored on
     chat completions. A ``status`` other than 200 answers with an OpenAI-style error body whose
-    message is ``text`` (or a default one).
+    message is ``text`` (or a default one), and a ``Retry-After`` header of ``retry_after``
+    seconds when that is set.
     """
 
     text: str | None = None
@@ -91,6 +92,7 @@ class ScriptedReply:
     hang: bool = False
     delay_seconds: float = 0.0
     status: int = 200
+    retry_after: float | None = None
     model: str = "scripted-model"
 
 
@@ -122,6 +124,8 @@ class RecordedRequest:
     path: str
     body: dict[str, Any]
     stream: bool
+    # time.monotonic() when the request arrived.
+    received_at: float = 0.0
 
 
 class _ClientGone(Exception):
@@ -206,10 +210,14 @@ class _Exchange:
         except (OSError, ValueError) as exc:
             raise _ClientGone from exc
 
-    def send_json(self, status: int, body: dict[str, Any]) -> None:
+    def send_json(
+        self, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
         payload = json.dumps(body).encode()
         try:
             self.handler.send_response(status)
+            for name, value in (headers or {}).items():
+                self.handler.send_header(name, value)
             self.handler.send_header("Content-Type", "application/json")
             self.handler.send_header("Content-Length", str(len(payload)))
             self.handler.end_headers()
@@ -379,7 +387,9 @@ class ScriptedModelServer:
         stream = bool(body.get("stream"))
         hang_event: threading.Event | None = None
         with self._changed:
-            self._requests.append(RecordedRequest(path=path, body=body, stream=stream))
+            self._requests.append(
+                RecordedRequest(path=path, body=body, stream=stream, received_at=time.monotonic())
+            )
             number = len(self._requests)
             if not self._replies:
                 self._replies.extend(self._loop)
@@ -452,7 +462,9 @@ class ScriptedModelServer:
         if reply.status != 200:
             self._hang(handler, hang_event)
             message = reply.text or f"scripted model server: scripted error {reply.status}"
-            exchange.send_json(reply.status, _error_body(reply.status, message, "scripted_error"))
+            retry = {} if reply.retry_after is None else {"Retry-After": f"{reply.retry_after:g}"}
+            body = _error_body(reply.status, message, "scripted_error")
+            exchange.send_json(reply.status, body, retry)
             return
         with self._lock:
             first_item = self._item_counter + 1
@@ -811,7 +823,7 @@ class _Response:
 def load_script(path: str) -> list[ScriptedReply]:
     """Replies from a JSON file: a list of objects with ``text``, ``tool_calls`` (each with
     ``id``, ``name`` and ``arguments``, an object or its JSON text), ``reasoning``,
-    ``delay_seconds`` and ``status``, as :class:`ScriptedReply` has them."""
+    ``delay_seconds``, ``status`` and ``retry_after``, as :class:`ScriptedReply` has them."""
     with open(path, encoding="utf-8") as file:
         items = json.load(file)
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
@@ -820,7 +832,7 @@ def load_script(path: str) -> list[ScriptedReply]:
 
 
 def _reply(item: dict[str, Any], where: str) -> ScriptedReply:
-    known = {"text", "tool_calls", "reasoning", "delay_seconds", "status"}
+    known = {"text", "tool_calls", "reasoning", "delay_seconds", "status", "retry_after"}
     unknown = sorted(set(item) - known)
     if unknown:
         raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {sorted(known)}")
@@ -842,6 +854,7 @@ def _reply(item: dict[str, Any], where: str) -> ScriptedReply:
         reasoning=item.get("reasoning"),
         delay_seconds=float(item.get("delay_seconds", 0.0)),
         status=int(item.get("status", 200)),
+        retry_after=None if item.get("retry_after") is None else float(item["retry_after"]),
     )
 
 

@@ -18,6 +18,7 @@ async def check_run_model_owns_retries(
     """The model answers 500s, which an OpenAI client would retry twice by itself: each
     RunModel attempt of `flow_type` must be exactly one request, and a runner made with
     `framework_retries=True` (`flow_type_with_framework_retries`) keeps the client's retries.
+    A 400 is not tried again, and a 429's Retry-After is waited for.
     Needs a live Worker hosting both flow types, and a model server no one else uses."""
     before = len(model.requests)
 
@@ -54,6 +55,22 @@ async def check_run_model_owns_retries(
     snapshot = await client.get_agent_snapshot(failed.session_id)
     assert snapshot.state is not None and snapshot.state.last_turn_error == failed.error
     assert await _run_model_attempts(client, retried.session_id) == [("succeeded", 1)]
+
+    # A client error fails the same way on every attempt: one request, then the failure route.
+    model.enqueue(ScriptedReply(status=400, text="unknown parameter: temperatura"))
+    refused = await client.start_session_and_wait(flow_type, "Hello?", timeout=60)
+    assert refused.status == "failed" and "temperatura" in (refused.error or "")
+    assert len(model.requests) - before == 9
+    assert await _run_model_attempts(client, refused.session_id) == [("failed", 1)]
+
+    # A rate limit's Retry-After is waited for (the Step's own backoff is 0.5 s).
+    model.enqueue(ScriptedReply(status=429, retry_after=2), reply_text("Now."))
+    limited = await client.start_session_and_wait(flow_type, "Hello?", timeout=60)
+    assert (limited.status, limited.text) == ("completed", "Now.")
+    assert len(model.requests) - before == 11
+    first, second = model.requests[-2:]
+    assert second.received_at - first.received_at >= 2.0
+    assert await _run_model_attempts(client, limited.session_id) == [("succeeded", 2)]
 
 
 async def _run_model_attempts(client: AgentClient, session_id: str) -> list[tuple[str, int]]:
