@@ -70,9 +70,8 @@ def weather_tool(log: ToolLog) -> FunctionTool:
     @function_tool
     def get_weather(city: str) -> str:
         """The weather in a city."""
-        execution = current_tool_execution()
         log.calls.append(
-            ("get_weather", {"city": city, "key": execution.idempotency_key if execution else None})
+            ("get_weather", {"city": city, "key": current_tool_execution().idempotency_key})
         )
         return f"sunny in {city}"
 

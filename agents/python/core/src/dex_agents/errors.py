@@ -65,6 +65,10 @@ class ChannelMessageNotFound(NotFound):
 # The database -----------------------------------------------------------------------------
 
 
+class NotInToolStep(DexAgentsError, LookupError):
+    """`current_tool_execution()` was called outside a tool Step."""
+
+
 class DatabaseError(DexAgentsError):
     """The database cannot be used as configured."""
 

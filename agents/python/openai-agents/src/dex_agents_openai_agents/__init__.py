@@ -1,6 +1,7 @@
 """Durable OpenAI Agents SDK sessions: every model call and every tool call is a durable Step."""
 
-from .recorded import current_tool_execution
+from dex_agents import current_tool_execution
+
 from .runner import ContextFactory, OpenAIAgentsRunner, RunContextRequest
 from .stream import HANDOFF_EVENT
 

@@ -1,8 +1,7 @@
-"""Context variables that connect the SDK's tool invocations to the dex-agents Step running them.
-
-RunModel sets the recorded results of the turn's final tool calls, so a gated tool answers an
-approved call with its recorded result instead of running. A tool Step sets the current
-execution, so the real tool can read its idempotency key.
+"""The context variable that connects the SDK's tool invocations to the RunModel Step running
+them: RunModel sets the recorded results of the turn's final tool calls, so a gated tool answers
+an approved call with its recorded result instead of running. (A tool Step's own execution,
+with its idempotency key, is the core's `current_tool_execution()`.)
 """
 
 from __future__ import annotations
@@ -11,35 +10,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from dex_agents.runner import DeferredToolExecution
-
 _recorded_results: ContextVar[Mapping[str, str] | None] = ContextVar(
     "dex_openai_agents_recorded_results", default=None
-)
-_current_execution: ContextVar[DeferredToolExecution | None] = ContextVar(
-    "dex_openai_agents_current_execution", default=None
 )
 
 
 class MissingRecordedResultError(RuntimeError):
     """A gated tool was invoked for a call that has no final dex-agents record."""
-
-
-def current_tool_execution() -> DeferredToolExecution | None:
-    """The dex-agents tool Step running the current tool, or None outside a tool Step.
-
-    Its `idempotency_key` (`<flowId>/<turnId>/<toolCallId>`) is the same on every attempt.
-    """
-    return _current_execution.get()
-
-
-@contextmanager
-def running_tool(execution: DeferredToolExecution) -> Iterator[None]:
-    token = _current_execution.set(execution)
-    try:
-        yield
-    finally:
-        _current_execution.reset(token)
 
 
 @contextmanager

@@ -47,6 +47,7 @@ from dex_agents.runner import (
     ToolExecutionResult,
     TurnCompleted,
 )
+from dex_agents.tool_context import running_tool
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
 
 from .gating import GatedAgentGraph
@@ -61,7 +62,7 @@ from .items import (
     user_message,
 )
 from .policy import framework_effect, framework_requires_approval
-from .recorded import recorded_results, running_tool
+from .recorded import recorded_results
 from .stream import StreamForwarder
 from .tool_step import run_function_tool
 from .turn_state import TurnState

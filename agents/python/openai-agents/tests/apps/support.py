@@ -36,9 +36,8 @@ LOG = ToolRunLog(os.environ.get("TOOL_LOG", "/tmp/dex-agents-openai-tool-log.jso
 MODEL = "gpt-4.1"
 
 
-def _key() -> str | None:
-    execution = current_tool_execution()
-    return execution.idempotency_key if execution else None
+def _key() -> str:
+    return current_tool_execution().idempotency_key
 
 
 @function_tool

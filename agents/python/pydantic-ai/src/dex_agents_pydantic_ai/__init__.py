@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dex_agents import current_tool_execution
+
 from .runner import DepsContext, DepsFactory, PydanticAiRunner
-from .tool_step import current_tool_execution
 
 __all__ = [
     "DepsContext",

@@ -25,6 +25,7 @@ from dex_agents.runner import (
     TurnContinued,
 )
 from dex_agents.texts import OUTCOME_UNKNOWN_TEXT
+from dex_agents.tool_context import running_tool
 from dex_agents.types import AgentToolCall
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied, UserError
 from pydantic_ai.messages import (
@@ -43,7 +44,7 @@ from .heartbeat import heartbeat_every
 from .messages import ParsedItem, load_history, parse_item, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
-from .tool_step import ToolStepRun, tool_execution_scope
+from .tool_step import ToolStepRun
 
 DepsT = TypeVar("DepsT")
 
@@ -142,7 +143,7 @@ class PydanticAiRunner(Generic[DepsT]):
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         deps = await self._deps(DepsContext(call.flow_id, call.turn_id, tool_call=call.tool_call))
         run = ToolStepRun(self._agent, deps, self._output_type, self._model, call.flow_id)
-        with tool_execution_scope(call):
+        with running_tool(call):
             async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
                 # dex-agents ran the approval the policy asked for; the tool sees it as approved.
                 return await run.call(call.tool_call, approved=call.tool_call.requires_approval)

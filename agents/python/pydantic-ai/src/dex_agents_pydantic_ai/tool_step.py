@@ -8,13 +8,11 @@ tool_call_id, retry) and runs the tool with every hook and wrapper the agent has
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dex_agents.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult
+from dex_agents.runner import ToolExecutionError, ToolExecutionResult
 from dex_agents.types import AgentToolCall
 from pydantic_ai import (
     Agent,
@@ -37,24 +35,6 @@ DEFERRED_AT_RUN_TIME = (
     "the tool deferred its call to outside the agent (CallDeferred or an external tool), "
     "which a tool Step cannot wait for"
 )
-
-_CURRENT: ContextVar[DeferredToolExecution | None] = ContextVar(
-    "dex_agents_pydantic_ai_tool_execution", default=None
-)
-
-
-def current_tool_execution() -> DeferredToolExecution | None:
-    """The tool call a tool function runs for, with its idempotency key; None elsewhere."""
-    return _CURRENT.get()
-
-
-@contextmanager
-def tool_execution_scope(call: DeferredToolExecution) -> Iterator[None]:
-    token = _CURRENT.set(call)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,8 @@ def scripted_model(base_url: str) -> OpenAIChatModel:
     return OpenAIChatModel("gpt-test", provider=OpenAIProvider(base_url=base_url, api_key="test"))
 
 
-def _key() -> str | None:
-    execution = current_tool_execution()
-    return execution.idempotency_key if execution else None
+def _key() -> str:
+    return current_tool_execution().idempotency_key
 
 
 def build_triage_agent(model: OpenAIChatModel) -> Agent[AppDeps, str]:

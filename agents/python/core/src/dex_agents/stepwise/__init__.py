@@ -22,6 +22,7 @@ Models are called through LiteLLM, which the stepwise extra installs
 (``pip install 'dex-agents[stepwise]'``) and which is imported on the first model call.
 """
 
+from ..tool_context import current_tool_execution
 from .builtins import (
     BUILT_IN_TOOL_DEFINITIONS,
     BUILT_IN_TOOL_NAMES,
@@ -51,7 +52,7 @@ from .definition import (
 )
 from .items import SUMMARY_PREFIX
 from .model import INSTALL_HINT, ModelClient
-from .runner import StepwiseRunner, current_tool_execution
+from .runner import StepwiseRunner
 from .tools import Tool, tool
 
 __all__ = [

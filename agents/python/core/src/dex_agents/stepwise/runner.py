@@ -6,7 +6,6 @@ state until the turn ends; TurnCompleted stores them. Tools run only in tool Ste
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import uuid
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,7 @@ from ..runner import (
     TurnCompleted,
     TurnContinued,
 )
+from ..tool_context import running_tool
 from ..types import AgentToolCall, AgentUsage
 from . import compaction
 from .builtins import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, build_plan_note
@@ -63,20 +63,7 @@ from .model import (
 )
 from .tools import Tool, as_tool
 
-_current_execution: contextvars.ContextVar[DeferredToolExecution] = contextvars.ContextVar(
-    "dex_agents_stepwise_tool_execution"
-)
 _BUILT_IN_POLICY: Final = ToolPolicy(effect="read", requires_approval=False)
-
-
-def current_tool_execution() -> DeferredToolExecution:
-    """The tool call being executed (idempotency key, input answers, ...), inside a tool."""
-    try:
-        return _current_execution.get()
-    except LookupError:
-        raise RuntimeError(
-            "current_tool_execution() is only available inside a Stepwise tool call"
-        ) from None
 
 
 class StepwiseRunner:
@@ -131,11 +118,9 @@ class StepwiseRunner:
         tool = self.tools.get(record.tool_name)
         if tool is None:
             raise ToolExecutionError(f"unknown tool {record.tool_name!r}")
-        token = _current_execution.set(call)
-        try:
+        # The tool Step sets it too; this serves a runner driven on its own (tests).
+        with running_tool(call):
             return await tool.run(record.arguments)
-        finally:
-            _current_execution.reset(token)
 
     # -- compaction --------------------------------------------------------------------------
 
