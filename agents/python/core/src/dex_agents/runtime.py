@@ -505,7 +505,7 @@ class Runtime:
         if row.status == "cancelled":
             return []
         handler = STEP_HANDLERS[row.step_type]
-        ctx = StepContext(
+        ctx: StepContext[Any] = StepContext(
             runtime=self,
             flow=await self._flow_of(session_id),
             session_id=session_id,
@@ -526,7 +526,9 @@ class Runtime:
             if committed is not None:
                 return committed
 
-    async def _run_attempts(self, ctx: StepContext, handler: StepHandler) -> Sequence[str]:
+    async def _run_attempts(
+        self, ctx: StepContext[Any], handler: StepHandler[Any]
+    ) -> Sequence[str]:
         """Begins attempts until one commits or the failure route takes over."""
         while True:
             await self._hold_while_draining()
@@ -543,7 +545,7 @@ class Runtime:
             await asyncio.sleep(max(backoff, outcome.delay or 0.0))
 
     async def _run_attempt(
-        self, ctx: StepContext, handler: StepHandler
+        self, ctx: StepContext[Any], handler: StepHandler[Any]
     ) -> Sequence[str] | TryAgain:
         """One attempt from its begin to its commit, or TryAgain when it failed and another
         attempt may follow."""
@@ -583,7 +585,7 @@ class Runtime:
             await asyncio.Event().wait()
 
     async def _commit_result(
-        self, ctx: StepContext, handler: StepHandler, result: Any
+        self, ctx: StepContext[Any], handler: StepHandler[Any], result: Any
     ) -> Sequence[str]:
         committed = await self.database.write(
             lambda conn: self._commit(conn, ctx, handler, result, fence=ctx.attempt)
@@ -591,7 +593,7 @@ class Runtime:
         return committed or []
 
     async def _record_failed_attempt(
-        self, ctx: StepContext, handler: StepHandler, error: Exception
+        self, ctx: StepContext[Any], handler: StepHandler[Any], error: Exception
     ) -> Sequence[str] | TryAgain:
         return await self.database.write(
             lambda conn: self._attempt_failed(conn, ctx, handler, error)
@@ -616,7 +618,7 @@ class Runtime:
             )
         return flow
 
-    async def _wait(self, ctx: StepContext, handler: StepHandler) -> bool:
+    async def _wait(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> bool:
         """Waits until the Step's condition holds; False when the Step was cancelled."""
         while True:
             generation = self.waker.generation(ctx.session_id)
@@ -637,7 +639,9 @@ class Runtime:
                 timeout = min(timeout, wait.deadline - time.time())
             await self.waker.wait(ctx.session_id, generation, timeout)
 
-    def _begin_attempt(self, conn: Connection, ctx: StepContext, handler: StepHandler) -> Begun:
+    def _begin_attempt(
+        self, conn: Connection, ctx: StepContext[Any], handler: StepHandler[Any]
+    ) -> Begun:
         session = store.lock_session(conn, ctx.session_id)
         row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
         if row is None or row.status in ("succeeded", "failed", "cancelled"):
@@ -672,7 +676,7 @@ class Runtime:
         self._flush(tx)
         return Begun(attempt=attempt)
 
-    async def _execute(self, ctx: StepContext, handler: StepHandler) -> Any:
+    async def _execute(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> Any:
         timeout = None
         if handler.timeout_option is not None:
             timeout = getattr(ctx.flow.options, handler.timeout_option).total_seconds()
@@ -695,7 +699,11 @@ class Runtime:
                 self._running.pop(ctx.session_id, None)
 
     def _attempt_failed(
-        self, conn: Connection, ctx: StepContext, handler: StepHandler, error: BaseException
+        self,
+        conn: Connection,
+        ctx: StepContext[Any],
+        handler: StepHandler[Any],
+        error: BaseException,
     ) -> Sequence[str] | TryAgain:
         """Records a failed attempt; routes to the failure route once attempts ran out or
         the Step judges that another attempt cannot help."""
@@ -716,7 +724,7 @@ class Runtime:
         return self._route_failure(tx, handler, detail, progress, type(error).__name__)
 
     def _route_failure(
-        self, tx: StepTx, handler: StepHandler, detail: str, progress: str, error_type: str
+        self, tx: StepTx, handler: StepHandler[Any], detail: str, progress: str, error_type: str
     ) -> Sequence[str]:
         route = handler.failure_route(tx.ctx, tx)
         recovery = Recovery(detail, progress, error_type)
@@ -729,8 +737,8 @@ class Runtime:
     def _commit(
         self,
         conn: Connection,
-        ctx: StepContext,
-        handler: StepHandler,
+        ctx: StepContext[Any],
+        handler: StepHandler[Any],
         result: Any,
         *,
         fence: int | None = None,
@@ -792,7 +800,7 @@ class Runtime:
 
     # Services for Steps -------------------------------------------------------------------
 
-    def event_writer(self, ctx: StepContext, turn_id: str | None) -> StreamingEventWriter:
+    def event_writer(self, ctx: StepContext[Any], turn_id: str | None) -> StreamingEventWriter:
         return StreamingEventWriter(
             self.database,
             ctx.session_id,
@@ -801,7 +809,7 @@ class Runtime:
             step_execution_id=ctx.step_execution_id,
         )
 
-    def checkpoint_saver(self, ctx: StepContext) -> Callable[[str], Awaitable[None]]:
+    def checkpoint_saver(self, ctx: StepContext[Any]) -> Callable[[str], Awaitable[None]]:
         async def save(checkpoint: str) -> None:
             await self.database.write(
                 lambda conn: store.update_step(

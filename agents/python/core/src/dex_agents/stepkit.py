@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from sqlalchemy.engine import Connection
 
@@ -95,8 +95,12 @@ class RetryAdvice:
     reason: str | None = None
 
 
+# What a Step's `begin` loads for its Execute and commit (a frozen value per Step type).
+LoadedT = TypeVar("LoadedT")
+
+
 @dataclass
-class StepContext:
+class StepContext(Generic[LoadedT]):
     runtime: Runtime
     flow: AgentSessionFlow
     session_id: str
@@ -108,8 +112,14 @@ class StepContext:
     scheduled_at: str = ""
     # Whether an earlier attempt passed its point of no return (a tool took effect).
     progress_started: bool = False
-    # Whatever `begin` loaded for Execute; retries of the same run reuse it.
-    loaded: Any = None
+    # What `begin` loaded for Execute; retries of the same run reuse it.
+    loaded: LoadedT | None = None
+
+    def need_loaded(self) -> LoadedT:
+        """The value `begin` loaded; Execute and commit run only after a begin that loads it."""
+        if self.loaded is None:
+            raise RuntimeError(f"{self.step_execution_id}: nothing was loaded for this attempt")
+        return self.loaded
 
     @property
     def step_input(self) -> Any:
@@ -131,7 +141,7 @@ class StepTx:
 
     conn: Connection
     session: Session
-    ctx: StepContext
+    ctx: StepContext[Any]
     events: list[EventRecord] = field(default_factory=list)
     progress_started: bool = False
 
@@ -157,7 +167,10 @@ class StepTx:
         self.progress_started = True
 
 
-class StepHandler:
+class StepHandler(Generic[LoadedT]):
+    """A Step type; LoadedT is what its `begin` loads for Execute and commit (None when it
+    loads nothing)."""
+
     step_type: ClassVar[str]
     options: ClassVar[StepOptions] = StepOptions()
     has_execute: ClassVar[bool] = False
@@ -168,20 +181,20 @@ class StepHandler:
         """Whether a failed Execute is worth another attempt (while attempts remain)."""
         return RetryAdvice(retry=not isinstance(error, NonRetryableError))
 
-    def failure_route(self, ctx: StepContext, tx: StepTx) -> str | None:
+    def failure_route(self, ctx: StepContext[LoadedT], tx: StepTx) -> str | None:
         """Where the Step goes once its attempts ran out."""
         return self.options.failure_route
 
-    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+    def check(self, ctx: StepContext[LoadedT], conn: Connection) -> Wait:
         """The wait condition, from committed state (read-only)."""
         return READY
 
-    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[LoadedT], tx: StepTx) -> Transition | None:
         """Runs in the attempt's first commit; a Transition finishes the Step without Execute."""
         return None
 
-    async def execute(self, ctx: StepContext) -> Any:
+    async def execute(self, ctx: StepContext[LoadedT]) -> Any:
         return None
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[LoadedT], tx: StepTx, result: Any) -> Transition:
         raise NotImplementedError

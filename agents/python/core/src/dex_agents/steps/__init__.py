@@ -1,5 +1,7 @@
 """The Session Flow's Steps, one handler per Step type of the contract."""
 
+from typing import Any
+
 from ..stepkit import StepHandler
 from .compaction import CompactContext
 from .model import RecordTurnFailure, RunModel
@@ -14,7 +16,7 @@ from .tools import (
 from .turns import ApplyTurnControl, AwaitUserMessage, FinishTurnCancellation, StartAgentSession
 from .waits import AwaitQuestionAnswer, AwaitTimer, AwaitToolApproval, ResumeTurn
 
-STEP_HANDLERS: dict[str, StepHandler] = {
+STEP_HANDLERS: dict[str, StepHandler[Any]] = {
     handler.step_type: handler
     for handler in (
         StartAgentSession(),

@@ -27,7 +27,7 @@ from ..types import AgentToolCall
 from .common import finish_tool_call, raise_interrupt
 
 
-def is_built_in(ctx: StepContext, tool_name: str) -> bool:
+def is_built_in(ctx: StepContext[Any], tool_name: str) -> bool:
     """An enabled built-in name is reserved; a disabled one is an ordinary tool name."""
     return tool_name in ctx.flow.options.built_in_tools
 
@@ -52,7 +52,7 @@ def settle_planning_rejection(tx: StepTx, record: AgentToolCall) -> None:
 
 
 def route_built_in(
-    ctx: StepContext, tx: StepTx, record: AgentToolCall, write_todos_calls: int
+    ctx: StepContext[Any], tx: StepTx, record: AgentToolCall, write_todos_calls: int
 ) -> tuple[str, Any] | None:
     """Records a built-in call; returns the Step that waits for it, or None when it is final."""
     if record.tool_name == "write_todos" and write_todos_calls > 1:
@@ -80,7 +80,7 @@ def _failed(record: AgentToolCall, error: str) -> AgentToolCall:
 
 
 def _ask_user(
-    ctx: StepContext, tx: StepTx, record: AgentToolCall, parsed: AskUserArguments
+    ctx: StepContext[Any], tx: StepTx, record: AgentToolCall, parsed: AskUserArguments
 ) -> tuple[str, Any]:
     asking = record.model_copy(
         update={
@@ -129,5 +129,5 @@ def _write_todos(tx: StepTx, record: AgentToolCall, parsed: WriteTodosArguments)
     finish_tool_call(tx, record.model_copy(update=done))
 
 
-def write_todos_count(ctx: StepContext, calls: Sequence[DeferredToolCall]) -> int:
+def write_todos_count(ctx: StepContext[Any], calls: Sequence[DeferredToolCall]) -> int:
     return sum(1 for c in calls if c.tool_name == "write_todos" and is_built_in(ctx, c.tool_name))

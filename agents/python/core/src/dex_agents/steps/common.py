@@ -135,7 +135,7 @@ def pending_interrupt_of(session: Session, record: AgentToolCall) -> AgentInterr
 
 
 def raise_interrupt(
-    ctx: StepContext,
+    ctx: StepContext[Any],
     tx: StepTx,
     record: AgentToolCall,
     *,
@@ -228,7 +228,7 @@ def deadline_epoch(deadline: str) -> float:
 # Messages and usage ---------------------------------------------------------------------------
 
 
-def build_user_item(ctx: StepContext, text: str) -> FrameworkMessage:
+def build_user_item(ctx: StepContext[Any], text: str) -> FrameworkMessage:
     item = ctx.flow.runner.build_user_message(text)
     if not isinstance(item, FrameworkMessage) or item.role != "user":
         raise NonRetryableError(
@@ -238,7 +238,7 @@ def build_user_item(ctx: StepContext, text: str) -> FrameworkMessage:
     return item
 
 
-def checked_messages(ctx: StepContext, items: Sequence[Any]) -> list[FrameworkMessage]:
+def checked_messages(ctx: StepContext[Any], items: Sequence[Any]) -> list[FrameworkMessage]:
     for item in items:
         if (
             not isinstance(item, FrameworkMessage)

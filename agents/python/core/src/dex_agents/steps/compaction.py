@@ -20,7 +20,7 @@ from ..stepkit import (
     Transition,
     go,
 )
-from ..types import ContextSummary
+from ..types import AgentMessage, ContextSummary
 from .common import record_usage
 
 
@@ -31,7 +31,7 @@ class CompactionNeeded:
     through_sequence: int
 
 
-def compaction_decision(ctx: StepContext, turn: AgentTurnContext) -> CompactionNeeded | None:
+def compaction_decision(ctx: StepContext[Any], turn: AgentTurnContext) -> CompactionNeeded | None:
     """At trigger_ratio of the window, a cutoff after the current summary compacts."""
     policy = ctx.flow.options.compaction
     runner = ctx.flow.runner
@@ -47,7 +47,7 @@ def compaction_decision(ctx: StepContext, turn: AgentTurnContext) -> CompactionN
     return CompactionNeeded(cutoff)
 
 
-def apply_retention(ctx: StepContext, tx: StepTx) -> None:
+def apply_retention(ctx: StepContext[Any], tx: StepTx) -> None:
     """Deletes messages a summary covers, keeping the newest retained_message_limit."""
     limit = ctx.flow.options.retained_message_limit
     summary = tx.session.context_summary
@@ -59,7 +59,18 @@ def apply_retention(ctx: StepContext, tx: StepTx) -> None:
         store.delete_messages_through(tx.conn, tx.session.session_id, through)
 
 
-class CompactContext(StepHandler):
+@dataclass(frozen=True)
+class LoadedCompaction:
+    """What a CompactContext attempt summarizes, loaded in its first commit."""
+
+    turn_id: str
+    through: int
+    previous: ContextSummary | None
+    messages: list[AgentMessage]
+    settings: dict[str, Any]
+
+
+class CompactContext(StepHandler[LoadedCompaction]):
     step_type = "CompactContext"
     options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
     has_execute = True
@@ -68,7 +79,7 @@ class CompactContext(StepHandler):
     def retry_advice(self, error: BaseException) -> RetryAdvice:
         return model_call_retry_advice(error)
 
-    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[LoadedCompaction], tx: StepTx) -> Transition | None:
         session = tx.session
         state = session.active_state
         if state.active_turn_id is None:
@@ -76,11 +87,11 @@ class CompactContext(StepHandler):
         through = int(ctx.step_input["through_sequence"])
         tx.event("compaction_started", {"through_sequence": through})
         previous = session.context_summary
-        ctx.loaded = {
-            "turn_id": state.active_turn_id,
-            "through": through,
-            "previous": previous,
-            "messages": [
+        ctx.loaded = LoadedCompaction(
+            turn_id=state.active_turn_id,
+            through=through,
+            previous=previous,
+            messages=[
                 m
                 for m in store.load_messages(
                     tx.conn,
@@ -89,27 +100,27 @@ class CompactContext(StepHandler):
                 )
                 if m.sequence <= through
             ],
-            "settings": session.turn_settings(),
-        }
+            settings=session.turn_settings(),
+        )
         return None
 
-    async def execute(self, ctx: StepContext) -> Any:
+    async def execute(self, ctx: StepContext[LoadedCompaction]) -> Any:
         runner = ctx.flow.runner
         policy = ctx.flow.options.compaction
         assert isinstance(runner, ContextCompactionRunner) and policy is not None
-        loaded = ctx.loaded
-        writer = ctx.runtime.event_writer(ctx, loaded["turn_id"])
+        loaded = ctx.need_loaded()
+        writer = ctx.runtime.event_writer(ctx, loaded.turn_id)
         request = ContextSummaryRequest(
             flow_id=ctx.session_id,
-            turn_id=loaded["turn_id"],
+            turn_id=loaded.turn_id,
             attempt=ctx.attempt,
-            previous_summary=loaded["previous"],
-            messages=loaded["messages"],
-            through_sequence=loaded["through"],
+            previous_summary=loaded.previous,
+            messages=loaded.messages,
+            through_sequence=loaded.through,
             events=writer,
             heartbeat=lambda: None,
             input_token_budget=policy.context_window_tokens,
-            session_settings=loaded["settings"],
+            session_settings=loaded.settings,
         )
         writer.start()
         try:
@@ -120,12 +131,13 @@ class CompactContext(StepHandler):
             raise ValueError("summarize_context returned a blank summary")
         return result
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[LoadedCompaction], tx: StepTx, result: Any) -> Transition:
         session = tx.session
-        if session.active_state.active_turn_id != ctx.loaded["turn_id"]:
+        loaded = ctx.need_loaded()
+        if session.active_state.active_turn_id != loaded.turn_id:
             return END
-        previous = ctx.loaded["previous"]
-        through = ctx.loaded["through"]
+        previous = loaded.previous
+        through = loaded.through
         summary = ContextSummary(
             generation=(previous.generation if previous else 0) + 1,
             first_sequence=1,

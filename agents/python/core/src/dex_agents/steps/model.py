@@ -43,6 +43,7 @@ from .common import (
 )
 from .compaction import CompactionNeeded, apply_retention, compaction_decision
 from .turns import (
+    LoadedTurn,
     build_unfinished_messages,
     end_turn,
     load_turn,
@@ -51,7 +52,7 @@ from .turns import (
 )
 
 
-class RunModel(StepHandler):
+class RunModel(StepHandler[LoadedTurn]):
     step_type = "RunModel"
     options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
     has_execute = True
@@ -60,7 +61,7 @@ class RunModel(StepHandler):
     def retry_advice(self, error: BaseException) -> RetryAdvice:
         return model_call_retry_advice(error)
 
-    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[LoadedTurn], tx: StepTx) -> Transition | None:
         session = tx.session
         state = session.active_state
         if state.active_turn_id is None:
@@ -69,13 +70,13 @@ class RunModel(StepHandler):
         # what the first attempt saw.
         if ctx.attempt == 1 and control_reason(tx) is not None:
             return go(("ApplyTurnControl", None))
-        if ctx.loaded is None or ctx.loaded["turn_id"] != state.active_turn_id:
+        if ctx.loaded is None or ctx.loaded.turn_id != state.active_turn_id:
             ctx.loaded = load_turn(ctx, tx)
         return None
 
-    async def execute(self, ctx: StepContext) -> Any:
-        loaded = ctx.loaded
-        writer = ctx.runtime.event_writer(ctx, loaded["turn_id"])
+    async def execute(self, ctx: StepContext[LoadedTurn]) -> Any:
+        loaded = ctx.need_loaded()
+        writer = ctx.runtime.event_writer(ctx, loaded.turn_id)
         turn = turn_context(ctx, loaded, writer)
         decision = compaction_decision(ctx, turn)
         if decision is not None:
@@ -93,8 +94,8 @@ class RunModel(StepHandler):
             )
         return outcome
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
-        turn_id: str = ctx.loaded["turn_id"]
+    def commit(self, ctx: StepContext[LoadedTurn], tx: StepTx, result: Any) -> Transition:
+        turn_id = ctx.need_loaded().turn_id
         if tx.session.active_state.active_turn_id != turn_id:
             return END
         if isinstance(result, CompactionNeeded):
@@ -114,7 +115,7 @@ class RunModel(StepHandler):
         return self._request_tools(ctx, tx, result, turn_id)
 
     def _complete(
-        self, ctx: StepContext, tx: StepTx, result: TurnCompleted, turn_id: str
+        self, ctx: StepContext[LoadedTurn], tx: StepTx, result: TurnCompleted, turn_id: str
     ) -> Transition:
         session = tx.session
         store.append_messages(tx.conn, session, turn_id, checked_messages(ctx, result.new_messages))
@@ -134,7 +135,7 @@ class RunModel(StepHandler):
         return go(("AwaitUserMessage", None))
 
     def _request_tools(
-        self, ctx: StepContext, tx: StepTx, result: ToolCallsRequested, turn_id: str
+        self, ctx: StepContext[LoadedTurn], tx: StepTx, result: ToolCallsRequested, turn_id: str
     ) -> Transition:
         session = tx.session
         problem = self._tool_calls_problem(ctx, tx, result)
@@ -179,7 +180,7 @@ class RunModel(StepHandler):
         return go(*next_steps)
 
     def _tool_calls_problem(
-        self, ctx: StepContext, tx: StepTx, result: ToolCallsRequested
+        self, ctx: StepContext[LoadedTurn], tx: StepTx, result: ToolCallsRequested
     ) -> str | None:
         if result.new_messages and not ctx.flow.builds_unfinished_turn_messages:
             return texts.UNFINISHED_MESSAGES_REQUIRED
@@ -199,7 +200,7 @@ class RunModel(StepHandler):
         return None
 
     def _record(
-        self, ctx: StepContext, call: DeferredToolCall, turn_id: str, order: int
+        self, ctx: StepContext[LoadedTurn], call: DeferredToolCall, turn_id: str, order: int
     ) -> AgentToolCall:
         options = ctx.flow.options
         given = call.policy
@@ -224,30 +225,30 @@ class RunModel(StepHandler):
         )
 
 
-class RecordTurnFailure(StepHandler):
+class RecordTurnFailure(StepHandler[LoadedTurn]):
     """Ends a turn whose model Step ran out of attempts, keeping what it can of the turn."""
 
     step_type = "RecordTurnFailure"
     options = StepOptions(max_attempts=3)
     has_execute = True
 
-    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[LoadedTurn], tx: StepTx) -> Transition | None:
         ctx.loaded = load_turn(ctx, tx)
         return END if ctx.loaded is None else None
 
-    async def execute(self, ctx: StepContext) -> Any:
+    async def execute(self, ctx: StepContext[LoadedTurn]) -> Any:
         return await build_unfinished_messages(ctx)
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[LoadedTurn], tx: StepTx, result: Any) -> Transition:
         session = tx.session
-        turn_id: str = ctx.loaded["turn_id"]
+        turn_id = ctx.need_loaded().turn_id
         if session.active_state.active_turn_id != turn_id:
             return END
         recovery = ctx.recovery
         error = recovery.detail if recovery else "the turn failed"
         if result:
             store.append_messages(tx.conn, session, turn_id, result)
-        note = tool_calls_note(texts.TURN_FAILURE_NOTE_HEADER, ctx.loaded["tool_calls"])
+        note = tool_calls_note(texts.TURN_FAILURE_NOTE_HEADER, ctx.need_loaded().tool_calls)
         if note is not None:
             store.append_messages(tx.conn, session, turn_id, [build_user_item(ctx, note)])
         end_turn(tx, error=error)

@@ -78,7 +78,7 @@ def _ask(record: AgentToolCall, request: ToolInputRequested) -> AgentToolCall:
     )
 
 
-class CallTool(StepHandler):
+class CallTool(StepHandler[AgentToolCall]):
     """Runs one read or idempotent_write call; a crash runs it again with the same key."""
 
     step_type = "CallTool"
@@ -86,7 +86,7 @@ class CallTool(StepHandler):
     has_execute = True
     timeout_option = "tool_call_timeout"
 
-    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> Transition | None:
         record = load_record(tx, ctx.step_input)
         if record is None or record.status != "approved":
             return END
@@ -100,8 +100,8 @@ class CallTool(StepHandler):
         _tool_started_event(tx, record)
         return None
 
-    async def execute(self, ctx: StepContext) -> Any:
-        record: AgentToolCall = ctx.loaded
+    async def execute(self, ctx: StepContext[AgentToolCall]) -> Any:
+        record = ctx.need_loaded()
         runner = ctx.flow.runner
         writer = ctx.runtime.event_writer(ctx, record.turn_id)
         execution = DeferredToolExecution(
@@ -128,7 +128,7 @@ class CallTool(StepHandler):
             await writer.close()
         return _checked_outcome(ctx, outcome, "execute_deferred_tool_call")
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[AgentToolCall], tx: StepTx, result: Any) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
@@ -137,7 +137,11 @@ class CallTool(StepHandler):
         return record_outcome(tx, record, result)
 
     def _task_started(
-        self, ctx: StepContext, tx: StepTx, record: AgentToolCall, started: ToolTaskStarted
+        self,
+        ctx: StepContext[AgentToolCall],
+        tx: StepTx,
+        record: AgentToolCall,
+        started: ToolTaskStarted,
     ) -> Transition:
         interval = poll_interval_seconds(started.poll_interval_seconds)
         problem = None
@@ -181,7 +185,7 @@ class CallSingleAttemptTool(CallTool):
     options = StepOptions(max_attempts=1, failure_route="RecordToolOutcomeUnknown")
 
 
-def _checked_outcome(ctx: StepContext, outcome: Any, method: str) -> Any:
+def _checked_outcome(ctx: StepContext[Any], outcome: Any, method: str) -> Any:
     allowed = (ToolExecutionResult, ToolInputRequested, ToolTaskStarted, ToolTaskPending)
     if isinstance(outcome, ToolExecutionResult) and not isinstance(outcome.output, str):
         outcome = None
@@ -211,7 +215,7 @@ def _done(record: AgentToolCall, **values: Any) -> AgentToolCall:
     return record.model_copy(update={**values, "task_answer_pending": False})
 
 
-class PollToolTask(StepHandler):
+class PollToolTask(StepHandler[AgentToolCall]):
     """Polls a started task once per Step; steering never abandons it."""
 
     step_type = "PollToolTask"
@@ -219,7 +223,7 @@ class PollToolTask(StepHandler):
     has_execute = True
     timeout_option = "tool_call_timeout"
 
-    def failure_route(self, ctx: StepContext, tx: StepTx) -> str | None:
+    def failure_route(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> str | None:
         record = load_record(tx, ctx.step_input)
         return (
             "RecordToolFailure"
@@ -227,7 +231,7 @@ class PollToolTask(StepHandler):
             else "RecordToolOutcomeUnknown"
         )
 
-    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+    def check(self, ctx: StepContext[AgentToolCall], conn: Connection) -> Wait:
         session = store.read_session(conn, ctx.session_id)
         record = store.load_tool_call(conn, ctx.session_id, ctx.step_input)
         if record is None or record.is_final or record.task_answer_pending or is_cancelled(session):
@@ -236,7 +240,7 @@ class PollToolTask(StepHandler):
         due = parse_time(ctx.scheduled_at).timestamp() + interval
         return READY if due <= time.time() else Wait(False, due)
 
-    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> Transition | None:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
@@ -245,8 +249,8 @@ class PollToolTask(StepHandler):
         ctx.loaded = record
         return None
 
-    async def execute(self, ctx: StepContext) -> Any:
-        record: AgentToolCall = ctx.loaded
+    async def execute(self, ctx: StepContext[AgentToolCall]) -> Any:
+        record = ctx.need_loaded()
         runner = ctx.flow.runner
         if not isinstance(runner, ToolTaskPoller):
             raise NonRetryableError("the runner does not implement poll_tool_task")
@@ -270,7 +274,7 @@ class PollToolTask(StepHandler):
             await writer.close()
         return _checked_outcome(ctx, outcome, "poll_tool_task")
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[AgentToolCall], tx: StepTx, result: Any) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
@@ -290,7 +294,7 @@ class PollToolTask(StepHandler):
         return record_outcome(tx, record, result)
 
 
-class CancelToolTask(StepHandler):
+class CancelToolTask(StepHandler[AgentToolCall]):
     """Asks the runner to cancel a task that cancel_turn abandoned, then records the call
     outcome_unknown: the task may have taken effect."""
 
@@ -298,15 +302,15 @@ class CancelToolTask(StepHandler):
     options = StepOptions(max_attempts=3, failure_route="RecordToolOutcomeUnknown")
     has_execute = True
 
-    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> Transition | None:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
         ctx.loaded = record
         return None
 
-    async def execute(self, ctx: StepContext) -> Any:
-        record: AgentToolCall = ctx.loaded
+    async def execute(self, ctx: StepContext[AgentToolCall]) -> Any:
+        record = ctx.need_loaded()
         runner = ctx.flow.runner
         if isinstance(runner, ToolTaskCanceller):
             cancellation = ToolTaskCancellation(
@@ -321,7 +325,7 @@ class CancelToolTask(StepHandler):
             await runner.cancel_tool_task(cancellation)
         return None
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[AgentToolCall], tx: StepTx, result: Any) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
@@ -340,12 +344,12 @@ def cancelled_task_record(record: AgentToolCall) -> AgentToolCall:
     )
 
 
-class RecordToolFailure(StepHandler):
+class RecordToolFailure(StepHandler[None]):
     """Failure route of CallTool and PollToolTask: `failed` for a read, else outcome_unknown."""
 
     step_type = "RecordToolFailure"
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
         record = load_record(tx, ctx.step_input)
         recovery = ctx.recovery
         if record is None or record.is_final or recovery is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -14,6 +15,7 @@ from ..results import tool_calls_note
 from ..runner import (
     AgentTurnContext,
     EventWriter,
+    FrameworkItemCache,
     FrameworkMessage,
     UnfinishedTurnMessageBuilder,
 )
@@ -39,9 +41,13 @@ from ..store import (
     Session,
 )
 from ..types import (
+    AgentMessage,
+    AgentPlan,
     AgentState,
+    AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    ContextSummary,
     InteractionMode,
     TurnReplySequence,
     TurnSessionSettings,
@@ -64,7 +70,7 @@ MAX_CHANNEL_MESSAGES = texts.MAX_INT32
 
 
 def interaction_mode_for(
-    ctx: StepContext, session: Session, messages: Sequence[AgentUserMessage]
+    ctx: StepContext[Any], session: Session, messages: Sequence[AgentUserMessage]
 ) -> InteractionMode:
     """One decision for every turn start: planning when plan mode is enabled and a message
     asks for it or a draft plan exists, else chat."""
@@ -74,7 +80,7 @@ def interaction_mode_for(
     return "planning" if draft or any(m.plan_mode for m in messages) else "chat"
 
 
-def flow_features(ctx: StepContext) -> dict[str, Any]:
+def flow_features(ctx: StepContext[Any]) -> dict[str, Any]:
     options = ctx.flow.options
     return {
         "plan_mode_enabled": options.plan_mode_enabled,
@@ -83,7 +89,7 @@ def flow_features(ctx: StepContext) -> dict[str, Any]:
 
 
 def begin_turn(
-    ctx: StepContext,
+    ctx: StepContext[Any],
     tx: StepTx,
     messages: Sequence[AgentUserMessage],
     mode: InteractionMode | None = None,
@@ -156,10 +162,10 @@ def end_turn(tx: StepTx, *, error: str | None = None) -> None:
     session.set("pending_interrupts", [])
 
 
-class StartAgentSession(StepHandler):
+class StartAgentSession(StepHandler[None]):
     step_type = "StartAgentSession"
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
         session = tx.session
         if session.state is not None:
             return END
@@ -181,14 +187,14 @@ class StartAgentSession(StepHandler):
         return go(("AwaitUserMessage", None))
 
 
-class AwaitUserMessage(StepHandler):
+class AwaitUserMessage(StepHandler[None]):
     """Waits for a control wake, a queued message, or a plan execution, in that order: a
     steer beats a queued message, which beats a plan execution."""
 
     step_type = "AwaitUserMessage"
     options = StepOptions(waits=True)
 
-    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+    def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
         for channel in (TURN_CONTROL_REQUESTS, QUEUED_USER_MESSAGES):
             if store.count(conn, ctx.session_id, channel):
                 return READY
@@ -198,7 +204,7 @@ class AwaitUserMessage(StepHandler):
         requested = store.count(conn, ctx.session_id, PLAN_EXECUTIONS, str(plan.revision))
         return READY if requested else NOT_READY
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
         state = tx.session.active_state
         if state.status == "failed" or state.active_turn_id is not None:
             return END
@@ -210,7 +216,7 @@ class AwaitUserMessage(StepHandler):
             return begin_turn(ctx, tx, [message], message_id=taken[0].message_id)
         return self._execute_plan(ctx, tx)
 
-    def _execute_plan(self, ctx: StepContext, tx: StepTx) -> Transition:
+    def _execute_plan(self, ctx: StepContext[None], tx: StepTx) -> Transition:
         session = tx.session
         plan = session.plan
         if plan is None or plan.status not in ("draft", "active"):
@@ -232,64 +238,83 @@ class AwaitUserMessage(StepHandler):
         return transition
 
 
-def load_turn(ctx: StepContext, tx: StepTx) -> dict[str, Any] | None:
-    """What a runner call of the active turn needs, loaded in the attempt's first commit;
-    with a context summary, only the messages after it."""
+@dataclass(frozen=True)
+class LoadedTurn:
+    """What a runner call of the active turn needs, loaded in the attempt's first commit."""
+
+    turn_id: str
+    messages: list[AgentMessage]
+    run_state: str | None
+    tool_calls: list[AgentToolCall]
+    settings: dict[str, Any]
+    mode: InteractionMode
+    plan: AgentPlan | None
+    summary: ContextSummary | None
+    # The session's memo of parsed framework items, loaded after the messages so it is the
+    # memo of the session the message cache now holds.
+    framework_items: FrameworkItemCache
+
+
+def load_turn(ctx: StepContext[Any], tx: StepTx) -> LoadedTurn | None:
+    """What a runner call of the active turn needs; with a context summary, only the
+    messages after it."""
     session = tx.session
     state = session.active_state
     if state.active_turn_id is None:
         return None
     summary = session.context_summary
-    return {
-        "turn_id": state.active_turn_id,
-        "messages": ctx.runtime.messages.load(
-            tx.conn,
-            ctx.session_id,
-            state.next_message_sequence - 1,
-            after=summary.last_sequence if summary else 0,
-        ),
-        "run_state": session.framework_run_state,
-        "tool_calls": store.load_tool_calls(tx.conn, ctx.session_id),
-        "settings": session.turn_settings(),
-        "mode": state.interaction_mode,
-        "plan": session.plan,
-        "summary": summary,
-        # Loaded after the messages, so it is the memo of the session the cache now holds.
-        "framework_items": ctx.runtime.messages.framework_items(ctx.session_id),
-    }
+    messages = ctx.runtime.messages.load(
+        tx.conn,
+        ctx.session_id,
+        state.next_message_sequence - 1,
+        after=summary.last_sequence if summary else 0,
+    )
+    return LoadedTurn(
+        turn_id=state.active_turn_id,
+        messages=messages,
+        run_state=session.framework_run_state,
+        tool_calls=store.load_tool_calls(tx.conn, ctx.session_id),
+        settings=session.turn_settings(),
+        mode=state.interaction_mode,
+        plan=session.plan,
+        summary=summary,
+        framework_items=ctx.runtime.messages.framework_items(ctx.session_id),
+    )
 
 
-def turn_context(ctx: StepContext, loaded: dict[str, Any], events: EventWriter) -> AgentTurnContext:
+def turn_context(
+    ctx: StepContext[Any], loaded: LoadedTurn, events: EventWriter
+) -> AgentTurnContext:
     options = ctx.flow.options
     return AgentTurnContext(
         flow_id=ctx.session_id,
-        turn_id=loaded["turn_id"],
+        turn_id=loaded.turn_id,
         attempt=ctx.attempt,
         step_execution_id=ctx.step_execution_id,
-        messages=loaded["messages"],
-        framework_run_state=loaded["run_state"],
-        tool_calls=loaded["tool_calls"],
+        messages=loaded.messages,
+        framework_run_state=loaded.run_state,
+        tool_calls=loaded.tool_calls,
         events=events,
         heartbeat=no_heartbeat,
         tool_policies=options.tool_policies,
         default_tool_effect=options.default_tool_effect,
         enabled_built_in_tools=tuple(options.built_in_tools),
-        session_settings=loaded["settings"],
-        interaction_mode=loaded["mode"],
-        plan=loaded["plan"],
-        context_summary=loaded["summary"],
-        framework_items=loaded["framework_items"],
+        session_settings=loaded.settings,
+        interaction_mode=loaded.mode,
+        plan=loaded.plan,
+        context_summary=loaded.summary,
+        framework_items=loaded.framework_items,
     )
 
 
-async def build_unfinished_messages(ctx: StepContext) -> list[FrameworkMessage] | None:
+async def build_unfinished_messages(ctx: StepContext[LoadedTurn]) -> list[FrameworkMessage] | None:
     """The runner's unfinished-turn messages; None when it has none or they failed, so a
     runner defect never blocks the Step that ends the turn."""
     runner = ctx.flow.runner
     loaded = ctx.loaded
     if loaded is None or not isinstance(runner, UnfinishedTurnMessageBuilder):
         return None
-    turn = turn_context(ctx, loaded, ctx.runtime.event_writer(ctx, loaded["turn_id"]))
+    turn = turn_context(ctx, loaded, ctx.runtime.event_writer(ctx, loaded.turn_id))
     try:
         return checked_messages(ctx, list(await runner.build_unfinished_turn_messages(turn)))
     except Exception as error:
@@ -297,7 +322,7 @@ async def build_unfinished_messages(ctx: StepContext) -> list[FrameworkMessage] 
         return None
 
 
-class ApplyTurnControl(StepHandler):
+class ApplyTurnControl(StepHandler[LoadedTurn]):
     """Ends a steered or cancelled turn and starts the steered one. The only consumer of
     SteeredUserMessages."""
 
@@ -305,21 +330,21 @@ class ApplyTurnControl(StepHandler):
     options = StepOptions(max_attempts=3)
     has_execute = True
 
-    def begin(self, ctx: StepContext, tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[LoadedTurn], tx: StepTx) -> Transition | None:
         ctx.loaded = load_turn(ctx, tx)
         return None
 
-    async def execute(self, ctx: StepContext) -> Any:
+    async def execute(self, ctx: StepContext[LoadedTurn]) -> Any:
         return await build_unfinished_messages(ctx)
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[LoadedTurn], tx: StepTx, result: Any) -> Transition:
         session = tx.session
         steered = store.consume(
             tx.conn, ctx.session_id, STEERED_USER_MESSAGES, limit=MAX_CHANNEL_MESSAGES
         )
         store.consume(tx.conn, ctx.session_id, TURN_CONTROL_REQUESTS, limit=MAX_CHANNEL_MESSAGES)
         state = session.active_state
-        loaded_turn = ctx.loaded["turn_id"] if ctx.loaded else None
+        loaded_turn = ctx.loaded.turn_id if ctx.loaded else None
         if state.active_turn_id is not None and state.active_turn_id == loaded_turn:
             self._end_turn(tx, result, steered_count=len(steered))
         messages = [AgentUserMessage.model_validate_json(m.payload) for m in steered]
@@ -350,13 +375,13 @@ class ApplyTurnControl(StepHandler):
             tx.event("turn_steered", payload, turn_id=turn_id)
 
 
-class FinishTurnCancellation(StepHandler):
+class FinishTurnCancellation(StepHandler[None]):
     """Records every waiting call that cancel_turn abandoned; never ends the turn while
     ResumeTurn still waits."""
 
     step_type = "FinishTurnCancellation"
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
         session = tx.session
         state = session.active_state
         turn_id = ctx.step_input

@@ -70,11 +70,11 @@ def _woken(conn: Connection, session_id: str, channel: str, key: str) -> bool:
     return store.count(conn, session_id, channel, key) > 0
 
 
-class AwaitToolApproval(StepHandler):
+class AwaitToolApproval(StepHandler[None]):
     step_type = "AwaitToolApproval"
     options = StepOptions(waits=True)
 
-    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+    def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
         call_id = ctx.step_input
         if _woken(conn, ctx.session_id, INTERRUPT_RESOLUTIONS, call_id) or _woken(
             conn, ctx.session_id, TOOL_CALL_CANCELLATIONS, call_id
@@ -86,7 +86,7 @@ class AwaitToolApproval(StepHandler):
             return READY if record is None or record.status != "awaiting_approval" else NOT_READY
         return _interrupt_wait(session, call_id)
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
         call_id = ctx.step_input
         record = load_record(tx, call_id)
         if record is None or record.status != "awaiting_approval":
@@ -127,13 +127,13 @@ class AwaitToolApproval(StepHandler):
         return END
 
 
-class AwaitQuestionAnswer(StepHandler):
+class AwaitQuestionAnswer(StepHandler[None]):
     """Raises a tool's question (or ask_user's) and applies its answer, decline or deadline."""
 
     step_type = "AwaitQuestionAnswer"
     options = StepOptions(waits=True)
 
-    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+    def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
         record = store.load_tool_call(conn, ctx.session_id, ctx.step_input)
         if record is None or record.status != "awaiting_answer":
             return READY
@@ -149,7 +149,7 @@ class AwaitQuestionAnswer(StepHandler):
             return READY
         return _interrupt_wait(session, interrupt_id)
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.status != "awaiting_answer":
             return END
@@ -173,7 +173,7 @@ class AwaitQuestionAnswer(StepHandler):
         return WAIT_AGAIN
 
     def _raise(
-        self, ctx: StepContext, tx: StepTx, record: AgentToolCall, interrupt_id: str
+        self, ctx: StepContext[None], tx: StepTx, record: AgentToolCall, interrupt_id: str
     ) -> Transition:
         if self._interrupt_id_taken(tx, record, interrupt_id):
             error = (
@@ -283,13 +283,13 @@ def _answer(record: AgentToolCall, interrupt_id: str, answer: str) -> QuestionAn
     )
 
 
-class AwaitTimer(StepHandler):
+class AwaitTimer(StepHandler[None]):
     """durable_wait: the Timer is the authority; a steer abandons only an unfinished wait."""
 
     step_type = "AwaitTimer"
     options = StepOptions(waits=True)
 
-    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+    def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
         record = store.load_tool_call(conn, ctx.session_id, ctx.step_input)
         if record is None or record.status != "waiting_for_timer" or record.wait_until is None:
             return READY
@@ -300,7 +300,7 @@ class AwaitTimer(StepHandler):
             return READY
         return Wait(False, due)
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.status != "waiting_for_timer" or record.wait_until is None:
             return END
@@ -322,14 +322,14 @@ class AwaitTimer(StepHandler):
         return WAIT_AGAIN
 
 
-class ResumeTurn(StepHandler):
+class ResumeTurn(StepHandler[None]):
     """Waits for every tool result of the turn, then resumes the model; a control wake in a
     steered turn abandons the waiting calls that have taken no effect."""
 
     step_type = "ResumeTurn"
     options = StepOptions(waits=True)
 
-    def check(self, ctx: StepContext, conn: Connection) -> Wait:
+    def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
         if store.count(conn, ctx.session_id, TURN_CONTROL_REQUESTS):
             return READY
         expected = int(ctx.step_input)
@@ -337,7 +337,7 @@ class ResumeTurn(StepHandler):
             READY if store.count(conn, ctx.session_id, TOOL_CALL_RESULTS) >= expected else NOT_READY
         )
 
-    def commit(self, ctx: StepContext, tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
         state = tx.session.active_state
         if state.active_turn_id is None:
             return END
