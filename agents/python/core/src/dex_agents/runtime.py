@@ -19,7 +19,7 @@ import threading
 import time
 from bisect import bisect_right
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,6 @@ from .stepkit import (
     StepTx,
     Transition,
 )
-from .steps import STEP_HANDLERS
 from .types import AgentMessage
 
 log = logging.getLogger("dex_agents")
@@ -435,17 +434,20 @@ class StepCancelled(Exception):
 
 
 class Runtime:
-    """What the driver needs: the flows, the database, wake-ups, and the running Steps."""
+    """What the driver needs: the flows, the Step table, the database, wake-ups, and the
+    running Steps. It is also the Steps' `StepServices`."""
 
     def __init__(
         self,
         flows: Sequence[AgentSessionFlow],
         database: Database,
+        step_handlers: Mapping[str, StepHandler[Any]],
         *,
         wake_poll_interval: float = WAKE_POLL_SECONDS,
         retry_backoff_seconds: float = 0.5,
     ) -> None:
         self.flows = {flow.flow_type: flow for flow in flows}
+        self.step_handlers = step_handlers
         # The DBOS queue of each hosted flow type, set by the Worker once DBOS launched.
         self.queues: dict[str, Queue] = {}
         self.database = database
@@ -504,9 +506,9 @@ class Runtime:
             return row.next_steps
         if row.status == "cancelled":
             return []
-        handler = STEP_HANDLERS[row.step_type]
+        handler = self.step_handlers[row.step_type]
         ctx: StepContext[Any] = StepContext(
-            runtime=self,
+            services=self,
             flow=await self._flow_of(session_id),
             session_id=session_id,
             step_execution_id=step_execution_id,
@@ -771,7 +773,7 @@ class Runtime:
         conn, session = tx.conn, tx.session
         next_ids = []
         for step_type, step_input in transition.next:
-            next_handler = STEP_HANDLERS[step_type]
+            next_handler = self.step_handlers[step_type]
             next_ids.append(
                 store.schedule_step(
                     conn,

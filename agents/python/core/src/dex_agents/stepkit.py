@@ -8,18 +8,20 @@ one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection
 
 from . import store
+from .events import StreamingEventWriter
+from .runner import FrameworkItemCache
 from .store import EventRecord, Session
+from .types import AgentMessage
 
 if TYPE_CHECKING:
     from .flow import AgentSessionFlow
-    from .runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -95,13 +97,34 @@ class RetryAdvice:
     reason: str | None = None
 
 
+class MessageLoader(Protocol):
+    """A session's stored messages as a Step loads them (the Worker caches them per session)."""
+
+    def load(
+        self, conn: Connection, session_id: str, through: int, after: int = 0
+    ) -> list[AgentMessage]: ...
+
+    def framework_items(self, session_id: str) -> FrameworkItemCache: ...
+
+
+class StepServices(Protocol):
+    """What a Step gets from the Worker that runs it, and nothing else of the Worker's."""
+
+    @property
+    def messages(self) -> MessageLoader: ...
+
+    def event_writer(self, ctx: StepContext[Any], turn_id: str | None) -> StreamingEventWriter: ...
+
+    def checkpoint_saver(self, ctx: StepContext[Any]) -> Callable[[str], Awaitable[None]]: ...
+
+
 # What a Step's `begin` loads for its Execute and commit (a frozen value per Step type).
 LoadedT = TypeVar("LoadedT")
 
 
 @dataclass
 class StepContext(Generic[LoadedT]):
-    runtime: Runtime
+    services: StepServices
     flow: AgentSessionFlow
     session_id: str
     step_execution_id: str

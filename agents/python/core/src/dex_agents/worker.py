@@ -37,6 +37,7 @@ from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
 from .runtime import DRIVER_VERSION, Runtime, route_step_workflows, step_queue_name
+from .steps import STEP_HANDLERS
 
 log = logging.getLogger("dex_agents")
 
@@ -107,7 +108,9 @@ class Worker:
             database.close()
             return  # stopped before the database answered
         database.create_schema()
-        runtime = Runtime(self.flows, database, wake_poll_interval=self.wake_poll_interval)
+        runtime = Runtime(
+            self.flows, database, STEP_HANDLERS, wake_poll_interval=self.wake_poll_interval
+        )
         runtime.waker.bind(asyncio.get_running_loop())
         self.runtime = runtime_module._runtime = runtime
         dequeuer = Dequeuer(runtime.queues)

@@ -109,7 +109,7 @@ class CompactContext(StepHandler[LoadedCompaction]):
         policy = ctx.flow.options.compaction
         assert isinstance(runner, ContextCompactionRunner) and policy is not None
         loaded = ctx.need_loaded()
-        writer = ctx.runtime.event_writer(ctx, loaded.turn_id)
+        writer = ctx.services.event_writer(ctx, loaded.turn_id)
         request = ContextSummaryRequest(
             flow_id=ctx.session_id,
             turn_id=loaded.turn_id,

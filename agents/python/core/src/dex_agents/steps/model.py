@@ -76,7 +76,7 @@ class RunModel(StepHandler[LoadedTurn]):
 
     async def execute(self, ctx: StepContext[LoadedTurn]) -> Any:
         loaded = ctx.need_loaded()
-        writer = ctx.runtime.event_writer(ctx, loaded.turn_id)
+        writer = ctx.services.event_writer(ctx, loaded.turn_id)
         turn = turn_context(ctx, loaded, writer)
         decision = compaction_decision(ctx, turn)
         if decision is not None:

@@ -103,7 +103,7 @@ class CallTool(StepHandler[AgentToolCall]):
     async def execute(self, ctx: StepContext[AgentToolCall]) -> Any:
         record = ctx.need_loaded()
         runner = ctx.flow.runner
-        writer = ctx.runtime.event_writer(ctx, record.turn_id)
+        writer = ctx.services.event_writer(ctx, record.turn_id)
         execution = DeferredToolExecution(
             flow_id=ctx.session_id,
             turn_id=record.turn_id,
@@ -113,7 +113,7 @@ class CallTool(StepHandler[AgentToolCall]):
             attempt=ctx.attempt,
             events=writer,
             heartbeat=no_heartbeat,
-            save_heartbeat_checkpoint=ctx.runtime.checkpoint_saver(ctx),
+            save_heartbeat_checkpoint=ctx.services.checkpoint_saver(ctx),
             heartbeat_checkpoint=ctx.checkpoint,
             input_answers=tuple(record.input_answers),
             supports_tool_tasks=isinstance(runner, ToolTaskPoller),
@@ -254,7 +254,7 @@ class PollToolTask(StepHandler[AgentToolCall]):
         runner = ctx.flow.runner
         if not isinstance(runner, ToolTaskPoller):
             raise NonRetryableError("the runner does not implement poll_tool_task")
-        writer = ctx.runtime.event_writer(ctx, record.turn_id)
+        writer = ctx.services.event_writer(ctx, record.turn_id)
         poll = ToolTaskPoll(
             flow_id=ctx.session_id,
             tool_call=record,

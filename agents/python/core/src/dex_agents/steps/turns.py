@@ -263,7 +263,7 @@ def load_turn(ctx: StepContext[Any], tx: StepTx) -> LoadedTurn | None:
     if state.active_turn_id is None:
         return None
     summary = session.context_summary
-    messages = ctx.runtime.messages.load(
+    messages = ctx.services.messages.load(
         tx.conn,
         ctx.session_id,
         state.next_message_sequence - 1,
@@ -278,7 +278,7 @@ def load_turn(ctx: StepContext[Any], tx: StepTx) -> LoadedTurn | None:
         mode=state.interaction_mode,
         plan=session.plan,
         summary=summary,
-        framework_items=ctx.runtime.messages.framework_items(ctx.session_id),
+        framework_items=ctx.services.messages.framework_items(ctx.session_id),
     )
 
 
@@ -314,7 +314,7 @@ async def build_unfinished_messages(ctx: StepContext[LoadedTurn]) -> list[Framew
     loaded = ctx.loaded
     if loaded is None or not isinstance(runner, UnfinishedTurnMessageBuilder):
         return None
-    turn = turn_context(ctx, loaded, ctx.runtime.event_writer(ctx, loaded.turn_id))
+    turn = turn_context(ctx, loaded, ctx.services.event_writer(ctx, loaded.turn_id))
     try:
         return checked_messages(ctx, list(await runner.build_unfinished_turn_messages(turn)))
     except Exception as error:
