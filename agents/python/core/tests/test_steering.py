@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dex_agents import texts
+from dex_agents import rpcs, texts
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 
 from .helpers import events_of, pending_interrupt, step_types, tool_messages, turns_done, wait_until
@@ -418,3 +418,16 @@ async def test_a_queued_plan_mode_message_moved_by_steering_starts_a_planning_tu
     assert snapshot.state is not None and snapshot.state.interaction_mode == "planning"
     planning_request = model.requests[1].body["messages"]
     assert planning_request[0]["content"].startswith("[Dex] There is no plan yet.")
+
+
+def test_cancel_turn_cancels_the_steps_the_contract_names() -> None:
+    """Each Step type states whether cancel_turn cancels it; the RPC takes the list from them."""
+    assert set(rpcs.CANCELLED_BY_CANCEL_TURN) == {
+        "RunModel",
+        "CompactContext",
+        "RecordTurnFailure",
+        "AwaitToolApproval",
+        "AwaitQuestionAnswer",
+        "AwaitTimer",
+        "PollToolTask",
+    }

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from dbos import DBOS, DBOSClient
 from sqlalchemy.engine import Connection
 
-from . import liveness, store, texts, validation
-from .clock import now_text, parse_time, utc_now
+from . import liveness, rpcs, store, texts, validation
+from .clock import utc_now
 from .db import Database, create_dbos_engine
 from .dequeue import queue_wake_key
 from .errors import ChannelMessageNotFound as ChannelMessageNotFound
@@ -38,28 +38,15 @@ from .runtime import (
     step_queue_name,
     step_workflow_id,
 )
-from .steps.common import interrupt_resolved_payload
-from .store import (
-    INTERRUPT_RESOLUTIONS,
-    PLAN_EXECUTIONS,
-    QUEUED_USER_MESSAGES,
-    STEERED_USER_MESSAGES,
-    TURN_CONTROL_REQUESTS,
-    EventRecord,
-)
 from .types import (
     AgentEvent,
-    AgentInterruptResolution,
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSnapshot,
     AgentUsage,
     AgentUserMessage,
-    PendingUserMessage,
-    PlanExecutionRequest,
     SessionSummary,
     StepExecution,
-    TurnCancellationRequest,
     TurnResult,
     TurnStatus,
     WorkerInfo,
@@ -190,18 +177,10 @@ class AgentClient:
             initial_message=initial_message, session_settings=session_settings
         )
 
-        def tx(conn: Connection) -> str:
-            if store.session_exists(conn, session_id):
-                raise SessionExists(
-                    f"a session with ID {session_id!r} already exists", "session_id"
-                )
-            session = store.create_session(conn, session_id, flow_type, start)
-            step = store.schedule_step(conn, session, "StartAgentSession", None)
-            store.save_session(conn, session)
-            self._enqueue(conn, session, step)
-            return session_id
-
-        await self._write(tx, create=True)
+        await self._write(
+            lambda conn: rpcs.start_session(conn, session_id, flow_type, start, self._enqueue),
+            create=True,
+        )
         await self._warn_if_not_hosted(flow_type)
         return session_id
 
@@ -275,14 +254,7 @@ class AgentClient:
             await self._read(lambda conn: store.read_session(conn, session_id))
             return False
 
-        def tx(conn: Connection) -> bool:
-            session = store.lock_session(conn, session_id)
-            if message.plan_mode and not (session.features or {}).get("plan_mode_enabled"):
-                return False
-            store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
-            return True
-
-        return await self._write(tx)
+        return await self._write(lambda conn: rpcs.send_user_message(conn, session_id, message))
 
     async def run_turn(
         self, session_id: str, message: str | AgentUserMessage, *, timeout: float = 300.0
@@ -298,14 +270,9 @@ class AgentClient:
             await self._read(lambda conn: store.read_session(conn, session_id))
             raise InvalidInput("message must not be blank", "message")
 
-        def tx(conn: Connection) -> tuple[int, int]:
-            session = store.lock_session(conn, session_id)
-            if message.plan_mode and not (session.features or {}).get("plan_mode_enabled"):
-                raise InvalidInput("this session's Flow does not enable plan mode", "message")
-            queued = store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
-            return queued, session.event_counter
-
-        queued, after = await self._write(tx)
+        queued, after = await self._write(
+            lambda conn: rpcs.queue_turn_message(conn, session_id, message)
+        )
         return await self._await_turn(
             session_id,
             timeout,
@@ -433,32 +400,11 @@ class AgentClient:
         validation.flag(approved, "approved")
         validation.optional_free_text(rejection_message, "rejection_message")
 
-        def tx(conn: Connection) -> bool:
-            session = store.lock_session(conn, session_id)
-            interrupt = next(
-                (i for i in session.pending_interrupts if i.interrupt_id == interrupt_id), None
+        return await self._write(
+            lambda conn: rpcs.resolve_interrupt(
+                conn, session_id, interrupt_id, approved, rejection_message
             )
-            if interrupt is None or _past(interrupt.deadline):
-                return False
-            if interrupt.kind == "question" and approved:
-                return False
-            message = None if approved else rejection_message
-            resolution = AgentInterruptResolution(approved=approved, rejection_message=message)
-            remaining = [i for i in session.pending_interrupts if i.interrupt_id != interrupt_id]
-            session.set("pending_interrupts", remaining)
-            store.publish(
-                conn, session_id, INTERRUPT_RESOLUTIONS, resolution.to_json(), interrupt_id
-            )
-            _client_event(
-                conn,
-                session,
-                "interrupt_resolved",
-                interrupt_resolved_payload(interrupt, approved=approved, rejection_message=message),
-            )
-            store.save_session(conn, session)
-            return True
-
-        return await self._write(tx)
+        )
 
     async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
         """Answers a pending question. False when it is not a pending question, its deadline
@@ -468,35 +414,9 @@ class AgentClient:
         validation.identifier(interrupt_id, "interrupt_id")
         validation.free_text(answer, "answer")
 
-        def tx(conn: Connection) -> bool:
-            session = store.lock_session(conn, session_id)
-            interrupt = next(
-                (i for i in session.pending_interrupts if i.interrupt_id == interrupt_id), None
-            )
-            if interrupt is None or interrupt.kind != "question" or _past(interrupt.deadline):
-                return False
-            if not answer.strip():
-                return False
-            if (
-                interrupt.choices
-                and not interrupt.allows_free_text
-                and answer not in interrupt.choices
-            ):
-                return False
-            resolution = AgentInterruptResolution(approved=True, answer=answer)
-            remaining = [i for i in session.pending_interrupts if i.interrupt_id != interrupt_id]
-            session.set("pending_interrupts", remaining)
-            store.publish(
-                conn, session_id, INTERRUPT_RESOLUTIONS, resolution.to_json(), interrupt_id
-            )
-            payload = interrupt_resolved_payload(
-                interrupt, approved=True, rejection_message=None, answered=True
-            )
-            _client_event(conn, session, "interrupt_resolved", payload)
-            store.save_session(conn, session)
-            return True
-
-        return await self._write(tx)
+        return await self._write(
+            lambda conn: rpcs.answer_question(conn, session_id, interrupt_id, answer)
+        )
 
     async def execute_plan(self, session_id: str, revision: int) -> bool:
         """Approves a draft (or active) plan revision for execution. False unless the session
@@ -505,27 +425,7 @@ class AgentClient:
         validation.identifier(session_id, "session_id")
         validation.integer(revision, "revision")
 
-        def tx(conn: Connection) -> bool:
-            session = store.lock_session(conn, session_id)
-            state, plan = session.state, session.plan
-            if state is None or state.active_turn_id is not None:
-                return False
-            if state.status != "waiting_for_user_message" or session.pending_interrupts:
-                return False
-            if plan is None or plan.revision != revision or plan.status not in ("draft", "active"):
-                return False
-            if session.pending_plan_execution is not None:
-                return False
-            for channel in (QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES):
-                if store.count(conn, session_id, channel):
-                    return False
-            request = PlanExecutionRequest(revision=revision)
-            session.set("pending_plan_execution", request)
-            store.publish(conn, session_id, PLAN_EXECUTIONS, request.to_json(), str(revision))
-            store.save_session(conn, session)
-            return True
-
-        return await self._write(tx)
+        return await self._write(lambda conn: rpcs.execute_plan(conn, session_id, revision))
 
     async def steer_user_message(
         self, session_id: str, *, text: str | None = None, message_id: str | None = None
@@ -539,49 +439,18 @@ class AgentClient:
             await self._read(lambda conn: store.read_session(conn, session_id))
             return False
 
-        def tx(conn: Connection) -> bool:
-            session = store.lock_session(conn, session_id)
-            state = session.state
-            active = state is not None and state.active_turn_id is not None
-            if message_id is not None:
-                queued = _queued_message(conn, session_id, message_id)
-                if queued is None:
-                    return False
-                if not active:
-                    return True  # a queued message stays queued
-                assert state is not None
-                if not state.accepts_turn_control:
-                    return False
-                _take_queued(conn, queued)
-                payload = queued.payload
-            else:
-                payload = AgentUserMessage(text=text or "").to_json()
-                if not active:
-                    store.publish(conn, session_id, QUEUED_USER_MESSAGES, payload)
-                    return True
-                assert state is not None
-                if not state.accepts_turn_control:
-                    return False
-            store.publish(conn, session_id, STEERED_USER_MESSAGES, payload)
-            store.publish(conn, session_id, TURN_CONTROL_REQUESTS, '{"kind":"steer"}')
-            return True
-
-        return await self._write(tx)
+        return await self._write(
+            lambda conn: rpcs.steer_user_message(conn, session_id, text, message_id)
+        )
 
     async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
         """Deletes a queued message; False when it is not pending."""
         validation.identifier(session_id, "session_id")
         validation.identifier(message_id, "message_id")
 
-        def tx(conn: Connection) -> bool:
-            store.lock_session(conn, session_id)
-            queued = _queued_message(conn, session_id, message_id)
-            if queued is None:
-                return False
-            _take_queued(conn, queued)
-            return True
-
-        return await self._write(tx)
+        return await self._write(
+            lambda conn: rpcs.delete_queued_message(conn, session_id, message_id)
+        )
 
     async def cancel_turn(self, session_id: str, turn_id: str | None = None) -> bool:
         """Stops the active turn (or `turn_id`, when it is the active one): cancels a running
@@ -590,38 +459,9 @@ class AgentClient:
         validation.identifier(session_id, "session_id")
         validation.optional_identifier(turn_id, "turn_id")
 
-        def tx(conn: Connection) -> bool:
-            session = store.lock_session(conn, session_id)
-            state = session.state
-            if state is None or state.active_turn_id is None:
-                return False
-            if turn_id is not None and turn_id != state.active_turn_id:
-                return False
-            if not state.accepts_turn_control:
-                return False
-            request = session.turn_cancellation
-            if request is not None and request.turn_id == state.active_turn_id:
-                return True
-            active = state.active_turn_id
-            session.set(
-                "turn_cancellation",
-                TurnCancellationRequest(turn_id=active, requested_at=now_text()),
-            )
-            for step in store.open_steps(conn, session_id, CANCELLED_BY_CANCEL_TURN):
-                store.update_step(
-                    conn,
-                    session_id,
-                    step.step_execution_id,
-                    status="cancelled",
-                    ended_at=now_text(),
-                )
-            finish = store.schedule_step(conn, session, "FinishTurnCancellation", active)
-            store.save_session(conn, session)
-            store.wake(conn, session_id)
-            self._enqueue(conn, session, finish)
-            return True
-
-        return await self._write(tx)
+        return await self._write(
+            lambda conn: rpcs.cancel_turn(conn, session_id, turn_id, self._enqueue)
+        )
 
     async def update_session_settings(
         self, session_id: str, session_settings: dict[str, Any] | None
@@ -635,40 +475,15 @@ class AgentClient:
             await self._read(lambda conn: store.read_session(conn, session_id))
             return False
 
-        def tx(conn: Connection) -> bool:
-            session = store.lock_session(conn, session_id)
-            if session.state is None:
-                return False
-            session.set("session_settings", session_settings or None)
-            store.save_session(conn, session)
-            return True
-
-        return await self._write(tx)
+        settings = session_settings or {}
+        return await self._write(
+            lambda conn: rpcs.update_session_settings(conn, session_id, settings)
+        )
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
         validation.identifier(session_id, "session_id")
 
-        def read(conn: Connection) -> AgentSnapshot:
-            session = store.read_session(conn, session_id)
-            queued = store.peek(conn, session_id, QUEUED_USER_MESSAGES)
-            steered = store.peek(conn, session_id, STEERED_USER_MESSAGES)
-            return AgentSnapshot(
-                state=session.state,
-                messages=store.messages_before(
-                    conn, session_id, None, texts.SNAPSHOT_MESSAGE_LIMIT
-                ),
-                pending_interrupts=session.pending_interrupts,
-                tool_calls=store.load_tool_calls(conn, session_id),
-                usage=session.usage,
-                queued_message_count=len(queued),
-                plan=session.plan,
-                queued_messages=[_pending(m) for m in queued],
-                steered_messages=[_pending(m) for m in steered],
-                context_summary=session.context_summary,
-                session_settings=session.session_settings,
-            )
-
-        return await self._read(read)
+        return await self._read(lambda conn: rpcs.get_agent_snapshot(conn, session_id))
 
     async def list_agent_messages(
         self, session_id: str, before_sequence: int | None = None, limit: int = 50
@@ -679,18 +494,9 @@ class AgentClient:
         validation.integer(limit, "limit")
         limit = max(1, min(limit, texts.LIST_MESSAGES_MAX_LIMIT))
 
-        def read(conn: Connection) -> AgentMessagesPage:
-            store.read_session(conn, session_id)
-            page = store.messages_before(conn, session_id, before_sequence, limit)
-            first = store.first_message_sequence(conn, session_id) or 1
-            starts_at_oldest = not page or page[0].sequence <= first
-            return AgentMessagesPage(
-                messages=page,
-                next_before_sequence=None if starts_at_oldest else page[0].sequence,
-                deleted_before_sequence=first if first > 1 else None,
-            )
-
-        return await self._read(read)
+        return await self._read(
+            lambda conn: rpcs.list_agent_messages(conn, session_id, before_sequence, limit)
+        )
 
     # History and events -------------------------------------------------------------------
 
@@ -910,52 +716,6 @@ _EVENT_PAGE = 1000
 def _payload(event: AgentEvent) -> dict[str, Any]:
     value = json.loads(event.payload)
     return value if isinstance(value, dict) else {}
-
-
-# The Steps cancel_turn stops, including a running attempt.
-CANCELLED_BY_CANCEL_TURN = (
-    "RunModel",
-    "CompactContext",
-    "RecordTurnFailure",
-    "AwaitToolApproval",
-    "AwaitQuestionAnswer",
-    "AwaitTimer",
-    "PollToolTask",
-)
-
-
-def _queued_message(
-    conn: Connection, session_id: str, message_id: str
-) -> store.ChannelMessage | None:
-    if not message_id.isdigit():
-        return None
-    queued = store.peek(conn, session_id, QUEUED_USER_MESSAGES)
-    return next((m for m in queued if m.message_id == int(message_id)), None)
-
-
-def _take_queued(conn: Connection, message: store.ChannelMessage) -> None:
-    if store.delete_channel_messages(conn, [message.message_id]) != 1:
-        raise ChannelMessageNotFound(
-            f"CHANNEL_MESSAGE_NOT_FOUND: queued message {message.message_id} was consumed"
-        )
-
-
-def _pending(message: store.ChannelMessage) -> PendingUserMessage:
-    return PendingUserMessage(
-        message_id=str(message.message_id),
-        message=AgentUserMessage.model_validate_json(message.payload),
-    )
-
-
-def _past(deadline: str | None) -> bool:
-    return deadline is not None and parse_time(deadline) <= utc_now()
-
-
-def _client_event(
-    conn: Connection, session: store.Session, type: str, payload: dict[str, Any]
-) -> None:
-    turn_id = session.state.active_turn_id if session.state else None
-    store.write_events(conn, session, [EventRecord(type, turn_id, 1, payload, "")])
 
 
 def _check_sqlite_file(url: str) -> None:

@@ -199,6 +199,8 @@ class StepHandler(Generic[LoadedT]):
     has_execute: ClassVar[bool] = False
     # The AgentSessionOptions field (a timedelta) that bounds one Execute, if any.
     timeout_option: ClassVar[str | None] = None
+    # Whether cancel_turn cancels an open execution of this Step, a running attempt included.
+    cancelled_by_cancel_turn: ClassVar[bool] = False
 
     def retry_advice(self, error: BaseException) -> RetryAdvice:
         """Whether a failed Execute is worth another attempt (while attempts remain)."""

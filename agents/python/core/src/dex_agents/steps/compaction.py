@@ -72,6 +72,7 @@ class LoadedCompaction:
 
 class CompactContext(StepHandler[LoadedCompaction]):
     step_type = "CompactContext"
+    cancelled_by_cancel_turn = True
     options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
     has_execute = True
     timeout_option = "model_call_timeout"

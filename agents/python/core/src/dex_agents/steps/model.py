@@ -54,6 +54,7 @@ from .turns import (
 
 class RunModel(StepHandler[LoadedTurn]):
     step_type = "RunModel"
+    cancelled_by_cancel_turn = True
     options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
     has_execute = True
     timeout_option = "model_call_timeout"
@@ -229,6 +230,7 @@ class RecordTurnFailure(StepHandler[LoadedTurn]):
     """Ends a turn whose model Step ran out of attempts, keeping what it can of the turn."""
 
     step_type = "RecordTurnFailure"
+    cancelled_by_cancel_turn = True
     options = StepOptions(max_attempts=3)
     has_execute = True
 

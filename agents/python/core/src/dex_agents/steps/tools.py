@@ -219,6 +219,7 @@ class PollToolTask(StepHandler[AgentToolCall]):
     """Polls a started task once per Step; steering never abandons it."""
 
     step_type = "PollToolTask"
+    cancelled_by_cancel_turn = True
     options = StepOptions(max_attempts=3, waits=True)
     has_execute = True
     timeout_option = "tool_call_timeout"

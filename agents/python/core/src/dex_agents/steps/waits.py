@@ -72,6 +72,7 @@ def _woken(conn: Connection, session_id: str, channel: str, key: str) -> bool:
 
 class AwaitToolApproval(StepHandler[None]):
     step_type = "AwaitToolApproval"
+    cancelled_by_cancel_turn = True
     options = StepOptions(waits=True)
 
     def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
@@ -131,6 +132,7 @@ class AwaitQuestionAnswer(StepHandler[None]):
     """Raises a tool's question (or ask_user's) and applies its answer, decline or deadline."""
 
     step_type = "AwaitQuestionAnswer"
+    cancelled_by_cancel_turn = True
     options = StepOptions(waits=True)
 
     def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
@@ -287,6 +289,7 @@ class AwaitTimer(StepHandler[None]):
     """durable_wait: the Timer is the authority; a steer abandons only an unfinished wait."""
 
     step_type = "AwaitTimer"
+    cancelled_by_cancel_turn = True
     options = StepOptions(waits=True)
 
     def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
