@@ -387,7 +387,7 @@ async def test_a_turn_without_accepts_turn_control_refuses_steer_and_cancel(
         def as_older_worker(conn) -> None:
             record = store.lock_session(conn, session)
             state = record.active_state.model_copy(update={"accepts_turn_control": False})
-            record.set("state", state)
+            record.state = state
             store.save_session(conn, record)
 
         await database.write(as_older_worker)

@@ -100,7 +100,7 @@ def execute_plan(conn: Connection, session_id: str, revision: int) -> bool:
         if store.count(conn, session_id, channel):
             return False
     request = PlanExecutionRequest(revision=revision)
-    session.set("pending_plan_execution", request)
+    session.pending_plan_execution = request
     store.publish(conn, session_id, PLAN_EXECUTIONS, request.to_json(), str(revision))
     store.save_session(conn, session)
     return True
@@ -159,9 +159,7 @@ def cancel_turn(conn: Connection, session_id: str, turn_id: str | None, enqueue:
     if request is not None and request.turn_id == state.active_turn_id:
         return True
     active = state.active_turn_id
-    session.set(
-        "turn_cancellation", TurnCancellationRequest(turn_id=active, requested_at=now_text())
-    )
+    session.turn_cancellation = TurnCancellationRequest(turn_id=active, requested_at=now_text())
     for step in store.open_steps(conn, session_id, CANCELLED_BY_CANCEL_TURN):
         store.update_step(
             conn, session_id, step.step_execution_id, status="cancelled", ended_at=now_text()
@@ -180,7 +178,7 @@ def update_session_settings(
     session = store.lock_session(conn, session_id)
     if session.state is None:
         return False
-    session.set("session_settings", session_settings or None)
+    session.session_settings = session_settings or None
     store.save_session(conn, session)
     return True
 
@@ -279,7 +277,7 @@ def _publish_resolution(
     """Removes the interrupt and publishes its resolution, with interrupt_resolved, in one
     commit."""
     remaining = [i for i in session.pending_interrupts if i.interrupt_id != interrupt.interrupt_id]
-    session.set("pending_interrupts", remaining)
+    session.pending_interrupts = remaining
     store.publish(
         conn,
         session.session_id,

@@ -87,7 +87,9 @@ _UPDATE_STEP = db.steps.update().where(
 
 @dataclass
 class Session:
-    """One session row, parsed. Assigning an attribute marks it for `save_session`."""
+    """One session row, parsed. Assigning one of its stored attributes (`session.state =
+    ...`) marks it for `save_session`; the identity and counters are not assigned this way.
+    Attributes are replaced, never changed in place (a list is assigned anew)."""
 
     session_id: str
     flow_type: str
@@ -110,9 +112,11 @@ class Session:
     event_counter: int
     dirty: set[str] = field(default_factory=set)
 
-    def set(self, name: str, value: Any) -> None:
-        setattr(self, name, value)
-        self.dirty.add(name)
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        # `dirty` is the last field: while __init__ runs, nothing is marked.
+        if name in _SAVED_ATTRIBUTES and "dirty" in self.__dict__:
+            self.dirty.add(name)
 
     @property
     def active_state(self) -> AgentState:
@@ -126,6 +130,25 @@ class Session:
         if copy is None or self.state is None or copy.turn_id != self.state.active_turn_id:
             return {}
         return copy.session_settings
+
+
+# The session row's columns that a Step or an RPC replaces; save_session writes those assigned.
+_SAVED_ATTRIBUTES = frozenset(
+    {
+        "state",
+        "usage",
+        "pending_interrupts",
+        "framework_run_state",
+        "turn_cancellation",
+        "session_settings",
+        "turn_session_settings",
+        "turn_reply_sequence",
+        "plan",
+        "pending_plan_execution",
+        "context_summary",
+        "features",
+    }
+)
 
 
 def _load_json(text: str | None, model: Any) -> Any:
@@ -255,11 +278,8 @@ def append_messages(
         db.messages.insert(),
         [{"session_id": session.session_id, **m.model_dump()} for m in stored],
     )
-    session.set(
-        "state",
-        state.model_copy(
-            update={"next_message_sequence": state.next_message_sequence + len(stored)}
-        ),
+    session.state = state.model_copy(
+        update={"next_message_sequence": state.next_message_sequence + len(stored)}
     )
     return stored
 

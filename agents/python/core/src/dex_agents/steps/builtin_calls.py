@@ -120,7 +120,7 @@ def _write_todos(tx: StepTx, record: AgentToolCall, parsed: WriteTodosArguments)
     still counts."""
     mode = tx.session.active_state.interaction_mode
     plan = plan_after_write_todos(tx.session.plan, parsed.todos, mode, now_text())
-    tx.session.set("plan", plan)
+    tx.session.plan = plan
     tx.event(
         "plan_updated",
         {"revision": plan.revision, "status": plan.status, "task_count": len(plan.tasks)},

@@ -159,7 +159,7 @@ def raise_interrupt(
         choices=list(choices),
         allows_free_text=allows_free_text,
     )
-    tx.session.set("pending_interrupts", [*tx.session.pending_interrupts, interrupt])
+    tx.session.pending_interrupts = [*tx.session.pending_interrupts, interrupt]
     tx.event("interrupt_raised", interrupt_raised_payload(interrupt))
 
 
@@ -167,7 +167,7 @@ def remove_interrupt(tx: StepTx, interrupt: AgentInterrupt) -> None:
     remaining = [
         i for i in tx.session.pending_interrupts if i.interrupt_id != interrupt.interrupt_id
     ]
-    tx.session.set("pending_interrupts", remaining)
+    tx.session.pending_interrupts = remaining
 
 
 def resolve_interrupt_for_cancellation(
@@ -259,7 +259,7 @@ def record_usage(tx: StepTx, usage: AgentUsage | None) -> None:
     if usage.model_calls == 0:
         usage = usage.model_copy(update={"model_calls": 1})
     total = tx.session.usage.plus(usage)
-    tx.session.set("usage", total)
+    tx.session.usage = total
     tx.event("usage_recorded", {"recorded": usage.model_dump(), "session": total.model_dump()})
 
 

@@ -146,9 +146,9 @@ class CompactContext(StepHandler[LoadedCompaction]):
             text=result.text,
             created_at=now_text(),
         )
-        session.set("context_summary", summary)
+        session.context_summary = summary
         record_usage(tx, result.usage)
-        session.set("state", session.active_state.model_copy(update={"status": "running_model"}))
+        session.state = session.active_state.model_copy(update={"status": "running_model"})
         tx.event(
             "compaction_finished", {"generation": summary.generation, "through_sequence": through}
         )

@@ -101,7 +101,7 @@ class RunModel(StepHandler[LoadedTurn]):
             return END
         if isinstance(result, CompactionNeeded):
             state = tx.session.active_state.model_copy(update={"status": "compacting_context"})
-            tx.session.set("state", state)
+            tx.session.state = state
             return go(("CompactContext", {"through_sequence": result.through_sequence}))
         record_usage(tx, result.usage)
         if isinstance(result, TurnCompleted):
@@ -111,7 +111,7 @@ class RunModel(StepHandler[LoadedTurn]):
                 return self._fail(tx, texts.UNFINISHED_MESSAGES_REQUIRED, turn_id)
             messages = checked_messages(ctx, result.new_messages)
             store.append_messages(tx.conn, tx.session, turn_id, messages)
-            tx.session.set("framework_run_state", result.framework_run_state)
+            tx.session.framework_run_state = result.framework_run_state
             return go(("RunModel", None))
         return self._request_tools(ctx, tx, result, turn_id)
 
@@ -144,7 +144,7 @@ class RunModel(StepHandler[LoadedTurn]):
             return self._fail(tx, problem, turn_id)
         messages = checked_messages(ctx, result.new_messages)
         store.append_messages(tx.conn, session, turn_id, messages)
-        session.set("framework_run_state", result.framework_run_state)
+        session.framework_run_state = result.framework_run_state
         first_order = len(store.load_tool_calls(tx.conn, ctx.session_id))
         planning = session.active_state.interaction_mode == "planning"
         write_todos = write_todos_count(ctx, result.tool_calls)
@@ -177,7 +177,7 @@ class RunModel(StepHandler[LoadedTurn]):
             else:
                 next_steps.append((tool_step_type(record), record.tool_call_id))
         next_steps.append(("ResumeTurn", len(result.tool_calls)))
-        session.set("state", session.active_state.model_copy(update={"status": "running_tools"}))
+        session.state = session.active_state.model_copy(update={"status": "running_tools"})
         return go(*next_steps)
 
     def _tool_calls_problem(

@@ -103,26 +103,21 @@ def begin_turn(
     items = [build_user_item(ctx, text) for text in user_texts]
     stored = store.append_messages(tx.conn, session, turn_id, items)
     state = session.active_state
-    session.set(
-        "state",
-        state.model_copy(
-            update={
-                "status": "running_model",
-                "active_turn_id": turn_id,
-                "interaction_mode": mode or interaction_mode_for(ctx, session, messages),
-                "accepts_turn_control": True,
-            }
-        ),
+    session.state = state.model_copy(
+        update={
+            "status": "running_model",
+            "active_turn_id": turn_id,
+            "interaction_mode": mode or interaction_mode_for(ctx, session, messages),
+            "accepts_turn_control": True,
+        }
     )
-    session.set(
-        "turn_reply_sequence",
-        TurnReplySequence(turn_id=turn_id, sequence=state.next_message_sequence),
+    session.turn_reply_sequence = TurnReplySequence(
+        turn_id=turn_id, sequence=state.next_message_sequence
     )
-    session.set(
-        "turn_session_settings",
-        TurnSessionSettings(turn_id=turn_id, session_settings=session.session_settings or {}),
+    session.turn_session_settings = TurnSessionSettings(
+        turn_id=turn_id, session_settings=session.session_settings or {}
     )
-    session.set("features", flow_features(ctx))
+    session.features = flow_features(ctx)
     payload: dict[str, Any] = {"sequence": stored[0].sequence}
     if message_id is not None:
         # The queued message that began the turn, so its sender can find the turn.
@@ -144,22 +139,19 @@ def end_turn(tx: StepTx, *, error: str | None = None) -> None:
     """Counts and clears the turn: its records, run state, interrupts and leftover results."""
     session = tx.session
     state = session.active_state
-    session.set(
-        "state",
-        state.model_copy(
-            update={
-                "status": "waiting_for_user_message",
-                "active_turn_id": None,
-                "turn_count": state.turn_count + 1,
-                "accepts_turn_control": False,
-                "last_turn_error": error,
-            }
-        ),
+    session.state = state.model_copy(
+        update={
+            "status": "waiting_for_user_message",
+            "active_turn_id": None,
+            "turn_count": state.turn_count + 1,
+            "accepts_turn_control": False,
+            "last_turn_error": error,
+        }
     )
     store.delete_tool_calls(tx.conn, session.session_id)
     store.clear_channel(tx.conn, session.session_id, store.TOOL_CALL_RESULTS)
-    session.set("framework_run_state", None)
-    session.set("pending_interrupts", [])
+    session.framework_run_state = None
+    session.pending_interrupts = []
 
 
 class StartAgentSession(StepHandler[None]):
@@ -174,14 +166,14 @@ class StartAgentSession(StepHandler[None]):
         problem = settings_problem(settings) if settings is not None else None
         if problem:
             reason = f"{texts.SESSION_SETTINGS_INVALID}: {problem}"
-            session.set("state", AgentState(status="failed", last_turn_error=reason))
+            session.state = AgentState(status="failed", last_turn_error=reason)
             return END
-        session.set("state", AgentState())
-        session.set("features", flow_features(ctx))
-        session.set("pending_interrupts", [])
-        session.set("usage", AgentUsage())
+        session.state = AgentState()
+        session.features = flow_features(ctx)
+        session.pending_interrupts = []
+        session.usage = AgentUsage()
         if settings:
-            session.set("session_settings", settings)
+            session.session_settings = settings
         if start.initial_message and start.initial_message.strip():
             return begin_turn(ctx, tx, [AgentUserMessage(text=start.initial_message)])
         return go(("AwaitUserMessage", None))
@@ -224,10 +216,10 @@ class AwaitUserMessage(StepHandler[None]):
         taken = store.consume(tx.conn, ctx.session_id, PLAN_EXECUTIONS, str(plan.revision))
         if not taken:
             return WAIT_AGAIN
-        session.set("pending_plan_execution", None)
+        session.pending_plan_execution = None
         if plan.status == "draft":
             plan = plan.model_copy(update={"status": "active", "updated_at": now_text()})
-            session.set("plan", plan)
+            session.plan = plan
             tx.event(
                 "plan_updated",
                 {"revision": plan.revision, "status": plan.status, "task_count": len(plan.tasks)},

@@ -358,7 +358,7 @@ class ResumeTurn(StepHandler[None]):
             return go(("ResumeTurn", unfinished))
         if control_reason(tx) is not None:
             return go(("ApplyTurnControl", None))
-        tx.session.set("state", state.model_copy(update={"status": "running_model"}))
+        tx.session.state = state.model_copy(update={"status": "running_model"})
         return go(("RunModel", None))
 
     @staticmethod
