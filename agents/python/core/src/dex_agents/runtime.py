@@ -194,8 +194,18 @@ class Waker:
         self._loop = loop
 
     def notify_threadsafe(self, sessions: set[str]) -> None:
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self.notify, set(sessions))
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            # A commit on the loop itself (an inline SQLite write): no self-pipe wake-up.
+            loop.call_soon(self.notify, set(sessions))
+        else:
+            loop.call_soon_threadsafe(self.notify, set(sessions))
 
     def notify(self, sessions: set[str], *, remote: bool = False) -> None:
         for session_id in sessions:
