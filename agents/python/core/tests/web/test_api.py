@@ -750,9 +750,16 @@ def test_serve_prints_a_clickable_url_with_a_new_token_and_stops_on_ctrl_c(
         listed = httpx.get(f"{base_url}api/sessions", headers={"Authorization": f"Bearer {token}"})
         assert (listed.status_code, listed.json()) == (200, [])
         assert httpx.get(f"{base_url}api/sessions").status_code == 401
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=15) == 0
-        assert process.stderr is not None and process.stderr.read() == b""
+        auth = {"Authorization": f"Bearer {token}"}
+        body = {"flow_type": "Assistant", "session_id": "s1"}
+        assert httpx.post(f"{base_url}api/sessions", json=body, headers=auth).status_code == 201
+        # An open event stream does not hold the stop up.
+        with httpx.stream("GET", f"{base_url}api/sessions/s1/events", headers=auth) as stream:
+            assert stream.status_code == 200
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=5) == 0
+        assert process.stderr is not None
+        assert b"Error" not in process.stderr.read()
     finally:
         process.kill()
         process.wait()
