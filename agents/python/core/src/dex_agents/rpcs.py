@@ -35,6 +35,7 @@ from .types import (
     AgentUserMessage,
     PendingUserMessage,
     PlanExecutionRequest,
+    ResumableSnapshot,
     TurnCancellationRequest,
 )
 
@@ -217,7 +218,24 @@ def answer_question(conn: Connection, session_id: str, interrupt_id: str, answer
 
 
 def get_agent_snapshot(conn: Connection, session_id: str) -> AgentSnapshot:
+    return _snapshot(conn, store.read_session(conn, session_id))
+
+
+def get_agent_snapshot_with_resume_token(conn: Connection, session_id: str) -> ResumableSnapshot:
+    """get_agent_snapshot in a transaction that sees one state of the database, with the
+    offset of the last event that state holds."""
+    store.consistent_read(conn)
     session = store.read_session(conn, session_id)
+    return ResumableSnapshot(
+        session_id=session_id,
+        flow_type=session.flow_type,
+        snapshot=_snapshot(conn, session),
+        resume_token=session.event_counter,
+    )
+
+
+def _snapshot(conn: Connection, session: store.Session) -> AgentSnapshot:
+    session_id = session.session_id
     queued = store.peek(conn, session_id, QUEUED_USER_MESSAGES)
     steered = store.peek(conn, session_id, STEERED_USER_MESSAGES)
     return AgentSnapshot(
