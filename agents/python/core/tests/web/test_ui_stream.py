@@ -31,6 +31,7 @@ from dex_agents.testing import (
     reply_tools,
 )
 from dex_agents.testing.fixtures import BACKENDS, _fresh_postgres_database
+from dex_agents.web.ui_token import UIStreamToken
 
 TESTS_ROOT = Path(__file__).parent.parent.parent
 NODE_DIR = Path(__file__).parent / "node"
@@ -157,6 +158,10 @@ def chunks(body: str) -> list[Chunk]:
     return [json.loads(data) for _, data in sent[:-1]]
 
 
+def events_body(sent: list[Chunk]) -> str:
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in sent) + "data: [DONE]\n\n"
+
+
 def shape(sent: list[Chunk]) -> list[str]:
     """Chunk types, with runs of deltas as one."""
     types: list[str] = []
@@ -268,6 +273,11 @@ async def test_a_turn_with_a_read_tool_streams_steps_tool_parts_and_text(
     joined = assemble(prefix, exact.text, continues=True)["message"]
     texts = [p["text"] for p in joined["parts"] if p["type"] == "text"]
     assert "".join(texts) == "It is sunny in Paris today."
+
+    # A position this session does not have replays the turn from its start.
+    beyond = UIStreamToken.decode(token or "").model_copy(update={"o": 10**6}).encode()
+    restarted = await get_stream(http, session_id, token=beyond, exact="true")
+    assert events(restarted.text) == sent_events
 
     # Last-Event-ID resumes the same way; a turn that ended leaves nothing to resume.
     by_header = await http.get(
@@ -423,6 +433,48 @@ async def test_a_failed_turn_sends_an_error_and_finishes_with_error(
     # The failure note the session stored for the model is not a user message of the UI.
     converted = await ui_messages(http, session_id)
     assert [m["role"] for m in converted] == ["user", "assistant"]
+
+
+# A question -------------------------------------------------------------------------------------
+
+
+async def test_a_question_keeps_the_stream_open_until_it_is_answered(
+    http: httpx.AsyncClient,
+    scripted_model: ScriptedModelServer,
+    assemble: Callable[..., dict[str, Any]],
+) -> None:
+    response = await http.post("/api/sessions", json={"flow_type": "Planner"})
+    session_id = response.json()["session_id"]
+    ask = {"question": "Which city?", "choices": ["Paris", "Oslo"]}
+    scripted_model.enqueue(reply_tools(("call-ask", "ask_user", ask)), reply_text("Paris it is."))
+    streaming = asyncio.create_task(post_chat(http, session_id, [user("Plan a trip")]))
+
+    deadline = asyncio.get_running_loop().time() + 30
+    while not (await http.get(f"/api/sessions/{session_id}/snapshot")).json()["pending_interrupts"]:
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.05)
+    pending = (await ui_messages(http, session_id))[-1]["parts"][-1]
+    assert pending["type"] == "data-dex-question"
+    assert (pending["data"]["question"], pending["data"]["status"]) == ("Which city?", "pending")
+    assert not streaming.done()
+    answer = await http.post(
+        f"/api/sessions/{session_id}/interrupts/call-ask/answer", json={"answer": "Paris"}
+    )
+    assert answer.json() == {"result": True}
+
+    sent = chunks(await asyncio.wait_for(streaming, 30))
+    questions = [c for c in sent if c["type"] == "data-dex-question"]
+    assert [(q["id"], q["data"]["status"]) for q in questions] == [
+        ("call-ask", "pending"),
+        ("call-ask", "answered"),
+    ]
+    assert questions[0]["data"]["choices"] == ["Paris", "Oslo"]
+    output = next(c for c in sent if c["type"] == "tool-output-available")
+    assert output["output"] == {"status": "answered", "answer": "Paris"}
+    assert sent[-1] == {"type": "finish", "finishReason": "stop"}
+    assembled = assemble(events_body(sent))["message"]
+    assembled["parts"] = [p for p in assembled["parts"] if p["type"] != "data-dex-question"]
+    await assert_matches_snapshot(http, session_id, assembled)
 
 
 # Bad input ---------------------------------------------------------------------------------------
