@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from . import store, texts
 from .clock import now_text, parse_time, utc_now
-from .errors import ChannelMessageNotFound, InvalidInput, SessionExists
+from .errors import ChannelMessageNotFound, SessionExists
 from .steps import STEP_HANDLERS
 from .steps.common import interrupt_resolved_payload
 from .store import (
@@ -35,6 +35,7 @@ from .types import (
     AgentUserMessage,
     PendingUserMessage,
     PlanExecutionRequest,
+    QueuedUserMessage,
     ResumableSnapshot,
     TurnCancellationRequest,
 )
@@ -74,16 +75,17 @@ def send_user_message(conn: Connection, session_id: str, message: AgentUserMessa
     return True
 
 
-def queue_turn_message(
+def queue_user_message(
     conn: Connection, session_id: str, message: AgentUserMessage
-) -> tuple[int, int]:
-    """send_user_message for `AgentClient.run_turn`: the queued message's ID and the event
-    offset to follow its turn from. A message the RPC would refuse raises InvalidInput."""
+) -> QueuedUserMessage | None:
+    """send_user_message that also says where the turn the message begins can be found:
+    the queued message's ID and the event offset to look after. None where the RPC answers
+    false."""
     session = store.lock_session(conn, session_id)
     if message.plan_mode and not _plan_mode_enabled(session):
-        raise InvalidInput("this session's Flow does not enable plan mode", "message")
+        return None
     queued = store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
-    return queued, session.event_counter
+    return QueuedUserMessage(message_id=str(queued), event_offset=session.event_counter)
 
 
 def execute_plan(conn: Connection, session_id: str, revision: int) -> bool:
