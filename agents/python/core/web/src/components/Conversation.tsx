@@ -54,7 +54,7 @@ function LiveMessage({ entry }: { entry: LiveText }) {
   return (
     <div className="message assistant live" data-role="live" data-turn-id={entry.turnId}>
       <div className="meta">
-        assistant · streaming{entry.attempt > 1 ? ` (attempt ${entry.attempt})` : ""}
+        assistant · live{entry.attempt > 1 ? ` (attempt ${entry.attempt})` : ""}
       </div>
       {entry.reasoning ? <div className="reasoning">{entry.reasoning}</div> : null}
       {entry.text ? <div className="text">{entry.text}</div> : null}

@@ -18,6 +18,9 @@ const CONNECTION_TEXT: Record<Connection, string> = {
   reconnecting: "reconnecting…",
 };
 
+const turnCount = (count: number): string =>
+  count === 1 ? "1 turn done" : `${count} turns done`;
+
 function lastTurnCalls(calls: Map<string, LiveToolCall>): LiveToolCall[] {
   const all = [...calls.values()];
   const last = all.at(-1)?.turnId;
@@ -37,7 +40,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
               <span>{snapshot?.flow_type}</span>
               <StatusBadge status={state?.status} />
               {state?.active_turn_id ? <span className="hint">{state.active_turn_id}</span> : null}
-              <span className="hint">{state ? `${state.turn_count} turns` : ""}</span>
+              <span className="hint">{state ? turnCount(state.turn_count) : ""}</span>
               <span className={`connection connection-${connection}`}>
                 {CONNECTION_TEXT[connection]}
               </span>
