@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import logging
+import secrets
 import signal
 import sys
 import warnings
@@ -111,7 +112,7 @@ def _run_worker(target: str, database_url: str | None, worker_id: str | None) ->
     asyncio.run(run())
 
 
-def _worker_failure(error: Exception, database_url: str | None) -> str:
+def _worker_failure(error: Exception, database_url: str | None, what: str = "the Worker") -> str:
     """One line: what is wrong and what to do."""
     if isinstance(error, DexAgentsError):
         return str(error)
@@ -123,9 +124,7 @@ def _worker_failure(error: Exception, database_url: str | None) -> str:
             f"cannot use the database {_display_url(database_url)}: "
             f"{one_line_error(error)}; {check}"
         )
-    return (
-        f"the Worker failed: {type(error).__name__}: {error} (run with --debug for the traceback)"
-    )
+    return f"{what} failed: {type(error).__name__}: {error} (run with --debug for the traceback)"
 
 
 @cli.command()
@@ -183,6 +182,91 @@ def model_server(script_path: str, port: int, once: bool) -> None:
         serve_script(replies, port=port, once=once)
     except OSError as error:
         raise CliError(f"cannot listen on 127.0.0.1:{port}: {error}") from None
+
+
+WEB_TOKEN_ENV = "DEX_AGENTS_WEB_TOKEN"
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--database-url", envvar=DATABASE_URL_ENV, default=None, metavar="URL")
+@click.option(
+    "--token",
+    envvar=WEB_TOKEN_ENV,
+    help=f"The bearer token requests must send [env {WEB_TOKEN_ENV}; default: a new one, "
+    "printed in the viewer's URL].",
+)
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Accept every request: anyone who reaches the port reads and drives every session.",
+)
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A browser origin allowed to call the API (repeatable).",
+)
+@click.option(
+    "--heartbeat-seconds",
+    envvar="DEX_AGENTS_WEB_HEARTBEAT_SECONDS",
+    type=click.FloatRange(min=0.01),
+    default=15.0,
+    hidden=True,
+)
+@click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
+def serve(
+    host: str,
+    port: int,
+    database_url: str | None,
+    token: str | None,
+    no_auth: bool,
+    cors_origins: tuple[str, ...],
+    heartbeat_seconds: float,
+    debug: bool,
+) -> None:
+    """Serve the session API, its event streams and the viewer over HTTP (extra `web`).
+
+    Prints the viewer's URL; with no token given, a new one is in its fragment. Ctrl-C or
+    SIGTERM stops it, closing open streams within a few seconds.
+    """
+    try:
+        from .web.serve import serve as run_server
+        from .web.serve import viewer_url
+    except ImportError as error:
+        raise CliError(
+            f"dex-agents serve needs the web extra ({error}): pip install 'dex-agents[web]'"
+        ) from None
+    if no_auth and token:
+        raise CliError(f"--no-auth and --token (or {WEB_TOKEN_ENV}) exclude each other")
+    shown = None if no_auth or token else secrets.token_urlsafe(24)
+    token = None if no_auth else token or shown
+
+    def announce(bound_port: int) -> None:
+        click.echo(f"dex-agents viewer: {viewer_url(host, bound_port, shown)}")
+
+    server = run_server(
+        host=host,
+        port=port,
+        database_url=database_url,
+        token=token,
+        cors_origins=cors_origins,
+        heartbeat_seconds=heartbeat_seconds,
+        announce=announce,
+    )
+    try:
+        asyncio.run(server)
+    except KeyboardInterrupt:  # before the server started
+        raise SystemExit(130) from None
+    except OSError as error:
+        raise CliError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    except Exception as error:
+        if debug:
+            raise
+        failure = _worker_failure(error, database_url, "the server")
+        raise CliError(failure.splitlines()[0]) from None
 
 
 # Plumbing -----------------------------------------------------------------------------------

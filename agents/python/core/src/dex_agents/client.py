@@ -57,6 +57,7 @@ from .types import (
     AgentUserMessage,
     PendingUserMessage,
     PlanExecutionRequest,
+    ResumableSnapshot,
     SessionSummary,
     StepExecution,
     TurnCancellationRequest,
@@ -80,6 +81,8 @@ class AgentClient:
         # event loop that waits.
         self._waker: Waker | None = None
         self._wake_task: asyncio.Task[None] | None = None
+        # follow_events' reads in flight, shared by the followers at the same offset.
+        self._event_reads: dict[tuple[str, int, int], asyncio.Task[list[AgentEvent]]] = {}
 
     # Plumbing -----------------------------------------------------------------------------
 
@@ -649,23 +652,24 @@ class AgentClient:
         validation.identifier(session_id, "session_id")
 
         def read(conn: Connection) -> AgentSnapshot:
+            return _snapshot(conn, store.read_session(conn, session_id))
+
+        return await self._read(read)
+
+    async def get_agent_snapshot_with_resume_token(self, session_id: str) -> ResumableSnapshot:
+        """The snapshot and the offset of the last event it reflects, read in one
+        consistent transaction: following the events after `resume_token` (read_events,
+        follow_events) misses none and repeats none of what the snapshot shows."""
+        validation.identifier(session_id, "session_id")
+
+        def read(conn: Connection) -> ResumableSnapshot:
+            store.consistent_read(conn)
             session = store.read_session(conn, session_id)
-            queued = store.peek(conn, session_id, QUEUED_USER_MESSAGES)
-            steered = store.peek(conn, session_id, STEERED_USER_MESSAGES)
-            return AgentSnapshot(
-                state=session.state,
-                messages=store.messages_before(
-                    conn, session_id, None, texts.SNAPSHOT_MESSAGE_LIMIT
-                ),
-                pending_interrupts=session.pending_interrupts,
-                tool_calls=store.load_tool_calls(conn, session_id),
-                usage=session.usage,
-                queued_message_count=len(queued),
-                plan=session.plan,
-                queued_messages=[_pending(m) for m in queued],
-                steered_messages=[_pending(m) for m in steered],
-                context_summary=session.context_summary,
-                session_settings=session.session_settings,
+            return ResumableSnapshot(
+                session_id=session_id,
+                flow_type=session.flow_type,
+                snapshot=_snapshot(conn, session),
+                resume_token=session.event_counter,
             )
 
         return await self._read(read)
@@ -718,17 +722,45 @@ class AgentClient:
         self, session_id: str, after: int = 0, poll_interval: float = 1.0
     ) -> AsyncIterator[AgentEvent]:
         """Yields events live, from the resume token on, until the caller stops. Woken by the
-        commit that appends them; `poll_interval` is only the fallback between two looks."""
+        commit that appends them; `poll_interval` is only the fallback between two looks.
+
+        Any number of followers share this client's one wake feed, and followers of a session
+        at the same offset share each read, so a commit costs one query, not one a follower."""
         validation.identifier(session_id, "session_id")
+        validation.integer(after, "after", minimum=0)
         waker = await self._wake_feed()
+        database = await asyncio.to_thread(self._db)
+        await database.read(lambda conn: store.read_session(conn, session_id))
         while True:
             generation = waker.generation(session_id)
-            batch = await self.read_events(session_id, after=after)
+            batch = await self._shared_read(database, session_id, after, generation)
             for event in batch:
                 after = event.offset
                 yield event
             if not batch:
                 await waker.wait(session_id, generation, poll_interval)
+
+    async def _shared_read(
+        self, database: Database, session_id: str, after: int, generation: int
+    ) -> list[AgentEvent]:
+        """The events after `after`, read once for every follower that asks at the same wake
+        generation: a read that began after a follower saw `generation` sees every commit
+        that generation counts, so sharing it misses nothing."""
+        loop = asyncio.get_running_loop()
+        key = (session_id, after, generation)
+        read = self._event_reads.get(key)
+        if read is None or read.get_loop() is not loop:
+            read = loop.create_task(read_events(database, session_id, after=after))
+            self._event_reads[key] = read
+            read.add_done_callback(lambda done: self._forget_read(key, done))
+        # Shielded: one follower that stops does not cancel the read the others await.
+        return await asyncio.shield(read)
+
+    def _forget_read(self, key: tuple[str, int, int], read: asyncio.Task[list[AgentEvent]]) -> None:
+        if self._event_reads.get(key) is read:
+            del self._event_reads[key]
+        if not read.cancelled():
+            read.exception()  # each follower that awaits it still gets it
 
     async def wait_for(
         self,
@@ -922,6 +954,25 @@ CANCELLED_BY_CANCEL_TURN = (
     "AwaitTimer",
     "PollToolTask",
 )
+
+
+def _snapshot(conn: Connection, session: store.Session) -> AgentSnapshot:
+    session_id = session.session_id
+    queued = store.peek(conn, session_id, QUEUED_USER_MESSAGES)
+    steered = store.peek(conn, session_id, STEERED_USER_MESSAGES)
+    return AgentSnapshot(
+        state=session.state,
+        messages=store.messages_before(conn, session_id, None, texts.SNAPSHOT_MESSAGE_LIMIT),
+        pending_interrupts=session.pending_interrupts,
+        tool_calls=store.load_tool_calls(conn, session_id),
+        usage=session.usage,
+        queued_message_count=len(queued),
+        plan=session.plan,
+        queued_messages=[_pending(m) for m in queued],
+        steered_messages=[_pending(m) for m in steered],
+        context_summary=session.context_summary,
+        session_settings=session.session_settings,
+    )
 
 
 def _queued_message(

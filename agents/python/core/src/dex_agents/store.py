@@ -188,6 +188,13 @@ def lock_session(conn: Connection, session_id: str) -> Session:
     return _session_from_row(row)
 
 
+def consistent_read(conn: Connection) -> None:
+    """Makes the rest of this read transaction see one snapshot of the database. Call it
+    first. SQLite's WAL readers always do; Postgres needs REPEATABLE READ for it."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+
 def read_session(conn: Connection, session_id: str) -> Session:
     """Loads the session row without locking it (for reads and wait conditions)."""
     row = conn.execute(_SESSION, {"sid": session_id}).first()

@@ -228,6 +228,17 @@ class AgentSnapshot(WireModel):
     session_settings: dict[str, Any] | None = None
 
 
+class ResumableSnapshot(WireModel):
+    """A snapshot with the resume token of the session's events at that snapshot: the events
+    after `resume_token` are exactly those committed after it."""
+
+    session_id: str
+    flow_type: str
+    snapshot: AgentSnapshot
+    # The offset of the last event committed before the snapshot was read (0: none).
+    resume_token: int
+
+
 TurnStatus = Literal["completed", "failed", "steered", "cancelled", "waiting_for_interrupts"]
 
 

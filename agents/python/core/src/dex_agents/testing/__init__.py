@@ -1,4 +1,5 @@
-"""Test and demo helpers: a scripted model server, a scripted runner, real Worker processes."""
+"""Test and demo helpers: a scripted model server, a scripted runner, real Worker and
+server processes."""
 
 from ..tool_context import current_tool_execution
 from .model_server import (
@@ -10,7 +11,7 @@ from .model_server import (
     reply_text,
     reply_tools,
 )
-from .processes import WorkerProcess
+from .processes import ServeProcess, WorkerProcess
 from .scripted_runner import MODEL_URL_ENV, ScriptedRunner
 from .tool_log import ToolRunLog
 
@@ -22,6 +23,7 @@ __all__ = [
     "ScriptedRunner",
     "ScriptedToolCall",
     "ScriptedUsage",
+    "ServeProcess",
     "ToolRunLog",
     "WorkerProcess",
     "current_tool_execution",

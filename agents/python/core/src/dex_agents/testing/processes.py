@@ -1,18 +1,23 @@
-"""Real Worker processes for tests: each in its own process group, so SIGKILL takes it whole."""
+"""Real Worker and server processes for tests: each in its own process group, so a signal
+takes it whole."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+
+import httpx
 
 from ..worker import READY_FILE_ENV, WORKER_ID_ENV
 
@@ -124,6 +129,124 @@ class WorkerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class ServeProcess:
+    """`dex-agents serve` as a child process on a free loopback port.
+
+        with ServeProcess(database_url) as server:
+            httpx.get(f"{server.base_url}/api/sessions", headers=server.headers)
+
+    Entering starts it and waits until its API answers; leaving stops it (SIGTERM, then
+    SIGKILL). `token` defaults to a new random one; `env` adds to this process's environment
+    (DEX_AGENTS_WEB_HEARTBEAT_SECONDS sets the event streams' heartbeat).
+    """
+
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        token: str | None = None,
+        env: Mapping[str, str] | None = None,
+        args: Sequence[str] = (),
+        cwd: str | Path | None = None,
+        log_path: str | Path | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.database_url = database_url
+        self.token = token or secrets.token_urlsafe(16)
+        self.env = dict(env or {})
+        self.args = list(args)
+        self.cwd = str(cwd) if cwd else os.getcwd()
+        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(suffix=".log")[1])
+        self.start_timeout = start_timeout
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The Authorization header the server accepts."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def start(self) -> ServeProcess:
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError("the server is already running")
+        self.port = _free_port()
+        command = [sys.executable, "-m", "dex_agents", "serve", "--port", str(self.port)]
+        command += ["--database-url", self.database_url, "--token", self.token, *self.args]
+        with open(self.log_path, "ab") as log:
+            log.write(f"--- {' '.join(command)}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(
+                command,
+                cwd=self.cwd,
+                env={**os.environ, **self.env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self._wait_until_it_answers()
+        return self
+
+    def _wait_until_it_answers(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"dex-agents serve exited with {self.process.returncode}:\n{self.log()}"
+                )
+            with contextlib.suppress(httpx.TransportError):
+                url = f"{self.base_url}/api/workers"
+                if httpx.get(url, headers=self.headers, timeout=5.0).status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(
+                    f"dex-agents serve did not answer in {self.start_timeout:g} s:\n{self.log()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        except ProcessLookupError:
+            pass
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-20_000:]
+        except FileNotFoundError:
+            return ""
+
+    def __enter__(self) -> ServeProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def scripted_model_env(model_url: str, database_url: str) -> dict[str, str]:

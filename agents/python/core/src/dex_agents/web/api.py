@@ -1,8 +1,276 @@
 """The session API: one endpoint per RPC, the snapshot with its resume token, Step history,
-and a session's events as Server-Sent Events."""
+and a session's events as Server-Sent Events (`sse.py`).
+
+Each endpoint calls the AgentClient method of its RPC, whose validation refuses bad input
+(400, 413) before anything is committed, and returns its result as JSON. `{"result": false}`
+is the RPC's own answer (an interrupt that is not pending, a turn that does not accept
+control), not an error.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Any
 
-router = APIRouter()
+from fastapi import APIRouter, Query, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import validation
+from ..errors import InvalidInput
+from ..types import AgentUserMessage, SessionSummary, StepExecution, WorkerInfo
+from . import sse
+from .deps import Client
+from .wire import MessagesPage, Snapshot, WireJSONResponse, messages_page_json, snapshot_json
+
+router = APIRouter(default_response_class=WireJSONResponse, tags=["sessions"])
+router.include_router(sse.router)
+
+
+class Body(BaseModel):
+    """Request bodies take JSON types as they are: no str for a number, no 1 for true."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class StartSessionBody(Body):
+    flow_type: str = Field(description="A flow type a Worker hosts.")
+    message: str | None = Field(None, description="The first user message, if any.")
+    session_id: str | None = Field(None, description="The new session's ID [default: random].")
+    session_settings: dict[str, Any] | None = Field(
+        None, description="A JSON object the Flow reads at each turn's start."
+    )
+
+
+class UserMessageBody(Body):
+    text: str
+    plan_mode: bool = Field(False, description="Ask for a plan (Flows with plan mode only).")
+
+
+class SteerBody(Body):
+    text: str | None = Field(None, description="A new message that redirects the turn...")
+    message_id: str | None = Field(None, description="...or a queued message's ID.")
+
+
+class CancelBody(Body):
+    turn_id: str | None = Field(None, description="Only if this is the active turn.")
+
+
+class ResolveBody(Body):
+    approved: bool
+    rejection_message: str | None = Field(None, description="Why, for the model.")
+
+
+class AnswerBody(Body):
+    answer: str
+
+
+class ExecutePlanBody(Body):
+    revision: int
+
+
+class SettingsBody(Body):
+    session_settings: dict[str, Any] = Field(
+        description="The settings the next turn starts with; {} clears them."
+    )
+
+
+class StartedSession(BaseModel):
+    session_id: str
+
+
+class RpcResult(BaseModel):
+    """The RPC's answer: false when it did not apply (see each endpoint)."""
+
+    result: bool
+
+
+def _result(value: bool) -> WireJSONResponse:
+    return WireJSONResponse({"result": value})
+
+
+def _not_blank(text: str | None, field: str) -> None:
+    """A user message that is only whitespace is refused as bad input (the RPC itself
+    answers false for it)."""
+    if text is not None and not text.strip():
+        raise InvalidInput(f"{field} must not be blank", field)
+
+
+@router.get("/sessions", response_model=list[SessionSummary], summary="List sessions")
+async def list_sessions(
+    client: Client, limit: int = Query(100, description="At most this many (1 and up).")
+) -> WireJSONResponse:
+    """The sessions with the most recent activity first."""
+    sessions = await client.list_sessions(limit)
+    return WireJSONResponse([s.model_dump(mode="json") for s in sessions])
+
+
+@router.post(
+    "/sessions",
+    status_code=status.HTTP_201_CREATED,
+    response_model=StartedSession,
+    summary="Start a session",
+    responses={409: {"description": "A session with this ID exists"}},
+)
+async def start_session(body: StartSessionBody, client: Client) -> WireJSONResponse:
+    """Starts a session of a flow type; a Worker hosting it takes its first Step."""
+    session_id = await client.start_session(
+        body.flow_type,
+        body.message,
+        session_id=body.session_id,
+        session_settings=body.session_settings,
+    )
+    return WireJSONResponse({"session_id": session_id}, status.HTTP_201_CREATED)
+
+
+@router.get(
+    "/sessions/{session_id}/snapshot",
+    response_model=Snapshot,
+    summary="A session's snapshot and resume token",
+)
+async def get_snapshot(session_id: str, client: Client) -> WireJSONResponse:
+    """State, recent messages, pending interrupts, tool calls, queue, plan and usage, read in
+    one transaction with `resume_token`: the events after it are exactly those committed
+    after the snapshot."""
+    read = await client.get_agent_snapshot_with_resume_token(session_id)
+    return WireJSONResponse(
+        snapshot_json(
+            read.snapshot,
+            session_id=read.session_id,
+            flow_type=read.flow_type,
+            resume_token=read.resume_token,
+        )
+    )
+
+
+@router.get(
+    "/sessions/{session_id}/messages",
+    response_model=MessagesPage,
+    summary="A page of a session's messages",
+)
+async def list_messages(
+    session_id: str,
+    client: Client,
+    before_sequence: int | None = Query(None, description="Only messages before this one."),
+    limit: int = Query(50, description="Page size, clamped to 1..200."),
+) -> WireJSONResponse:
+    """Oldest first; page backwards with `next_before_sequence`."""
+    page = await client.list_agent_messages(session_id, before_sequence, limit)
+    return WireJSONResponse(messages_page_json(page))
+
+
+@router.post(
+    "/sessions/{session_id}/messages", response_model=RpcResult, summary="Send a user message"
+)
+async def send_message(session_id: str, body: UserMessageBody, client: Client) -> WireJSONResponse:
+    """Queues the message; the session takes it when no turn runs. False when plan mode is
+    asked of a Flow without it."""
+    _not_blank(body.text, "text")
+    message = AgentUserMessage(text=body.text, plan_mode=body.plan_mode)
+    return _result(await client.send_user_message(session_id, message))
+
+
+@router.post(
+    "/sessions/{session_id}/steer", response_model=RpcResult, summary="Steer the active turn"
+)
+async def steer(session_id: str, body: SteerBody, client: Client) -> WireJSONResponse:
+    """Redirects the active turn with new text or a queued message (give exactly one). False
+    when the turn does not accept steering or the queued message is gone; with no active
+    turn, text is queued."""
+    _not_blank(body.text, "text")
+    return _result(
+        await client.steer_user_message(session_id, text=body.text, message_id=body.message_id)
+    )
+
+
+@router.delete(
+    "/sessions/{session_id}/queued-messages/{message_id}",
+    response_model=RpcResult,
+    summary="Delete a queued message",
+)
+async def delete_queued_message(
+    session_id: str, message_id: str, client: Client
+) -> WireJSONResponse:
+    """False when the message is no longer queued."""
+    return _result(await client.delete_queued_message(session_id, message_id))
+
+
+@router.post(
+    "/sessions/{session_id}/cancel", response_model=RpcResult, summary="Cancel the active turn"
+)
+async def cancel_turn(
+    session_id: str, client: Client, body: CancelBody | None = None
+) -> WireJSONResponse:
+    """Stops the active turn (or `turn_id`, when it is the active one). False when no such
+    turn runs or it does not accept cancellation."""
+    turn_id = body.turn_id if body is not None else None
+    return _result(await client.cancel_turn(session_id, turn_id))
+
+
+@router.post(
+    "/sessions/{session_id}/interrupts/{interrupt_id}/resolve",
+    response_model=RpcResult,
+    summary="Approve or reject a pending interrupt",
+)
+async def resolve_interrupt(
+    session_id: str, interrupt_id: str, body: ResolveBody, client: Client
+) -> WireJSONResponse:
+    """Approves or rejects a tool approval, or declines a question (approved: false). False
+    when the interrupt is not pending or its deadline passed."""
+    return _result(
+        await client.resolve_interrupt(
+            session_id, interrupt_id, body.approved, body.rejection_message
+        )
+    )
+
+
+@router.post(
+    "/sessions/{session_id}/interrupts/{interrupt_id}/answer",
+    response_model=RpcResult,
+    summary="Answer a pending question",
+)
+async def answer_question(
+    session_id: str, interrupt_id: str, body: AnswerBody, client: Client
+) -> WireJSONResponse:
+    """False when it is not a pending question, the answer is blank, or it is not one of the
+    choices while free text is not allowed."""
+    return _result(await client.answer_question(session_id, interrupt_id, body.answer))
+
+
+@router.post(
+    "/sessions/{session_id}/plan/execute",
+    response_model=RpcResult,
+    summary="Execute a plan revision",
+)
+async def execute_plan(session_id: str, body: ExecutePlanBody, client: Client) -> WireJSONResponse:
+    """False unless the session waits for a message with nothing queued and `revision` is
+    its current draft or active plan."""
+    return _result(await client.execute_plan(session_id, body.revision))
+
+
+@router.put(
+    "/sessions/{session_id}/settings",
+    response_model=RpcResult,
+    summary="Replace the session's settings",
+)
+async def update_settings(session_id: str, body: SettingsBody, client: Client) -> WireJSONResponse:
+    """The next turn starts with these settings. Settings start_session would refuse (not
+    strict JSON, too large) are refused with 400."""
+    validation.session_settings(body.session_settings)
+    return _result(await client.update_session_settings(session_id, body.session_settings))
+
+
+@router.get(
+    "/sessions/{session_id}/steps",
+    response_model=list[StepExecution],
+    summary="A session's Step history",
+)
+async def step_history(session_id: str, client: Client) -> WireJSONResponse:
+    """Every Step execution, in order, with its status, attempts and error."""
+    steps = await client.get_step_history(session_id)
+    return WireJSONResponse([s.model_dump(mode="json") for s in steps])
+
+
+@router.get("/workers", response_model=list[WorkerInfo], summary="The Workers", tags=["workers"])
+async def list_workers(client: Client) -> WireJSONResponse:
+    """The Workers sharing the database, as their liveness rows show them."""
+    workers = await client.list_workers()
+    return WireJSONResponse([w.model_dump(mode="json") for w in workers])

@@ -2,18 +2,58 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from importlib.metadata import version
+from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
 
 from ..client import AgentClient
 from . import api, chat
+from .auth import AuthCheck, Authenticator
+from .errors import ERROR_RESPONSES, register_error_handlers
+
+# The viewer's built files (`npm run build` in agents/python/core/web writes them here).
+STATIC_DIR = Path(__file__).parent / "static"
+# How often an idle event stream sends a comment, so proxies keep the connection open.
+HEARTBEAT_SECONDS = 15.0
+
+VIEWER_NOT_BUILT = """<!doctype html>
+<html><head><meta charset="utf-8"><title>dex-agents</title></head>
+<body>
+<h1>dex-agents</h1>
+<p>The session API is at <code>/api</code> (see <a href="/docs">/docs</a>), but the viewer
+is not built. Build it from the repository's root, then restart the server:</p>
+<pre>npm --prefix agents/python/core/web ci && npm --prefix agents/python/core/web run build</pre>
+</body></html>
+"""
 
 
-def create_app(database_url: str | None = None, *, client: AgentClient | None = None) -> FastAPI:
+def create_app(
+    database_url: str | None = None,
+    *,
+    client: AgentClient | None = None,
+    token: str | None = None,
+    auth: AuthCheck | None = None,
+    cors_origins: Iterable[str] = (),
+    allow_unauthenticated: bool = False,
+    heartbeat_seconds: float = HEARTBEAT_SECONDS,
+) -> FastAPI:
     """The web application over the sessions in `database_url` (default: as AgentClient's).
-    Pass `client` to share an AgentClient the application already has; it is not closed."""
+
+    Pass `client` to share an AgentClient the application already has; it is not closed.
+    Every /api request must present `token` as `Authorization: Bearer <token>`, or pass
+    `auth(request)` (a callable returning bool, or an awaitable of one); with neither,
+    `allow_unauthenticated=True` must say that anyone who reaches the server may use it.
+    `cors_origins` are the browser origins allowed to call the API from other pages.
+    """
+    authenticate = Authenticator(
+        token=token, auth=auth, allow_unauthenticated=allow_unauthenticated
+    )
     owned = client is None
     agent_client = client if client is not None else AgentClient(database_url)
 
@@ -25,8 +65,38 @@ def create_app(database_url: str | None = None, *, client: AgentClient | None = 
             if owned:
                 await agent_client.close()
 
-    app = FastAPI(title="dex-agents", lifespan=lifespan)
+    app = FastAPI(
+        title="dex-agents",
+        summary="Durable agent sessions over HTTP: the session API, events as Server-Sent "
+        "Events, and the AI SDK UI message stream.",
+        version=version("dex-agents"),
+        lifespan=lifespan,
+    )
     app.state.dex_client = agent_client
-    app.include_router(api.router, prefix="/api")
-    app.include_router(chat.router, prefix="/api")
+    app.state.dex_heartbeat_seconds = heartbeat_seconds
+    register_error_handlers(app)
+    for router in (api.router, chat.router):
+        app.include_router(
+            router, prefix="/api", dependencies=[Depends(authenticate)], responses=ERROR_RESPONSES
+        )
+    _mount_viewer(app)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=list(cors_origins),
+        allow_methods=["*"],
+        allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+        expose_headers=["x-vercel-ai-ui-message-stream"],
+    )
     return app
+
+
+def _mount_viewer(app: FastAPI) -> None:
+    """The viewer's static files at `/`, without auth (they hold no data), after the API;
+    a page that says how to build it when it is not built."""
+    if (STATIC_DIR / "index.html").is_file():
+        app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="viewer")
+        return
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def viewer_not_built() -> str:
+        return VIEWER_NOT_BUILT

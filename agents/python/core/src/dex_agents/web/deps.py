@@ -1,4 +1,4 @@
-"""What the routers share: the application's AgentClient."""
+"""What the routers share: the application's AgentClient and its settings."""
 
 from __future__ import annotations
 
@@ -14,4 +14,10 @@ def get_client(request: Request) -> AgentClient:
     return client
 
 
+def get_heartbeat_seconds(request: Request) -> float:
+    seconds: float = request.app.state.dex_heartbeat_seconds
+    return seconds
+
+
 Client = Annotated[AgentClient, Depends(get_client)]
+HeartbeatSeconds = Annotated[float, Depends(get_heartbeat_seconds)]

@@ -1,0 +1,91 @@
+"""A session's events as Server-Sent Events: `GET /api/sessions/{id}/events`.
+
+Each event is one SSE event whose `id` is its offset (the resume token) and whose `data` is
+the AgentEvent as JSON with `payload` as an object; no `event:` field, so EventSource's
+`onmessage` gets them all. The stream starts after `Last-Event-ID` (what a reconnecting
+EventSource sends), else after `?after=`, else at the beginning. A comment every
+`heartbeat_seconds` keeps idle connections open. Commits wake the stream through the
+application's one AgentClient wake feed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Header, Query
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from ..client import AgentClient
+from ..validation import MAX_INTEGER
+from .deps import Client, HeartbeatSeconds
+from .errors import ApiError
+from .wire import Event, event_json, json_text
+
+router = APIRouter()
+
+# The wake feed wakes a stream at each commit; this is only the look a stream takes when
+# nothing woke it for this long.
+FALLBACK_LOOK_SECONDS = 60.0
+
+_TOKEN = re.compile(r"[0-9]+")
+
+
+@router.get(
+    "/sessions/{session_id}/events",
+    summary="Follow a session's events (Server-Sent Events)",
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "description": "`id: <offset>` and `data: <event JSON>` per event; `: ping` "
+            "comments while idle.",
+            "content": {"text/event-stream": {"schema": Event.model_json_schema()}},
+        },
+        400: {"description": "The resume token is not an offset of this session's events"},
+    },
+)
+async def follow_events(
+    session_id: str,
+    client: Client,
+    heartbeat_seconds: HeartbeatSeconds,
+    after: str | None = Query(None, description="Start after this resume token [default 0]."),
+    last_event_id: str | None = Header(None, description="Wins over `after` when sent."),
+    # Read by the auth dependency; declared here so OpenAPI documents it.
+    access_token: str | None = Query(None, description="The token, for EventSource."),
+) -> EventSourceResponse:
+    """Live events from the resume token on, until the client disconnects. A token that is
+    not a non-negative integer, or is beyond the session's last event, gets 400 before the
+    stream starts."""
+    field, token = ("Last-Event-ID", last_event_id) if last_event_id else ("after", after)
+    start = await _resume_offset(client, session_id, token or "0", field)
+    return EventSourceResponse(_stream(client, session_id, start), ping=heartbeat_seconds, sep="\n")
+
+
+async def _resume_offset(client: AgentClient, session_id: str, token: str, field: str) -> int:
+    """The offset to follow after; raises 400 for a token that is not one of this session's
+    event offsets (offsets run 1, 2, 3... without gaps) and 404 for an unknown session."""
+    if not _TOKEN.fullmatch(token) or int(token) > MAX_INTEGER:
+        raise ApiError(
+            400,
+            "invalid_resume_token",
+            f"the resume token {token[:40]!r} is not a non-negative integer (an event's id)",
+            field,
+        )
+    offset = int(token)
+    first = await client.read_events(session_id, after=max(offset - 1, 0), limit=1)
+    if offset > 0 and (not first or first[0].offset != offset):
+        raise ApiError(
+            400,
+            "invalid_resume_token",
+            f"the resume token {offset} is beyond this session's last event",
+            field,
+        )
+    return offset
+
+
+async def _stream(
+    client: AgentClient, session_id: str, after: int
+) -> AsyncIterator[ServerSentEvent]:
+    events = client.follow_events(session_id, after=after, poll_interval=FALLBACK_LOOK_SECONDS)
+    async for event in events:
+        yield ServerSentEvent(data=json_text(event_json(event)), id=str(event.offset))
