@@ -7,15 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-import secrets
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright, expect
@@ -24,11 +19,12 @@ from dex_agents import AgentClient
 from dex_agents.testing import (
     MODEL_URL_ENV,
     ScriptedModelServer,
+    ServeProcess,
     ToolRunLog,
+    WorkerProcess,
     reply_text,
     reply_tools,
 )
-from dex_agents.testing.processes import WorkerProcess
 
 CORE = Path(__file__).resolve().parents[2]
 STATIC_INDEX = CORE / "src" / "dex_agents" / "web" / "static" / "index.html"
@@ -44,51 +40,6 @@ pytestmark = [
     ),
     pytest.mark.asyncio(loop_scope="module"),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Server:
-    """`dex-agents serve` in a process of its own, with a token."""
-
-    def __init__(self, database_url: str, log_path: Path) -> None:
-        self.token = secrets.token_urlsafe(16)
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        command = [sys.executable, "-m", "dex_agents", "serve", "--port", str(self.port)]
-        command += ["--database-url", database_url, "--token", self.token]
-        with open(log_path, "wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        self._wait_ready()
-
-    def _wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        headers = {"Authorization": f"Bearer {self.token}"}
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"dex-agents serve exited:\n{self.log_path.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/api/workers", headers=headers).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise TimeoutError(f"dex-agents serve did not answer:\n{self.log_path.read_text()}")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -129,10 +80,9 @@ def worker(
 
 
 @pytest.fixture(scope="module")
-def server(database_url: str, worker: WorkerProcess, workdir: Path) -> Iterator[Server]:
-    serve = Server(database_url, workdir / "serve.log")
-    yield serve
-    serve.stop()
+def server(database_url: str, worker: WorkerProcess, workdir: Path) -> Iterator[ServeProcess]:
+    with ServeProcess(database_url, log_path=workdir / "serve.log") as serve:
+        yield serve
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -151,7 +101,7 @@ async def browser() -> AsyncIterator[Browser]:
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def page(browser: Browser, server: Server) -> AsyncIterator[Page]:
+async def page(browser: Browser, server: ServeProcess) -> AsyncIterator[Page]:
     context = await browser.new_context(viewport={"width": 1366, "height": 860})
     tab = await context.new_page()
     yield tab
@@ -160,7 +110,7 @@ async def page(browser: Browser, server: Server) -> AsyncIterator[Page]:
 
 async def screenshot(page: Page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(SCREENSHOTS / name))
+    await page.screenshot(path=str(SCREENSHOTS / name), full_page=True)
 
 
 async def step_types(client: AgentClient, session_id: str) -> list[str]:
@@ -191,13 +141,13 @@ def script_turn(model: ScriptedModelServer, recipient: str) -> None:
 
 async def test_viewer_lists_sessions_streams_a_turn_survives_a_reload_and_approves(
     page: Page,
-    server: Server,
+    server: ServeProcess,
     client: AgentClient,
     model: ScriptedModelServer,
     tool_log: ToolRunLog,
 ) -> None:
     session_id = await client.start_session("Assistant")
-    await page.goto(f"{server.url}/#token={server.token}")
+    await page.goto(f"{server.base_url}/#token={server.token}")
     row = page.locator(f'tr[data-session-id="{session_id}"]')
     await expect(row).to_contain_text("Assistant")
     await expect(row).to_contain_text("waiting for user message")
@@ -267,15 +217,15 @@ async def test_viewer_lists_sessions_streams_a_turn_survives_a_reload_and_approv
 
 async def test_chat_page_streams_approves_in_the_chat_and_resumes_after_a_reload(
     page: Page,
-    server: Server,
+    server: ServeProcess,
     client: AgentClient,
     model: ScriptedModelServer,
     tool_log: ToolRunLog,
 ) -> None:
     session_id = await client.start_session("Assistant")
     slow_runs = len(tool_log.entries("slow_read"))
-    await page.goto(f"{server.url}/#token={server.token}")
-    await page.goto(f"{server.url}/#/sessions/{session_id}/chat")
+    await page.goto(f"{server.base_url}/#token={server.token}")
+    await page.goto(f"{server.base_url}/#/sessions/{session_id}/chat")
     await expect(page.locator("[data-chat-status]")).to_have_text("ready")
 
     script_turn(model, "bo@example.com")
@@ -311,19 +261,21 @@ async def test_chat_page_streams_approves_in_the_chat_and_resumes_after_a_reload
 
 
 async def test_viewer_shows_the_api_error_for_an_unknown_session(
-    page: Page, server: Server
+    page: Page, server: ServeProcess
 ) -> None:
-    await page.goto(f"{server.url}/#token={server.token}")
-    await page.goto(f"{server.url}/#/sessions/session-does-not-exist")
+    await page.goto(f"{server.base_url}/#token={server.token}")
+    await page.goto(f"{server.base_url}/#/sessions/session-does-not-exist")
     await expect(page.get_by_role("alert").first).to_contain_text(
         re.compile("session-does-not-exist|not found", re.IGNORECASE)
     )
 
 
-async def test_viewer_without_the_token_reports_the_401(browser: Browser, server: Server) -> None:
+async def test_viewer_without_the_token_reports_the_401(
+    browser: Browser, server: ServeProcess
+) -> None:
     context = await browser.new_context()
     tab = await context.new_page()
-    await tab.goto(f"{server.url}/")
+    await tab.goto(f"{server.base_url}/")
     await expect(tab.get_by_role("alert").first).to_be_visible()
     await expect(tab.get_by_label("Token")).to_be_visible()
     await context.close()
