@@ -117,10 +117,12 @@ async def step_types(client: AgentClient, session_id: str) -> list[str]:
     return [step.step_type for step in await client.get_step_history(session_id)]
 
 
-async def wait_for_tool_start(tool_log: ToolRunLog, count: int, timeout: float = 30.0) -> None:
+async def wait_for_tool_start(
+    tool_log: ToolRunLog, count: int, tool: str = "slow_read", timeout: float = 30.0
+) -> None:
     deadline = time.monotonic() + timeout
-    while len(tool_log.entries("slow_read")) < count:
-        assert time.monotonic() < deadline, "slow_read did not start"
+    while len(tool_log.entries(tool)) < count:
+        assert time.monotonic() < deadline, f"{tool} did not start"
         await asyncio.sleep(0.05)
 
 
@@ -279,3 +281,36 @@ async def test_viewer_without_the_token_reports_the_401(
     await expect(tab.get_by_role("alert").first).to_be_visible()
     await expect(tab.get_by_label("Token")).to_be_visible()
     await context.close()
+
+
+async def test_viewer_warns_about_a_write_whose_outcome_is_unknown(
+    page: Page,
+    server: ServeProcess,
+    client: AgentClient,
+    model: ScriptedModelServer,
+    tool_log: ToolRunLog,
+    worker: WorkerProcess,
+) -> None:
+    model.enqueue(
+        reply_tools(("uw-1", "slow_write", {"seconds": 60})),
+        reply_text("The write may or may not have happened."),
+    )
+    session_id = await client.start_session("Assistant", "Write it.")
+    await page.goto(f"{server.base_url}/#token={server.token}")
+    await page.goto(f"{server.base_url}/#/sessions/{session_id}")
+    call = page.locator('.tool-call[data-tool-call-id="uw-1"]')
+    await expect(call).to_contain_text("non idempotent write", timeout=30_000)
+    await wait_for_tool_start(tool_log, 1, "slow_write")
+
+    worker.kill()  # the write may have taken effect: it must not run again
+    worker.start()
+
+    await expect(page.get_by_text("The write may or may not have happened.")).to_be_visible(
+        timeout=30_000
+    )
+    result = page.locator('.message.tool[data-tool-call-id="uw-1"]')
+    await expect(result.locator(".badge")).to_have_text("⚠ outcome unknown")
+    await expect(result.locator(".warning")).to_contain_text("will not run again")
+    await expect(page.locator('[data-step-type="RecordToolOutcomeUnknown"]')).to_be_visible()
+    assert [e["phase"] for e in tool_log.entries("slow_write")] == ["started"]
+    assert "RecordToolOutcomeUnknown" in await step_types(client, session_id)

@@ -3,6 +3,14 @@ import { duration, formatTime } from "../format";
 import type { StepExecution } from "../types";
 import { StatusBadge } from "./Badge";
 
+const INPUT_CHARS = 60;
+
+/** The Step's input, cut short: the full text is in the tooltip. */
+function shortInput(input: string): string {
+  if (!input || input === "null") return "";
+  return input.length > INPUT_CHARS ? ` · ${input.slice(0, INPUT_CHARS)}…` : ` · ${input}`;
+}
+
 function StepItem({ step }: { step: StepExecution }) {
   return (
     <li className={`step step-${step.status}`} data-step-type={step.step_type}>
@@ -11,10 +19,10 @@ function StepItem({ step }: { step: StepExecution }) {
         <StatusBadge status={step.status} />
         {step.attempts > 1 ? <span className="attempts">{step.attempts} attempts</span> : null}
       </div>
-      <div className="hint">
+      <div className="hint" title={step.input}>
         {formatTime(step.started_at ?? step.scheduled_at)}
         {step.ended_at ? ` · ${duration(step.started_at ?? step.scheduled_at, step.ended_at)}` : ""}
-        {step.input && step.input !== "null" ? ` · ${step.input}` : ""}
+        {shortInput(step.input)}
       </div>
       {step.error ? <p className="error-text">{step.error}</p> : null}
     </li>
