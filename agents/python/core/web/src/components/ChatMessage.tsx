@@ -42,8 +42,11 @@ const STATE_STATUS: Record<DynamicToolUIPart["state"], string> = {
   "output-denied": "rejected",
 };
 
+/** How the UI message stream says a call's outcome is unknown (an output-error part). */
+const UNKNOWN_OUTCOME = /outcome(?: is)? unknown|unknown outcome/i;
+
 function ToolPart({ part, onApproval }: { part: DynamicToolUIPart; onApproval: OnApproval }) {
-  const unknown = part.state === "output-error" && /outcome.unknown|unknown outcome/i.test(part.errorText);
+  const unknown = part.state === "output-error" && UNKNOWN_OUTCOME.test(part.errorText);
   const status = unknown ? "outcome_unknown" : STATE_STATUS[part.state];
   const responded = part.state === "approval-responded" && !part.approval.approved;
   return (
