@@ -9,6 +9,8 @@ control), not an error.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi import APIRouter, Query, status
@@ -87,6 +89,16 @@ def _result(value: bool) -> WireJSONResponse:
     return WireJSONResponse({"result": value})
 
 
+@contextmanager
+def _fields_named(names: Mapping[str, str]) -> Iterator[None]:
+    """Names a refused argument by its field in the request (`message.text` -> `text`)."""
+    try:
+        yield
+    except InvalidInput as error:
+        error.argument = names.get(error.argument or "", error.argument)
+        raise
+
+
 def _not_blank(text: str | None, field: str) -> None:
     """A user message that is only whitespace is refused as bad input (the RPC itself
     answers false for it)."""
@@ -112,12 +124,13 @@ async def list_sessions(
 )
 async def start_session(body: StartSessionBody, client: Client) -> WireJSONResponse:
     """Starts a session of a flow type; a Worker hosting it takes its first Step."""
-    session_id = await client.start_session(
-        body.flow_type,
-        body.message,
-        session_id=body.session_id,
-        session_settings=body.session_settings,
-    )
+    with _fields_named({"initial_message": "message"}):
+        session_id = await client.start_session(
+            body.flow_type,
+            body.message,
+            session_id=body.session_id,
+            session_settings=body.session_settings,
+        )
     return WireJSONResponse({"session_id": session_id}, status.HTTP_201_CREATED)
 
 
@@ -165,7 +178,8 @@ async def send_message(session_id: str, body: UserMessageBody, client: Client) -
     asked of a Flow without it."""
     _not_blank(body.text, "text")
     message = AgentUserMessage(text=body.text, plan_mode=body.plan_mode)
-    return _result(await client.send_user_message(session_id, message))
+    with _fields_named({"message.text": "text"}):
+        return _result(await client.send_user_message(session_id, message))
 
 
 @router.post(
