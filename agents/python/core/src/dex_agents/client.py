@@ -57,6 +57,7 @@ from .types import (
     AgentUserMessage,
     PendingUserMessage,
     PlanExecutionRequest,
+    QueuedUserMessage,
     ResumableSnapshot,
     SessionSummary,
     StepExecution,
@@ -301,20 +302,41 @@ class AgentClient:
             await self._read(lambda conn: store.read_session(conn, session_id))
             raise InvalidInput("message must not be blank", "message")
 
-        def tx(conn: Connection) -> tuple[int, int]:
-            session = store.lock_session(conn, session_id)
-            if message.plan_mode and not (session.features or {}).get("plan_mode_enabled"):
-                raise InvalidInput("this session's Flow does not enable plan mode", "message")
-            queued = store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
-            return queued, session.event_counter
-
-        queued, after = await self._write(tx)
+        queued = await self._queue_user_message(session_id, message)
+        if queued is None:
+            raise InvalidInput("this session's Flow does not enable plan mode", "message")
         return await self._await_turn(
             session_id,
             timeout,
-            after=after,
-            is_start=lambda event: _payload(event).get("message_id") == str(queued),
+            after=queued.event_offset,
+            is_start=lambda event: _payload(event).get("message_id") == queued.message_id,
         )
+
+    async def send_user_message_for_turn(
+        self, session_id: str, message: str | AgentUserMessage
+    ) -> QueuedUserMessage | None:
+        """`send_user_message` that says where to find the turn the message begins: the first
+        `turn_started` event after `event_offset` whose payload has this `message_id` (a
+        steer may move the message into the running turn's successor instead). None where
+        send_user_message returns false."""
+        validation.identifier(session_id, "session_id")
+        message = validation.user_message(message)
+        if not message.text.strip():
+            await self._read(lambda conn: store.read_session(conn, session_id))
+            return None
+        return await self._queue_user_message(session_id, message)
+
+    async def _queue_user_message(
+        self, session_id: str, message: AgentUserMessage
+    ) -> QueuedUserMessage | None:
+        def tx(conn: Connection) -> QueuedUserMessage | None:
+            session = store.lock_session(conn, session_id)
+            if message.plan_mode and not (session.features or {}).get("plan_mode_enabled"):
+                return None
+            queued = store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
+            return QueuedUserMessage(message_id=str(queued), event_offset=session.event_counter)
+
+        return await self._write(tx)
 
     async def wait_for_turn(
         self, session_id: str, turn_id: str, *, after: int = 0, timeout: float = 300.0
@@ -717,6 +739,18 @@ class AgentClient:
         database = await asyncio.to_thread(self._db)
         await database.read(lambda conn: store.read_session(conn, session_id))
         return await read_events(database, session_id, after=after, limit=limit)
+
+    async def turn_start_offset(self, session_id: str, turn_id: str) -> int | None:
+        """The resume token just before turn `turn_id`'s `turn_started` event (read the turn's
+        events after it), or None when the session has no such turn."""
+        validation.identifier(session_id, "session_id")
+        validation.identifier(turn_id, "turn_id")
+
+        def read(conn: Connection) -> int | None:
+            store.read_session(conn, session_id)
+            return store.turn_start_offset(conn, session_id, turn_id)
+
+        return await self._read(read)
 
     async def follow_events(
         self, session_id: str, after: int = 0, poll_interval: float = 1.0

@@ -12,7 +12,7 @@ def model_visible_result(record: AgentToolCall) -> str:
     if record.status == "succeeded":
         return record.output or ""
     if record.status == "failed":
-        return f"The tool call failed: {record.error}"
+        return f"{texts.TOOL_CALL_FAILED_PREFIX}{record.error}"
     if record.status == "rejected":
         return record.rejection_message or texts.DEFAULT_REJECTION_TEXT
     if record.status == "outcome_unknown":

@@ -504,6 +504,17 @@ def _event_row(session_id: str, offset: int, record: EventRecord, now: str) -> d
     }
 
 
+def turn_start_offset(conn: Connection, session_id: str, turn_id: str) -> int | None:
+    """The offset just before the turn's `turn_started` event, or None without one."""
+    query = sa.select(sa.func.min(db.events.c.offset)).where(
+        db.events.c.session_id == session_id,
+        db.events.c.turn_id == turn_id,
+        db.events.c.type == "turn_started",
+    )
+    first: int | None = conn.execute(query).scalar()
+    return None if first is None else first - 1
+
+
 def read_events(conn: Connection, session_id: str, after: int, limit: int) -> list[Any]:
     query = (
         sa.select(db.events)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+# What the model sees for a failed call, followed by its error.
+TOOL_CALL_FAILED_PREFIX = "The tool call failed: "
 TOOL_CALL_NOT_RUN_ERROR_PREFIX = "the tool did not run, so it is safe to call again"
 OUTCOME_UNKNOWN_TEXT = (
     "The tool call's outcome is unknown: it stopped without returning a result, so it may "

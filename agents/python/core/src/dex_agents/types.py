@@ -239,6 +239,14 @@ class ResumableSnapshot(WireModel):
     resume_token: int
 
 
+class QueuedUserMessage(WireModel):
+    """A user message in the session's queue: the turn it begins is the first `turn_started`
+    event after `event_offset` whose payload has this `message_id`."""
+
+    message_id: str
+    event_offset: int
+
+
 TurnStatus = Literal["completed", "failed", "steered", "cancelled", "waiting_for_interrupts"]
 
 
