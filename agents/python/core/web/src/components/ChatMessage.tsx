@@ -82,7 +82,7 @@ export function ChatMessage({ message, onApproval }: { message: UIMessage; onApp
         if (part.type === "dynamic-tool") {
           return <ToolPart key={key} part={part} onApproval={onApproval} />;
         }
-        if (part.type === "step-start" && index > 0) return <hr key={key} className="step" />;
+        if (part.type === "step-start" && index > 0) return <hr key={key} className="step-divider" />;
         return null;
       })}
     </div>
