@@ -314,3 +314,62 @@ async def test_viewer_warns_about_a_write_whose_outcome_is_unknown(
     await expect(page.locator('[data-step-type="RecordToolOutcomeUnknown"]')).to_be_visible()
     assert [e["phase"] for e in tool_log.entries("slow_write")] == ["started"]
     assert "RecordToolOutcomeUnknown" in await step_types(client, session_id)
+
+
+async def test_new_session_form_shows_the_api_error_then_starts_a_session(
+    page: Page, server: ServeProcess, client: AgentClient, model: ScriptedModelServer
+) -> None:
+    model.enqueue(reply_text("Hello from the form."))
+    await page.goto(f"{server.base_url}/#token={server.token}")
+    form = page.locator("form.new-session")
+    await form.get_by_label("Flow type").fill("   ")
+    await form.get_by_label("First message").fill("Hi there")
+    await form.get_by_role("button", name="Start session").click()
+    await expect(form.get_by_role("alert")).to_have_text("flow_type must not be blank")
+    assert page.url.endswith("/#/")  # still on the list: nothing started
+
+    await form.get_by_label("Flow type").fill("Assistant")
+    await form.get_by_role("button", name="Start session").click()
+    await expect(page.get_by_text("Hello from the form.")).to_be_visible(timeout=30_000)
+    session_id = page.url.rsplit("/", 1)[-1]
+    snapshot = await client.get_agent_snapshot(session_id)
+    assert [m.text for m in snapshot.messages] == ["Hi there", "Hello from the form."]
+
+
+async def test_viewer_steers_then_cancels_a_turn_that_waits_for_an_approval(
+    page: Page,
+    server: ServeProcess,
+    client: AgentClient,
+    model: ScriptedModelServer,
+    tool_log: ToolRunLog,
+) -> None:
+    model.enqueue(
+        reply_tools(("st-1", "send_email", {"to": "cy@example.com", "body": "Hi"})),
+        reply_text("OK, no email to Cy."),
+        reply_tools(("cx-1", "send_email", {"to": "di@example.com", "body": "Hi"})),
+    )
+    session_id = await client.start_session("Assistant", "Email Cy.")
+    await page.goto(f"{server.base_url}/#token={server.token}")
+    await page.goto(f"{server.base_url}/#/sessions/{session_id}")
+    status = page.locator(".session-head .badge")
+
+    await expect(page.locator('.interrupt[data-interrupt-id="st-1"]')).to_be_visible(timeout=30_000)
+    await page.get_by_label("Message").fill("Don't email anyone.")
+    await page.get_by_role("button", name="Steer").click()
+    await expect(page.get_by_text("OK, no email to Cy.")).to_be_visible(timeout=30_000)
+    await expect(page.locator(".interrupt")).to_have_count(0)
+    await expect(status).to_have_text("waiting for user message")
+
+    await page.get_by_label("Message").fill("Email Di.")
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.locator('.interrupt[data-interrupt-id="cx-1"]')).to_be_visible(timeout=30_000)
+    await page.get_by_role("button", name="Cancel turn").click()
+    await expect(page.locator(".interrupt")).to_have_count(0)
+    await expect(status).to_have_text("waiting for user message")
+    await expect(page.get_by_role("button", name="Cancel turn")).to_have_count(0)
+
+    events = await client.read_events(session_id)
+    ends = [e.type for e in events if e.type.startswith("turn_") and e.type != "turn_started"]
+    assert ends == ["turn_steered", "turn_completed", "turn_cancelled"]
+    recipients = {e["to"] for e in tool_log.entries("send_email")}
+    assert not recipients & {"cy@example.com", "di@example.com"}

@@ -1,6 +1,6 @@
 // What the viewer keeps from a session's live events between two snapshots: the text each
 // model call streamed, and what it learned about each tool call.
-import type { AgentEvent, ToolCallStatus, ToolEffect } from "./types";
+import type { AgentEvent, AgentMessage, ToolCallStatus, ToolEffect } from "./types";
 
 /** The text one Step execution streamed; only its highest attempt is kept. */
 export interface LiveText {
@@ -107,4 +107,24 @@ export function applyEvent(state: LiveState, event: AgentEvent): LiveState {
 /** `state` without the live text of `turnIds`, which the stored messages now hold. */
 export function dropTurnTexts(state: LiveState, turnIds: ReadonlySet<string>): LiveState {
   return { ...state, texts: state.texts.filter((entry) => !turnIds.has(entry.turnId)) };
+}
+
+/** The live texts still to show beside the stored `messages`: those of the active turn, and
+ * of turns the messages do not know yet; a turn that ended has its stored messages instead,
+ * and a model call whose text a runner already stored is not shown twice. */
+export function textsToShow(
+  texts: LiveText[],
+  activeTurnId: string | null,
+  messages: readonly AgentMessage[],
+): LiveText[] {
+  const storedTurns = new Set(messages.map((message) => message.turn_id));
+  const storedTexts = new Set(
+    messages.filter((m) => m.role === "assistant" && m.text).map((m) => `${m.turn_id}\n${m.text}`),
+  );
+  return texts.filter(
+    (entry) =>
+      (entry.text || entry.reasoning) &&
+      (entry.turnId === activeTurnId || !storedTurns.has(entry.turnId)) &&
+      !storedTexts.has(`${entry.turnId}\n${entry.text}`),
+  );
 }

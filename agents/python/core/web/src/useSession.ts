@@ -53,10 +53,14 @@ export function useSession(sessionId: string): SessionData {
   const endedTurns = useRef(new Set<string>());
   const refreshTimer = useRef<number | undefined>(undefined);
 
+  const latestLoad = useRef(0);
+
   const load = useCallback(async (): Promise<SessionSnapshot | null> => {
     const ended = new Set(endedTurns.current);
+    const number = ++latestLoad.current;
     try {
       const [next, history] = await Promise.all([api.snapshot(sessionId), api.steps(sessionId)]);
+      if (number !== latestLoad.current) return next; // a later read is under way
       setSnapshot(next);
       setSteps(history);
       setError(null);

@@ -1,7 +1,7 @@
 // The conversation: the stored messages, then the text the running turn streams live.
 import { useEffect, useRef } from "react";
 import { prettyJson } from "../format";
-import { toolKey, type LiveState, type LiveText } from "../live";
+import { textsToShow, toolKey, type LiveState, type LiveText } from "../live";
 import type { AgentMessage, AgentToolCall } from "../types";
 import { OUTCOME_UNKNOWN_TEXT, StatusBadge } from "./Badge";
 
@@ -9,6 +9,7 @@ interface Props {
   messages: AgentMessage[];
   live: LiveState;
   records: AgentToolCall[];
+  activeTurnId: string | null;
 }
 
 function toolStatus(message: AgentMessage, live: LiveState, records: AgentToolCall[]) {
@@ -32,7 +33,13 @@ function ToolMessage({ message, status }: { message: AgentMessage; status: strin
   );
 }
 
-function StoredMessage({ message, live, records }: Props & { message: AgentMessage }) {
+interface StoredProps {
+  message: AgentMessage;
+  live: LiveState;
+  records: AgentToolCall[];
+}
+
+function StoredMessage({ message, live, records }: StoredProps) {
   if (message.role === "tool") {
     return <ToolMessage message={message} status={toolStatus(message, live, records)} />;
   }
@@ -62,9 +69,9 @@ function LiveMessage({ entry }: { entry: LiveText }) {
   );
 }
 
-export function Conversation({ messages, live, records }: Props) {
+export function Conversation({ messages, live, records, activeTurnId }: Props) {
   const end = useRef<HTMLDivElement>(null);
-  const texts = live.texts.filter((entry) => entry.text || entry.reasoning);
+  const texts = textsToShow(live.texts, activeTurnId, messages);
   useEffect(() => {
     end.current?.scrollIntoView({ block: "end" });
   }, [messages.length, texts.length]);
@@ -77,7 +84,6 @@ export function Conversation({ messages, live, records }: Props) {
         <StoredMessage
           key={message.sequence}
           message={message}
-          messages={messages}
           live={live}
           records={records}
         />

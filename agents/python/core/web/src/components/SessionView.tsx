@@ -62,6 +62,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
             messages={snapshot?.messages ?? []}
             live={live}
             records={snapshot?.tool_calls ?? []}
+            activeTurnId={state?.active_turn_id ?? null}
           />
           <QueuedMessages
             sessionId={sessionId}
