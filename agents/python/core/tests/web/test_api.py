@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
 
 from dex_agents import AgentClient
 from dex_agents.testing import (
@@ -750,9 +751,16 @@ def test_serve_prints_a_clickable_url_with_a_new_token_and_stops_on_ctrl_c(
         listed = httpx.get(f"{base_url}api/sessions", headers={"Authorization": f"Bearer {token}"})
         assert (listed.status_code, listed.json()) == (200, [])
         assert httpx.get(f"{base_url}api/sessions").status_code == 401
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=15) == 0
-        assert process.stderr is not None and process.stderr.read() == b""
+        auth = {"Authorization": f"Bearer {token}"}
+        body = {"flow_type": "Assistant", "session_id": "s1"}
+        assert httpx.post(f"{base_url}api/sessions", json=body, headers=auth).status_code == 201
+        # An open event stream does not hold the stop up.
+        with httpx.stream("GET", f"{base_url}api/sessions/s1/events", headers=auth) as stream:
+            assert stream.status_code == 200
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=5) == 0
+        assert process.stderr is not None
+        assert b"Error" not in process.stderr.read()
     finally:
         process.kill()
         process.wait()
@@ -785,3 +793,19 @@ async def test_openapi_documents_every_endpoint_without_step_only_fields(
         assert not set(components[name]["properties"]) & STEP_ONLY_FIELDS
     assert {"resume_token", "session_id", "flow_type"} <= set(components["Snapshot"]["properties"])
     assert components["ErrorBody"]["properties"]["error"]
+
+
+async def test_a_mounted_app_with_its_own_auth_check(db_url: str, worker: WorkerProcess) -> None:
+    async def only_ana(request: Any) -> bool:
+        return bool(request.headers.get("x-user") == "ana")
+
+    client = AgentClient(db_url)
+    parent = FastAPI()
+    parent.mount("/agents", create_app(client=client, auth=only_ana))
+    async with in_process_server(parent) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+        refused = await http.get("/agents/api/workers", headers={"X-User": "bob"})
+        assert refused.status_code == 401
+        accepted = await http.get("/agents/api/workers", headers={"X-User": "ana"})
+        assert accepted.status_code == 200
+        assert [w["worker_id"] for w in accepted.json()] == [worker.worker_id]
+    await client.close()

@@ -38,23 +38,19 @@ def listen(host: str, port: int) -> socket.socket:
 
 class _Server(uvicorn.Server):
     """uvicorn stopping on SIGINT or SIGTERM through the event loop, without re-raising the
-    signal afterwards, so the AgentClient closes cleanly; a second signal stops at once."""
+    signal afterwards, so the AgentClient closes cleanly. `handle_exit` (which sse-starlette
+    wraps to end open event streams) decides: a second Ctrl-C stops at once."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self._stop)
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
         try:
             yield
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-
-    def _stop(self) -> None:
-        if self.should_exit:
-            self.force_exit = True
-        self.should_exit = True
 
 
 async def serve(
