@@ -14,6 +14,9 @@ empty gets a 500 whose message says which request it was. Note that the ``openai
 runners and Stepwise turn those retries off for their model calls, so each ``RunModel``
 attempt is one request.
 
+A streamed chat completion with ``cut_after_text=True`` closes its connection right after
+its text, so the client sees the response break off (a failed model call attempt).
+
 A reply with ``hang=True`` holds its response until :meth:`ScriptedModelServer.release` (or
 :meth:`ScriptedModelServer.stop`). :meth:`release` frees the responses of the requests received
 so far; a hanging reply consumed by a later request hangs until the next :meth:`release`. A
@@ -92,6 +95,9 @@ class ScriptedReply:
     delay_seconds: float = 0.0
     status: int = 200
     model: str = "scripted-model"
+    # Streamed chat completions only: close the connection right after the text, without the
+    # rest of the response (a model call cut off midway, after it streamed some text).
+    cut_after_text: bool = False
 
 
 def reply_text(text: str, **kw: Any) -> ScriptedReply:
@@ -465,6 +471,11 @@ class ScriptedModelServer:
                 exchange.start_stream()
                 exchange.send_event(chunks[0])
                 self._hang(handler, hang_event)
+                if reply.cut_after_text:
+                    for piece in _pieces(reply.text or "", _TEXT_DELTAS):
+                        exchange.send_event(chat._chunk({"content": piece}, None, include_usage))
+                    handler.close_connection = True
+                    return
                 for chunk in chunks[1:]:
                     exchange.send_event(chunk)
                 exchange.send_event("[DONE]")

@@ -177,6 +177,9 @@ class _TurnStream:
             return []
         self.started = True
         reopen = self.plan.reopen
+        # The browser's step is open only if its token says so (a continuation after
+        # approvals follows a stream that closed it).
+        self.translator.step_open = reopen.step is not None
         self.parts = BrowserParts(reopen.step, list(reopen.text), list(reopen.reasoning))
         return self._send(self.translator.start() + reopen.reopen())
 
