@@ -29,7 +29,10 @@ for dir in "${packages[@]}"; do
   ) || status=1
 done
 # The examples (examples/) live outside the packages: the core's lint settings check them.
+# The session viewer's committed build must be what its sources build (needs Node and npm).
 if [[ " ${packages[*]} " == *" agents/python/core "* ]]; then
+  echo "=== viewer build"
+  scripts/check-web-build.sh || status=1
   echo "=== examples"
   (
     cd agents/python/core &&

@@ -6,7 +6,9 @@ view with a slow tool, an approval and a reload mid-turn, and the same through t
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -28,7 +30,12 @@ from dex_agents.testing import (
 
 CORE = Path(__file__).resolve().parents[2]
 STATIC_INDEX = CORE / "src" / "dex_agents" / "web" / "static" / "index.html"
-SCREENSHOTS = CORE / "docs" / "screenshots"
+# Every run takes the screenshots; they replace the documentation's only when asked:
+# DEX_AGENTS_SCREENSHOTS=docs/screenshots uv run pytest tests/web/test_browser.py
+SCREENSHOTS = Path(
+    os.environ.get("DEX_AGENTS_SCREENSHOTS")
+    or Path(tempfile.gettempdir()) / "dex-agents-screenshots"
+)
 CHROMIUM = "/usr/bin/chromium"
 SLOW_SECONDS = 6  # long enough to reload the page while the tool runs
 
