@@ -2,9 +2,8 @@
 SQLite and Postgres; each stream is parsed and assembled by the real `ai` npm package
 (tests/web/node/check_stream.mjs) and compared with the snapshot's UI messages.
 
-What the comparison leaves out, as docs/ui-stream.md says: parts the stream marked discarded
-(a failed model call attempt's text), and tool parts' `approval` (the stored messages do not
-record which calls went through an approval).
+What the comparison leaves out, as docs/ui-stream.md says: tool parts' `approval` (the stored
+messages do not record which calls went through an approval).
 """
 
 from __future__ import annotations
@@ -184,11 +183,7 @@ async def ui_messages(http: httpx.AsyncClient, session_id: str) -> list[dict[str
 
 
 def comparable(message: dict[str, Any]) -> dict[str, Any]:
-    parts = [
-        {k: v for k, v in part.items() if k != "approval"}
-        for part in message["parts"]
-        if not (part.get("providerMetadata") or {}).get("dex", {}).get("discarded")
-    ]
+    parts = [{k: v for k, v in part.items() if k != "approval"} for part in message["parts"]]
     return {**message, "parts": parts}
 
 
@@ -365,7 +360,7 @@ async def test_an_approval_ends_the_stream_and_the_answer_continues_the_turn_onc
 # Retries and failures ----------------------------------------------------------------------------
 
 
-async def test_a_retried_model_call_discards_the_failed_attempts_text(
+async def test_a_retried_model_call_resets_its_step_to_the_retrys_text(
     http: httpx.AsyncClient,
     scripted_model: ScriptedModelServer,
     assemble: Callable[..., dict[str, Any]],
@@ -376,27 +371,47 @@ async def test_a_retried_model_call_discards_the_failed_attempts_text(
     )
     body = await post_chat(http, session_id, [user("Hi")])
     sent = chunks(body)
+    # The failed attempt's text part is never ended: reset-step takes it back, and the
+    # retry's part follows in the same step.
     assert shape(sent) == [
         "start",
         "start-step",
         "text-start",
         "text-delta",
-        "text-end",
+        "reset-step",
         "text-start",
         "text-delta",
         "text-end",
         "finish-step",
         "finish",
     ]
-    ends = [c for c in sent if c["type"] == "text-end"]
-    assert ends[0]["providerMetadata"] == {"dex": {"discarded": True, "attempt": 1}}
-    assert "providerMetadata" not in ends[1]
-    deltas = [c for c in sent if c["type"] == "text-delta"]
-    assert "".join(c["delta"] for c in deltas if c["id"] == ends[1]["id"]) == "Hello there."
+    reset = next(i for i, c in enumerate(sent) if c["type"] == "reset-step")
+    assert sent[reset] == {"type": "reset-step"}
+    assert text_of(sent[:reset]) == "Let me th"
+    assert text_of(sent[reset:]) == "Hello there."
+    starts = [c["id"] for c in sent if c["type"] == "text-start"]
+    assert [c["id"] for c in sent if c["type"] == "text-end"] == starts[1:]
 
     result = assemble(body)
     assert result["errors"] == []
-    await assert_matches_snapshot(http, session_id, result["message"])
+    message = result["message"]
+    assert [p["type"] for p in message["parts"]] == ["step-start", "text"]
+    assert message["parts"][1]["text"] == "Hello there."
+    await assert_matches_snapshot(http, session_id, message)
+
+    # A replay of the turn rebuilds the same message. An exact resume from the failed
+    # attempt's text re-opens its part, which reset-step then takes back; one from the
+    # reset-step holds no open part.
+    sent_events = events(body)
+    replay = await get_stream(http, session_id, token=sent_events[reset][0])
+    assert events(replay.text) == sent_events
+    assert assemble(replay.text)["message"] == message
+    for at, reopened in ((reset - 1, [{"type": "text-start", "id": starts[0]}]), (reset, [])):
+        exact = await get_stream(http, session_id, token=sent_events[at][0], exact="true")
+        continued = chunks(exact.text)
+        assert continued == [sent[0], *reopened, *sent[at + 1 :]]
+        prefix = "".join(f"id: {i}\ndata: {d}\n\n" for i, d in sent_events[: at + 1])
+        assert assemble(prefix, exact.text, continues=True)["message"] == message
 
 
 async def test_a_failed_turn_sends_an_error_and_finishes_with_error(
@@ -433,6 +448,34 @@ async def test_a_failed_turn_sends_an_error_and_finishes_with_error(
     # The failure note the session stored for the model is not a user message of the UI.
     converted = await ui_messages(http, session_id)
     assert [m["role"] for m in converted] == ["user", "assistant"]
+
+
+async def test_a_turn_that_fails_mid_text_takes_the_text_back(
+    http: httpx.AsyncClient,
+    scripted_model: ScriptedModelServer,
+    assemble: Callable[..., dict[str, Any]],
+) -> None:
+    session_id = await new_session(http)
+    cut = ScriptedReply(text="Let me th", cut_after_text=True)
+    scripted_model.enqueue(*[cut] * 3)
+    body = await post_chat(http, session_id, [user("Hi")])
+    sent = chunks(body)
+    attempt = ["text-start", "text-delta", "reset-step"]
+    assert shape(sent) == [
+        "start",
+        "start-step",
+        *attempt * 3,
+        "finish-step",
+        "error",
+        "finish",
+    ]
+    assert sent[-1] == {"type": "finish", "finishReason": "error"}
+    result = assemble(body)
+    assert len(result["errors"]) == 1
+    # Only the step's start is left; a failed model call stores nothing.
+    assert result["message"]["parts"] == [{"type": "step-start"}]
+    converted = await ui_messages(http, session_id)
+    assert all(m["id"] != result["message"]["id"] for m in converted)
 
 
 # A question -------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """One turn's events as AI SDK UI message stream chunks (`uiMessageChunkSchema` of the `ai`
-package, version 6.0.325).
+package, version 7.0.173).
 
 `TurnTranslator.feed(event)` returns the chunks an event adds; `ui_follow` feeds it the live
 events and sends the chunks. The mapping:
@@ -9,13 +9,12 @@ events and sends the chunks. The mapping:
   event, `finish-step` when the next one starts or the turn ends;
 - `text_delta` and `reasoning_delta` are `text-start`/`-delta`/`-end` and
   `reasoning-start`/`-delta`/`-end`; parts stay open until the Step commits (its first event
-  that is not a delta), so a failed attempt's parts can still be marked;
-- a new attempt of the open Step execution (a higher `attempt`): `ai` 6.0.325 has no
-  `reset-step` chunk and no chunk that removes a part, so the earlier attempt's open parts
-  end with `providerMetadata: {"dex": {"discarded": true, "attempt": <n>}}` and the new
-  attempt's parts follow in the same step; the parts open when a turn fails end the same
-  way (a failed model call stores nothing). A UI hides discarded parts; the stored messages
-  (`/ui-messages`) never hold them;
+  that is not a delta), so a failed attempt's parts can still be taken back;
+- a new attempt of the open Step execution (a higher `attempt`) is `reset-step`: the browser
+  removes the parts the step added so far (the failed attempt's) and the new attempt's parts
+  follow in the same step. A turn that fails while its model call's parts are open takes
+  them back the same way (a failed model call stores nothing), so the message holds what the
+  stored messages (`/ui-messages`) hold;
 - a tool call is a dynamic tool part: `tool-input-available` (`dynamic: true`) at
   `tool_call_deferred`, then `tool-output-available`, `tool-output-error` or
   `tool-output-denied` at `tool_call_finished`, with input and result from the records (or
@@ -99,8 +98,8 @@ class TurnTranslator:
             chunks += entered
         if event.type in DELTA_EVENTS:
             return chunks + self._delta(event, payload)
-        if event.type == "turn_failed" and self.step is not None:
-            chunks += self._close_parts(discarded_attempt=self.step.attempt)
+        if event.type == "turn_failed" and self.open_parts:
+            chunks += self._reset_step()
         chunks += self._close_parts()
         handler = _HANDLERS.get(event.type)
         if handler is not None:
@@ -116,9 +115,8 @@ class TurnTranslator:
                 return None
             if event.attempt == step.attempt:
                 return []
-            discarded = self._close_parts(discarded_attempt=step.attempt)
             self.step = _Step(event.step_execution_id, event.attempt)
-            return discarded
+            return self._reset_step()
         chunks = self._close_step()
         self.step = _Step(event.step_execution_id, event.attempt)
         self.step_open = True
@@ -131,17 +129,21 @@ class TurnTranslator:
             self.step_open = False
         return chunks
 
-    def _close_parts(self, discarded_attempt: int | None = None) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for kind, part_id in self.open_parts:
-            chunk: Chunk = {"type": f"{kind}-end", "id": part_id}
-            if discarded_attempt is not None:
-                discarded = {"discarded": True, "attempt": discarded_attempt}
-                chunk["providerMetadata"] = {"dex": discarded}
-            chunks.append(chunk)
+    def _close_parts(self) -> list[Chunk]:
+        chunks: list[Chunk] = [{"type": f"{kind}-end", "id": i} for kind, i in self.open_parts]
         self.open_parts = []
         self.text_id = self.reasoning_id = None
         return chunks
+
+    def _reset_step(self) -> list[Chunk]:
+        """Takes back what the open step streamed (a failed model call attempt's parts): the
+        browser removes the step's parts and forgets its open ones, so none is ended."""
+        if not self.step_open:
+            # The browser's step is closed: reset-step would remove an earlier step's parts.
+            return self._close_parts()
+        self.open_parts = []
+        self.text_id = self.reasoning_id = None
+        return [{"type": "reset-step"}]
 
     def _delta(self, event: AgentEvent, payload: dict[str, Any]) -> list[Chunk]:
         text = payload.get("text")
@@ -327,6 +329,8 @@ class BrowserParts:
             self.step = step_execution_id
         elif kind in ("finish-step", "finish", "abort"):
             self.step, self.text, self.reasoning = None, [], []
+        elif kind == "reset-step":
+            self.text, self.reasoning = [], []
         elif kind in ("text-start", "reasoning-start"):
             self._list(kind).append(chunk["id"])
         elif kind in ("text-end", "reasoning-end"):
