@@ -82,7 +82,10 @@ export function ChatMessage({ message, onApproval }: { message: UIMessage; onApp
         if (part.type === "dynamic-tool") {
           return <ToolPart key={key} part={part} onApproval={onApproval} />;
         }
-        if (part.type === "step-start" && index > 0) return <hr key={key} className="step-divider" />;
+        // A step's divider stands between parts (a failed model call's step can end empty).
+        if (part.type === "step-start" && index > 0 && index < message.parts.length - 1) {
+          return <hr key={key} className="step-divider" />;
+        }
         return null;
       })}
     </div>
