@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from fastapi import FastAPI
 
 from dex_agents import AgentClient
 from dex_agents.testing import (
-    MODEL_URL_ENV,
     ScriptedModelServer,
     ScriptedReply,
     ServeProcess,
@@ -33,11 +32,9 @@ from dex_agents.testing import (
     reply_text,
     reply_tools,
 )
-from dex_agents.testing.fixtures import BACKENDS, _fresh_postgres_database
 from dex_agents.web import create_app
 from dex_agents.web.app import STATIC_DIR
 
-TESTS_ROOT = Path(__file__).parent.parent.parent
 STEP_ONLY_FIELDS = {
     "framework_item",
     "tool_source_reference",
@@ -46,54 +43,6 @@ STEP_ONLY_FIELDS = {
     "input_answers",
     "task_answer_pending",
 }
-
-
-# One database, model, Worker and server per module and backend ------------------------------
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def db_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('web') / 'dex.sqlite'}"
-        return
-    yield from _fresh_postgres_database("web_api")
-
-
-@pytest.fixture(scope="module")
-def scripted_model(db_url: str) -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def tools(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> ToolRunLog:
-    return ToolRunLog(tmp_path_factory.mktemp("tools") / "tools.jsonl")
-
-
-@pytest.fixture(scope="module")
-def worker(
-    db_url: str, scripted_model: ScriptedModelServer, tools: ToolRunLog
-) -> Iterator[WorkerProcess]:
-    env = {MODEL_URL_ENV: scripted_model.base_url, "TOOL_LOG": str(tools.path)}
-    with WorkerProcess("tests.apps.web:flows", database_url=db_url, cwd=TESTS_ROOT, env=env) as w:
-        yield w
-
-
-@pytest.fixture(scope="module")
-def server(db_url: str, worker: WorkerProcess) -> Iterator[ServeProcess]:
-    env = {"DEX_AGENTS_WEB_HEARTBEAT_SECONDS": "0.3"}
-    with ServeProcess(db_url, env=env) as serve:
-        yield serve
-
-
-@pytest.fixture
-async def http(server: ServeProcess) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        base_url=server.base_url, headers=server.headers, timeout=30.0
-    ) as client:
-        yield client
 
 
 # Helpers ------------------------------------------------------------------------------------

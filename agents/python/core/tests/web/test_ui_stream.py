@@ -12,7 +12,7 @@ import asyncio
 import json
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,65 +20,19 @@ import httpx
 import pytest
 
 from dex_agents.testing import (
-    MODEL_URL_ENV,
     ScriptedModelServer,
     ScriptedReply,
-    ServeProcess,
     ToolRunLog,
-    WorkerProcess,
     reply_text,
     reply_tools,
 )
-from dex_agents.testing.fixtures import BACKENDS, _fresh_postgres_database
 from dex_agents.web.ui_token import UIStreamToken
 
-TESTS_ROOT = Path(__file__).parent.parent.parent
 NODE_DIR = Path(__file__).parent / "node"
 Chunk = dict[str, Any]
 
 
 # One database, model, Worker and server per module and backend ------------------------------
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def db_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('ui') / 'dex.sqlite'}"
-        return
-    yield from _fresh_postgres_database("web_ui_stream")
-
-
-@pytest.fixture(scope="module")
-def scripted_model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def tools(tmp_path_factory: pytest.TempPathFactory) -> ToolRunLog:
-    return ToolRunLog(tmp_path_factory.mktemp("tools") / "tools.jsonl")
-
-
-@pytest.fixture(scope="module")
-def server(
-    db_url: str, scripted_model: ScriptedModelServer, tools: ToolRunLog
-) -> Iterator[ServeProcess]:
-    env = {MODEL_URL_ENV: scripted_model.base_url, "TOOL_LOG": str(tools.path)}
-    with (
-        WorkerProcess("tests.apps.web:flows", database_url=db_url, cwd=TESTS_ROOT, env=env),
-        ServeProcess(db_url, env={"DEX_AGENTS_WEB_HEARTBEAT_SECONDS": "0.3"}) as serve,
-    ):
-        yield serve
-
-
-@pytest.fixture
-async def http(server: ServeProcess) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        base_url=server.base_url, headers=server.headers, timeout=60.0
-    ) as client:
-        yield client
 
 
 @pytest.fixture(scope="session")

@@ -40,10 +40,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'dex.sqlite'}"
         return
-    yield from _fresh_postgres_database(request.node.name)
+    yield from fresh_postgres_database(request.node.name)
 
 
-def _fresh_postgres_database(test_name: str) -> Iterator[str]:
+def fresh_postgres_database(test_name: str) -> Iterator[str]:
+    """A new database on the test Postgres server (DEX_AGENTS_TEST_POSTGRES_URL), named after
+    the test, dropped when the generator closes: for a fixture of any scope."""
     assert POSTGRES_URL
     name = "t_" + re.sub(r"\W", "_", test_name.lower())[:40] + "_" + uuid.uuid4().hex[:8]
     admin = sa.create_engine(normalize_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
