@@ -134,6 +134,12 @@ class AgentClient:
             self._wake_task = loop.create_task(waker.poll_forever())
         return self._waker
 
+    async def connect(self, *, create: bool = False) -> None:
+        """Opens the database now rather than at the first call, creating its tables (or
+        migrating them) when `create` is true, as a Worker does. Raises DatabaseNotFound for a
+        missing SQLite file without `create`, DatabaseUnavailable, or SchemaTooNew."""
+        await asyncio.to_thread(lambda: self._db(create=create))
+
     async def close(self) -> None:
         await self._stop_wake_feed()
         if self._dbos_client is not None:

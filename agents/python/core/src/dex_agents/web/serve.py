@@ -67,7 +67,7 @@ async def serve(
     `announce(port)` with the port it listens on, and serves until SIGINT or SIGTERM. Without a
     token, requests are not authenticated."""
     async with AgentClient(database_url) as client:
-        await asyncio.to_thread(client._db, create=True)
+        await client.connect(create=True)
         app = create_app(
             client=client,
             token=token,
