@@ -18,7 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
+from dex_agents import db
+from dex_agents.db import normalize_url
 from dex_agents.testing import (
     ScriptedModelServer,
     ScriptedReply,
@@ -515,3 +518,84 @@ async def test_bad_requests_get_clear_errors_before_any_stream(http: httpx.Async
     assert await error(bad_header) == (400, "invalid_input", "Last-Event-ID")
     snapshot = (await http.get(f"/api/sessions/{session_id}/snapshot")).json()
     assert snapshot["queued_message_count"] == 0
+
+
+# Steered, cancelled, and a turn whose end event is gone ---------------------------------------
+
+
+async def stream_while(
+    http: httpx.AsyncClient, session_id: str, text: str, act: Callable[[], Any]
+) -> list[Chunk]:
+    """POSTs a message and, once its turn asked for the slow read, calls `act`; the stream's
+    chunks."""
+    streaming = asyncio.create_task(post_chat(http, session_id, [user(text)]))
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        snapshot = (await http.get(f"/api/sessions/{session_id}/snapshot")).json()
+        if any(c["tool_name"] == "slow_read" for c in snapshot["tool_calls"]):
+            break
+        assert asyncio.get_running_loop().time() < deadline, "the slow read never started"
+        await asyncio.sleep(0.1)
+    await act()
+    return chunks(await asyncio.wait_for(streaming, 60))
+
+
+async def test_a_steered_turn_finishes_with_other_and_a_cancelled_one_aborts(
+    http: httpx.AsyncClient,
+    scripted_model: ScriptedModelServer,
+    assemble: Callable[..., dict[str, Any]],
+) -> None:
+    session_id = await new_session(http)
+    scripted_model.enqueue(
+        reply_tools(("call-slow-1", "slow_read", {"seconds": 3})),
+        reply_text("About the new question, then."),
+    )
+
+    async def steer() -> None:
+        steered = await http.post(
+            f"/api/sessions/{session_id}/steer", json={"text": "Never mind; something else."}
+        )
+        assert steered.json() == {"result": True}
+
+    sent = await stream_while(http, session_id, "Look it up slowly.", steer)
+    assert sent[-1] == {"type": "finish", "finishReason": "other"}
+    assert assemble(events_body(sent))["errors"] == []
+
+    scripted_model.enqueue(reply_tools(("call-slow-2", "slow_read", {"seconds": 3})))
+
+    async def cancel() -> None:
+        cancelled = await http.post(f"/api/sessions/{session_id}/cancel", json={})
+        assert cancelled.json() == {"result": True}
+
+    sent = await stream_while(http, session_id, "Look it up slowly, again.", cancel)
+    assert sent[-1] == {"type": "abort", "reason": "turn_cancelled"}
+    assert assemble(events_body(sent))["errors"] == []
+    state = (await http.get(f"/api/sessions/{session_id}/snapshot")).json()["state"]
+    assert state["active_turn_id"] is None
+
+
+async def test_a_turn_whose_end_event_is_gone_ends_from_the_committed_state(
+    http: httpx.AsyncClient, scripted_model: ScriptedModelServer, db_url: str
+) -> None:
+    """Events that were written and then removed (an operator pruning the table) never come:
+    after an idle wait the stream sees the committed state and ends the turn from it."""
+    session_id = await new_session(http)
+    scripted_model.enqueue(reply_text("All done."))
+    body = await post_chat(http, session_id, [user("Finish this.")])
+    first_token = events(body)[0][0]
+
+    engine = sa.create_engine(normalize_url(db_url))
+    with engine.begin() as conn:
+        removed = conn.execute(
+            db.events.delete().where(
+                db.events.c.session_id == session_id, db.events.c.type == "turn_completed"
+            )
+        ).rowcount
+    engine.dispose()
+    assert removed == 1
+
+    replay = await get_stream(http, session_id, token=first_token)
+    sent = chunks(replay.text)
+    assert text_of(sent) == "All done."
+    # The committed state shows that the turn ended, not how: the finish says no more.
+    assert sent[-1] == {"type": "finish", "finishReason": "other"}

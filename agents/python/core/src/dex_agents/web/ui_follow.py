@@ -243,8 +243,8 @@ class _TurnStream:
         """After an idle wait or a gap: ends the stream when the committed state shows the
         turn ended (or the message gone) and no event after `last` will say so."""
         read = await self.client.get_agent_snapshot_with_resume_token(self.plan.session_id)
-        if read.resume_token > self.last:
-            return []
+        if read.resume_token > self.last and await self._events_after_last():
+            return []  # more events committed: they come next
         if self.translator is None:
             return self._message_gone(read)
         state = read.snapshot.state
@@ -256,6 +256,12 @@ class _TurnStream:
         error = state.last_turn_error if state.active_turn_id is None else None
         sent = self._start_if_due()
         return sent + self._send(translator.end_from_state(views, error))
+
+    async def _events_after_last(self) -> bool:
+        """Whether the session still holds an event after `last` (events that were written
+        and then removed, by an operator pruning the table, never come)."""
+        after = await self.client.read_events(self.plan.session_id, after=self.last, limit=1)
+        return bool(after)
 
     def _message_gone(self, read: ResumableSnapshot) -> list[UIChunk]:
         queued = {m.message_id for m in read.snapshot.queued_messages}
