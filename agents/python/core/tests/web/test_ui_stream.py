@@ -29,6 +29,8 @@ from dex_agents.testing import (
     reply_text,
     reply_tools,
 )
+from dex_agents.types import AgentEvent
+from dex_agents.web.ui_stream import TurnTranslator
 from dex_agents.web.ui_token import UIStreamToken
 
 NODE_DIR = Path(__file__).parent / "node"
@@ -599,3 +601,48 @@ async def test_a_turn_whose_end_event_is_gone_ends_from_the_committed_state(
     assert text_of(sent) == "All done."
     # The committed state shows that the turn ended, not how: the finish says no more.
     assert sent[-1] == {"type": "finish", "finishReason": "other"}
+
+
+def test_reasoning_deltas_become_a_reasoning_part_before_the_text(
+    assemble: Callable[..., dict[str, Any]],
+) -> None:
+    """The translator alone (no server): a model call's reasoning, then its text. The test
+    model server streams no reasoning on chat completions, so this feeds the events."""
+
+    def event(offset: int, type: str, payload: dict[str, Any], step: str = "RunModel-3") -> Any:
+        return AgentEvent(
+            type=type,
+            turn_id="turn-1",
+            payload=json.dumps(payload),
+            step_execution_id=step,
+            offset=offset,
+        )
+
+    translator = TurnTranslator("turn-1", lambda _call: None)
+    sent = translator.start()
+    for item in (
+        event(1, "turn_started", {"sequence": 1}, step="AwaitUserMessage-2"),
+        event(2, "reasoning_delta", {"text": "The user wants "}),
+        event(3, "reasoning_delta", {"text": "a greeting."}),
+        event(4, "text_delta", {"text": "Hello!"}),
+        event(5, "turn_completed", {"message_count": 1}, step="RunModel-3"),
+    ):
+        sent += translator.feed(item)
+    assert shape(sent) == [
+        "start",
+        "start-step",
+        "reasoning-start",
+        "reasoning-delta",
+        "text-start",  # the reasoning part stays open until the model call's step ends
+        "text-delta",
+        "reasoning-end",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    message = assemble(events_body(sent))["message"]
+    assert [(p["type"], p.get("text")) for p in message["parts"]] == [
+        ("step-start", None),
+        ("reasoning", "The user wants a greeting."),
+        ("text", "Hello!"),
+    ]
