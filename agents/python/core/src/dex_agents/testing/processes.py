@@ -22,7 +22,68 @@ import httpx
 from ..worker import READY_FILE_ENV, WORKER_ID_ENV
 
 
-class WorkerProcess:
+class _ChildProcess:
+    """A `dex-agents` command in its own process group, its output appended to a log file."""
+
+    def __init__(self, log_path: str | Path | None, start_timeout: float) -> None:
+        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(suffix=".log")[1])
+        self.start_timeout = start_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _spawn(self, command: list[str], env: Mapping[str, str], cwd: str, note: str) -> None:
+        with open(self.log_path, "ab") as log:
+            log.write(f"--- {note}{' '.join(command)}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=dict(env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def kill(self) -> None:
+        """SIGKILL of the whole process group: no cleanup runs, as in a crash."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM to the process group; SIGKILL when it has not exited within `timeout`."""
+        if not self.running:
+            return
+        assert self.process is not None
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        except ProcessLookupError:
+            pass
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-20_000:]
+        except FileNotFoundError:
+            return ""
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class WorkerProcess(_ChildProcess):
     """`dex-agents worker <target>` as a child process.
 
     `start()` returns once the Worker has launched; `kill()` sends SIGKILL to its process
@@ -47,9 +108,7 @@ class WorkerProcess:
         self.env.setdefault(WORKER_ID_ENV, f"test-worker-{uuid.uuid4().hex[:8]}")
         self.worker_id = self.env[WORKER_ID_ENV] or None
         self.cwd = str(cwd) if cwd else os.getcwd()
-        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(suffix=".log")[1])
-        self.start_timeout = start_timeout
-        self.process: subprocess.Popen[bytes] | None = None
+        super().__init__(log_path, start_timeout)
         self.starts = 0
 
     def start(self) -> WorkerProcess:
@@ -59,17 +118,8 @@ class WorkerProcess:
         env = {**os.environ, **self.env, READY_FILE_ENV: str(ready)}
         command = [sys.executable, "-m", "dex_agents", "worker", self.target]
         command += ["--database-url", self.database_url]
-        with open(self.log_path, "ab") as log:
-            log.write(f"--- start {self.starts + 1}: {' '.join(command)}\n".encode())
-            log.flush()
-            self.process = subprocess.Popen(
-                command,
-                cwd=self.cwd,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self._spawn(command, env, self.cwd, f"start {self.starts + 1}: ")
+        assert self.process is not None
         self.starts += 1
         deadline = time.monotonic() + self.start_timeout
         while not ready.exists():
@@ -85,53 +135,15 @@ class WorkerProcess:
             time.sleep(0.02)
         return self
 
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL of the whole process group: no cleanup runs, as in a crash."""
-        if self.process is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if not self.running:
-            return
-        assert self.process is not None
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        except ProcessLookupError:
-            pass
-
     def restart(self) -> WorkerProcess:
         self.kill()
         return self.start()
 
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-20_000:]
-        except FileNotFoundError:
-            return ""
-
     def __enter__(self) -> WorkerProcess:
         return self if self.running else self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
-
-class ServeProcess:
+class ServeProcess(_ChildProcess):
     """`dex-agents serve` as a child process on a free loopback port.
 
         with ServeProcess(database_url) as server:
@@ -158,10 +170,8 @@ class ServeProcess:
         self.env = dict(env or {})
         self.args = list(args)
         self.cwd = str(cwd) if cwd else os.getcwd()
-        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(suffix=".log")[1])
-        self.start_timeout = start_timeout
+        super().__init__(log_path, start_timeout)
         self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -173,22 +183,12 @@ class ServeProcess:
         return {"Authorization": f"Bearer {self.token}"}
 
     def start(self) -> ServeProcess:
-        if self.process is not None and self.process.poll() is None:
+        if self.running:
             raise RuntimeError("the server is already running")
         self.port = _free_port()
         command = [sys.executable, "-m", "dex_agents", "serve", "--port", str(self.port)]
         command += ["--database-url", self.database_url, "--token", self.token, *self.args]
-        with open(self.log_path, "ab") as log:
-            log.write(f"--- {' '.join(command)}\n".encode())
-            log.flush()
-            self.process = subprocess.Popen(
-                command,
-                cwd=self.cwd,
-                env={**os.environ, **self.env},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self._spawn(command, {**os.environ, **self.env}, self.cwd, "")
         self._wait_until_it_answers()
         return self
 
@@ -211,35 +211,8 @@ class ServeProcess:
                 )
             time.sleep(0.05)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        except ProcessLookupError:
-            pass
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-20_000:]
-        except FileNotFoundError:
-            return ""
-
     def __enter__(self) -> ServeProcess:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _free_port() -> int:
