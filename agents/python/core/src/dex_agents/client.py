@@ -258,13 +258,7 @@ class AgentClient:
 
     async def send_user_message(self, session_id: str, message: str | AgentUserMessage) -> bool:
         """Queues a user message; the session takes it when no turn runs. False for blank text."""
-        validation.identifier(session_id, "session_id")
-        message = validation.user_message(message)
-        if not message.text.strip():
-            await self._read(lambda conn: store.read_session(conn, session_id))
-            return False
-
-        return await self._write(lambda conn: rpcs.send_user_message(conn, session_id, message))
+        return await self.send_user_message_for_turn(session_id, message) is not None
 
     async def run_turn(
         self, session_id: str, message: str | AgentUserMessage, *, timeout: float = 300.0
@@ -307,7 +301,7 @@ class AgentClient:
     async def _queue_user_message(
         self, session_id: str, message: AgentUserMessage
     ) -> QueuedUserMessage | None:
-        return await self._write(lambda conn: rpcs.queue_user_message(conn, session_id, message))
+        return await self._write(lambda conn: rpcs.send_user_message(conn, session_id, message))
 
     async def wait_for_turn(
         self, session_id: str, turn_id: str, *, after: int = 0, timeout: float = 300.0

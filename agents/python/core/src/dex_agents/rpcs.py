@@ -65,22 +65,13 @@ def start_session(
     return session_id
 
 
-def send_user_message(conn: Connection, session_id: str, message: AgentUserMessage) -> bool:
-    """False for blank text (checked before, without a lock) and for a plan-mode message to a
-    session whose Flow does not enable plan mode."""
-    session = store.lock_session(conn, session_id)
-    if message.plan_mode and not _plan_mode_enabled(session):
-        return False
-    store.publish(conn, session_id, QUEUED_USER_MESSAGES, message.to_json())
-    return True
-
-
-def queue_user_message(
+def send_user_message(
     conn: Connection, session_id: str, message: AgentUserMessage
 ) -> QueuedUserMessage | None:
-    """send_user_message that also says where the turn the message begins can be found:
-    the queued message's ID and the event offset to look after. None where the RPC answers
-    false."""
+    """Queues the message (blank text is refused before, without a lock). None where the RPC
+    answers false: a plan-mode message to a session whose Flow does not enable plan mode.
+    Otherwise the queued message's ID and the event offset after which the turn it begins
+    can be found."""
     session = store.lock_session(conn, session_id)
     if message.plan_mode and not _plan_mode_enabled(session):
         return None
