@@ -20,7 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from dex_agents import AgentClient, schema
-from dex_agents.db import Database, metadata, normalize_url
+from dex_agents.db import Database, create_engine, metadata, normalize_url
 from dex_agents.errors import SchemaTooNew
 from dex_agents.runtime import STEP_QUEUE, STEP_WORKFLOW, step_queue_name
 from dex_agents.testing import reply_text, reply_tools
@@ -204,6 +204,35 @@ def test_processes_migrating_at_once_migrate_once(database_url):
     assert len(found) == len(databases)  # none raised
     assert [v for v, _ in versions(database_url)] == [1, 2]
     assert dex_tables(database_url) == declared_tables()
+
+
+def test_engines_opening_a_fresh_sqlite_file_together_all_connect(tmp_path):
+    """While one connection switches a new file to WAL, SQLite refuses the others at once
+    ("database is locked", no busy wait); each new connection tries again instead of failing
+    its process's start. Eight engines race on a fresh file, forty times over (a few races in
+    a hundred hit the window)."""
+    failures: list[BaseException] = []
+    for attempt in range(40):
+        url = f"sqlite:///{tmp_path}/race-{attempt}.sqlite"
+        engines = [create_engine(url) for _ in range(8)]
+        start = threading.Barrier(len(engines))
+
+        def connect(engine: sa.Engine, start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                with engine.connect() as conn:
+                    assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            except BaseException as error:  # collected for the assertion
+                failures.append(error)
+
+        threads = [threading.Thread(target=connect, args=(e,)) for e in engines]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for engine in engines:
+            engine.dispose()
+    assert failures == []
 
 
 async def test_two_workers_starting_at_once_on_a_fresh_database_migrate_it_once(

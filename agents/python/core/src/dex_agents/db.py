@@ -235,7 +235,7 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
-        dbapi_connection.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(dbapi_connection)
         dbapi_connection.execute("PRAGMA synchronous=NORMAL")
         dbapi_connection.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
 
@@ -243,6 +243,26 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     def _on_begin(connection: Connection) -> None:
         readonly = connection.get_execution_options().get("dex_readonly", False)
         connection.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+
+
+_WAL_SWITCH_SECONDS = 30.0
+
+
+def _enter_wal(dbapi_connection: sqlite3.Connection) -> None:
+    """Puts the database in WAL mode, or finds it there. While another connection switches a
+    new file to WAL, SQLite answers "database is locked" at once, without calling the busy
+    handler, so processes opening a fresh database together try again here for a while."""
+    deadline = time.monotonic() + _WAL_SWITCH_SECONDS
+    delay = 0.001
+    while True:
+        try:
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 def create_dbos_engine(url: str) -> Engine:
@@ -255,7 +275,7 @@ def create_dbos_engine(url: str) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = "IMMEDIATE"
-        dbapi_connection.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(dbapi_connection)
         dbapi_connection.execute("PRAGMA synchronous=NORMAL")
         dbapi_connection.execute("PRAGMA busy_timeout=30000")
         dbapi_connection.execute("PRAGMA foreign_keys=ON")
