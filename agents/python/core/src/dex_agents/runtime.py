@@ -28,8 +28,10 @@ from dbos import DBOS, Queue, SetWorkflowID
 from sqlalchemy.engine import Connection
 
 from . import store
+from .balance import Balancer
 from .clock import now_text
 from .db import WAKE_CHANNEL, Database, dbos_workflow_status
+from .dequeue import queue_wake_key
 from .errors import SessionNotFound
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
@@ -86,18 +88,49 @@ def current_runtime() -> Runtime:
 @DBOS.workflow(name=STEP_WORKFLOW)
 async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
     runtime = current_runtime()
-    next_steps = await runtime.run_step_until_done(session_id, step_execution_id)
+    done = await runtime.run_step_until_done(session_id, step_execution_id)
     # The last successor runs in this workflow and the others are enqueued as workflows of
     # their own, so parallel Steps (go_to_many) run in parallel while a plain chain of Steps
     # costs no workflow starts. The starts come from committed rows, so a replay repeats
     # them exactly.
     for _ in range(MAX_INLINE_STEPS):
-        if not next_steps:
+        if not done.next_steps:
             return
-        *parallel, last = next_steps
+        *parallel, last = done.next_steps
         await _enqueue_step_workflows(runtime, session_id, parallel)
-        next_steps = await runtime.run_step_until_done(session_id, last)
-    await _enqueue_step_workflows(runtime, session_id, next_steps)
+        if await _moved(runtime, session_id, done, last):
+            return
+        done = await runtime.run_step_until_done(session_id, last)
+    await _enqueue_step_workflows(runtime, session_id, done.next_steps)
+
+
+async def _moved(runtime: Runtime, session_id: str, done: StepDone, next_step: str) -> bool:
+    """Hands the session to a less busy Worker before `next_step`, when the Step that ended
+    allows it and this Worker is the busier (see balance.py): the Step is enqueued on its
+    flow type's queue, as a workflow of its own, and the Workers that host the flow type are
+    woken to claim it. True when the session left this workflow."""
+    if not done.may_move:
+        return False
+    workflow_id = step_workflow_id(session_id, next_step)
+    if done.replayed:
+        # A replay decides what the first run did: the Step runs where it was handed, never
+        # here too. (A read of DBOS's table, not a DBOS call, so the replay records nothing.)
+        return await runtime.database.read(lambda conn: _workflow_exists(conn, workflow_id))
+    flow_type = await runtime.flow_type_of(session_id)
+    if runtime.balancer is None or not runtime.balancer.should_move(flow_type):
+        return False
+    with SetWorkflowID(workflow_id):
+        await runtime.queues[flow_type].enqueue_async(run_step_workflow, session_id, next_step)
+    await runtime.database.write(lambda conn: store.wake(conn, queue_wake_key(flow_type)))
+    return True
+
+
+def _workflow_exists(conn: Connection, workflow_id: str) -> bool:
+    workflows = dbos_workflow_status(conn)
+    found = conn.execute(
+        sa.select(workflows.c.workflow_uuid).where(workflows.c.workflow_uuid == workflow_id)
+    ).first()
+    return found is not None
 
 
 async def _enqueue_step_workflows(
@@ -443,6 +476,17 @@ class StepCancelled(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class StepDone:
+    """How the driver of a Step execution ended: the successors to start; whether the
+    session may move to another Worker before them (the Step's `moves_session_after`); and
+    whether the Step had ended before this driver looked (a replay)."""
+
+    next_steps: Sequence[str]
+    may_move: bool = False
+    replayed: bool = False
+
+
 class Runtime:
     """What the driver needs: the flows, the Step table, the database, wake-ups, and the
     running Steps. It is also the Steps' `StepServices`."""
@@ -460,6 +504,8 @@ class Runtime:
         self.step_handlers = step_handlers
         # The DBOS queue of each hosted flow type, set by the Worker once DBOS launched.
         self.queues: dict[str, Queue] = {}
+        # Whether a session whose turn begins moves to a less busy Worker; set by the Worker.
+        self.balancer: Balancer | None = None
         self.database = database
         self.waker = Waker(database, wake_poll_interval)
         self.messages = MessageCache()
@@ -476,7 +522,7 @@ class Runtime:
 
     # The driver ---------------------------------------------------------------------------
 
-    async def run_step_until_done(self, session_id: str, step_execution_id: str) -> Sequence[str]:
+    async def run_step_until_done(self, session_id: str, step_execution_id: str) -> StepDone:
         """`run_step`, tried again with capped backoff when the driver itself fails (user
         code's failures are the Step's own business and never get here): a Step execution's
         workflow never ends in an error, so no session is stranded by a defect or by a value
@@ -502,7 +548,7 @@ class Runtime:
             await asyncio.sleep(delay)
             delay = min(delay * 2, DRIVER_RETRY_MAX_SECONDS)
 
-    async def run_step(self, session_id: str, step_execution_id: str) -> Sequence[str]:
+    async def run_step(self, session_id: str, step_execution_id: str) -> StepDone:
         await self._hold_while_draining()
         row = await self.database.read(
             lambda conn: store.load_step(conn, session_id, step_execution_id)
@@ -511,12 +557,13 @@ class Runtime:
             log.error(
                 "Step execution %s of session %s does not exist", step_execution_id, session_id
             )
-            return []
-        if row.status in ("succeeded", "failed"):
-            return row.next_steps
-        if row.status == "cancelled":
-            return []
+            return StepDone(())
         handler = self.step_handlers[row.step_type]
+        may_move = handler.options.moves_session_after
+        if row.status in ("succeeded", "failed"):
+            return StepDone(row.next_steps, may_move, replayed=True)
+        if row.status == "cancelled":
+            return StepDone(())
         ctx: StepContext[Any] = StepContext(
             services=self,
             flow=await self._flow_of(session_id),
@@ -529,14 +576,14 @@ class Runtime:
         )
         while True:
             if handler.options.waits and not await self._wait(ctx, handler):
-                return []
+                return StepDone(())
             if handler.has_execute:
-                return await self._run_attempts(ctx, handler)
+                return StepDone(await self._run_attempts(ctx, handler), may_move)
             committed = await self.database.write(
                 lambda conn: self._commit(conn, ctx, handler, None)
             )
             if committed is not None:
-                return committed
+                return StepDone(committed, may_move)
 
     async def _run_attempts(
         self, ctx: StepContext[Any], handler: StepHandler[Any]

@@ -31,6 +31,9 @@ class StepOptions:
     failure_route: str | None = None
     # Whether the Step waits for a condition before it runs (shown as "waiting").
     waits: bool = False
+    # Whether the session may move to a less busy Worker once the Step ends (see balance.py):
+    # only after a wait between turns, so a turn's own Steps stay where it runs.
+    moves_session_after: bool = False
 
 
 @dataclass(frozen=True)

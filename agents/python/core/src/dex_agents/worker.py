@@ -22,6 +22,7 @@ from sqlalchemy.exc import DBAPIError
 
 from . import liveness
 from . import runtime as runtime_module
+from .balance import Balancer
 from .db import (
     DATABASE_URL_ENV,
     Database,
@@ -36,7 +37,13 @@ from .db import (
 from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
-from .runtime import DRIVER_VERSION, Runtime, route_step_workflows, step_queue_name
+from .runtime import (
+    DRIVER_VERSION,
+    STEP_WORKFLOW,
+    Runtime,
+    route_step_workflows,
+    step_queue_name,
+)
 from .steps import STEP_HANDLERS
 
 log = logging.getLogger("dex_agents")
@@ -162,6 +169,8 @@ class Worker:
                 _recover_workflows, database, dequeuer.kick_all_threadsafe, [self.worker_id]
             )
             background.append(asyncio.create_task(lease.run_forever()))
+            runtime.balancer = Balancer(database, self.worker_id, list(queue_names), STEP_WORKFLOW)
+            background.append(asyncio.create_task(runtime.balancer.run_forever()))
             log.info(
                 "dex-agents Worker %s on %s hosts %s",
                 self.worker_id,

@@ -184,7 +184,7 @@ class AwaitUserMessage(StepHandler[None]):
     steer beats a queued message, which beats a plan execution."""
 
     step_type = "AwaitUserMessage"
-    options = StepOptions(waits=True)
+    options = StepOptions(waits=True, moves_session_after=True)
 
     def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
         for channel in (TURN_CONTROL_REQUESTS, QUEUED_USER_MESSAGES):
