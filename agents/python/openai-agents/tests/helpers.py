@@ -1,37 +1,11 @@
-"""Waits and readers shared by the integration tests."""
+"""What the model saw in a Responses request of the scripted server."""
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable
 from typing import Any
 
-from dex_agents import AgentClient
 from dex_agents.testing import ScriptedModelServer
-from dex_agents.types import AgentSnapshot
-
-
-def turns_done(count: int) -> Callable[[AgentSnapshot], bool]:
-    """The session finished `count` turns and waits for the next message."""
-    return lambda s: (
-        s.state is not None
-        and s.state.turn_count >= count
-        and s.state.status == "waiting_for_user_message"
-    )
-
-
-def pending_interrupt(interrupt_id: str) -> Callable[[AgentSnapshot], bool]:
-    return lambda s: any(i.interrupt_id == interrupt_id for i in s.pending_interrupts)
-
-
-async def step_types(client: AgentClient, session_id: str) -> list[str]:
-    return [step.step_type for step in await client.get_step_history(session_id)]
-
-
-async def events_of(client: AgentClient, session_id: str, type: str) -> list[dict[str, Any]]:
-    events = await client.read_events(session_id)
-    return [json.loads(e.payload) for e in events if e.type == type]
+from dex_agents.testing.matrix import responses
 
 
 def model_input(model: ScriptedModelServer, request_index: int) -> list[dict[str, Any]]:
@@ -39,18 +13,6 @@ def model_input(model: ScriptedModelServer, request_index: int) -> list[dict[str
     return items
 
 
-def tool_outputs(model: ScriptedModelServer, request_index: int) -> dict[str, Any]:
+def tool_outputs(model: ScriptedModelServer, request_index: int) -> dict[str, str]:
     """The tool results the model saw in one Responses request, by call ID."""
-    return {
-        item["call_id"]: item["output"]
-        for item in model_input(model, request_index)
-        if item.get("type") == "function_call_output"
-    }
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what or condition}")
-        time.sleep(0.02)
+    return responses.tool_outputs(model.requests[request_index])
