@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..policy import idempotency_key
+from ..policy import idempotency_key, resolve_tool_policy
 from ..runner import (
     AgentFrameworkRunner,
     AgentTurnContext,
@@ -169,14 +169,23 @@ class RunnerDriver:
         return outcome
 
     def approved_record(self, turn_id: str, call: DeferredToolCall) -> AgentToolCall:
-        """The record the session keeps for a deferred call once it may run."""
-        policy = call.policy or ToolPolicy()
+        """The record the session keeps for a deferred call once it may run, its policy
+        resolved as the session resolves it: explicit policy, the call's, the default."""
+        given = call.policy or ToolPolicy()
+        policy = resolve_tool_policy(
+            call.tool_name,
+            self.tool_policies,
+            self.default_tool_effect,
+            framework_effect=given.effect,
+            framework_requires_approval=given.requires_approval,
+        )
+        assert policy.effect is not None
         return AgentToolCall(
             tool_call_id=call.tool_call_id,
             turn_id=turn_id,
             tool_name=call.tool_name,
             arguments=call.arguments,
-            effect=policy.effect or self.default_tool_effect,
+            effect=policy.effect,
             requires_approval=bool(policy.requires_approval),
             status="approved",
             deferral_order=len(self.records),
