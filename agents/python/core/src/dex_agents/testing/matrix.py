@@ -14,9 +14,10 @@ An adapter package runs it by subclassing `MatrixSuite` in a test module and nam
         )
 
 Every test runs through a real `dex-agents worker` process on SQLite, and on Postgres when
-DEX_AGENTS_TEST_POSTGRES_URL is set. One Worker, database, scripted model server and tool-run
-log are shared by the tests of a backend; the kill tests (items 3, 5, 6 and 9) SIGKILL that
-Worker and start it again, which recovers what it left in flight.
+DEX_AGENTS_TEST_POSTGRES_URL is set: the shared Worker of `shared_worker.SharedWorkerSuite`
+(one Worker, database, scripted model server and tool-run log per backend). The kill tests
+(items 3, 5, 6 and 9) SIGKILL that Worker and start it again, which recovers what it left in
+flight.
 
 The app contract. `worker_target` names the flows (`module:attribute`, a list or a function
 returning one) of three flow types, each running the same agent on the scripted model server
@@ -55,30 +56,35 @@ agents/python/openai-agents/tests/apps/matrix.py (Responses).
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar, Protocol
-
-import pytest
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .. import texts
-from ..client import AgentClient
 from ..runner import ToolPolicy
-from .fixtures import BACKENDS, fresh_postgres_database
-from .model_server import (
-    RecordedRequest,
-    ScriptedModelServer,
-    ScriptedReply,
-    reply_text,
-    reply_tools,
-)
-from .processes import WorkerProcess
+from .model_server import ScriptedReply, reply_text, reply_tools
 from .scenarios import check_run_model_owns_retries
-from .scripted_runner import MODEL_URL_ENV
 from .sessions import events_of, pending_interrupt, step_types, turns_done, wait_until
-from .tool_log import ToolRunLog
+from .shared_worker import (
+    ModelView,
+    SessionRun,
+    SharedWorkerSuite,
+    WorkerApp,
+    chat_completions,
+    responses,
+)
+
+__all__ = [
+    "CLIENT_RETRIES_FLOW_TYPE",
+    "DEADLINE_FLOW_TYPE",
+    "FLOW_TYPE",
+    "MATRIX_TOOL_POLICIES",
+    "MatrixApp",
+    "MatrixRun",
+    "MatrixSuite",
+    "ModelView",
+    "chat_completions",
+    "responses",
+]
 
 FLOW_TYPE = "Matrix"
 DEADLINE_FLOW_TYPE = "MatrixDeadline"
@@ -92,177 +98,13 @@ MATRIX_TOOL_POLICIES: Mapping[str, ToolPolicy] = {
 EMAIL = {"to": "ana@example.com", "body": "Hi"}
 
 
-class ModelView(Protocol):
-    """What the model saw in one request, in the adapter's API shape."""
-
-    def tool_outputs(self, request: RecordedRequest) -> dict[str, str]:
-        """The tool results of the request, by tool call ID."""
-        ...
-
-    def user_texts(self, request: RecordedRequest) -> list[str]:
-        """The texts of the request's user messages, in order."""
-        ...
+MatrixApp = WorkerApp
+"""An adapter's matrix app (the contract above): a `WorkerApp`."""
+MatrixRun = SessionRun
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content)
-
-
-class _ChatCompletions:
-    def tool_outputs(self, request: RecordedRequest) -> dict[str, str]:
-        messages = request.body["messages"]
-        return {m["tool_call_id"]: _text_of(m["content"]) for m in messages if m["role"] == "tool"}
-
-    def user_texts(self, request: RecordedRequest) -> list[str]:
-        return [_text_of(m["content"]) for m in request.body["messages"] if m["role"] == "user"]
-
-
-class _Responses:
-    def tool_outputs(self, request: RecordedRequest) -> dict[str, str]:
-        items = request.body["input"]
-        return {
-            i["call_id"]: _text_of(i["output"])
-            for i in items
-            if i.get("type") == "function_call_output"
-        }
-
-    def user_texts(self, request: RecordedRequest) -> list[str]:
-        items = request.body["input"]
-        return [_text_of(i["content"]) for i in items if i.get("role") == "user"]
-
-
-chat_completions: ModelView = _ChatCompletions()
-"""Requests to /v1/chat/completions: `messages` with `tool` and `user` roles."""
-responses: ModelView = _Responses()
-"""Requests to /v1/responses: `input` items, `function_call_output` for tool results."""
-
-
-@dataclass(frozen=True)
-class MatrixApp:
-    """An adapter's matrix app: where its Worker loads the flows, and how to read requests."""
-
-    worker_target: str
-    """`module:attribute` of the flows, as `dex-agents worker` takes it."""
-    worker_cwd: Path
-    """The Worker's working directory (where `worker_target`'s module imports from)."""
-    model_view: ModelView = chat_completions
-    worker_env: Mapping[str, str] = field(default_factory=dict)
-    """Extra environment of the Worker (the model URL and $TOOL_LOG are set already)."""
-
-
-@dataclass
-class MatrixRun:
-    """One test's view of the shared Worker, database, model server and tool-run log."""
-
-    app: MatrixApp
-    client: AgentClient
-    model: ScriptedModelServer
-    tool_log: ToolRunLog
-    worker: WorkerProcess
-    first_request: int
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """The model requests this test caused, in order."""
-        return self.model.requests[self.first_request :]
-
-    def tool_outputs(self, index: int) -> dict[str, str]:
-        return self.app.model_view.tool_outputs(self.requests[index])
-
-    def user_texts(self, index: int) -> list[str]:
-        return self.app.model_view.user_texts(self.requests[index])
-
-    def phases(self, tool: str) -> list[str]:
-        return [entry["phase"] for entry in self.tool_log.entries(tool)]
-
-    def kill_and_restart(self) -> None:
-        """SIGKILL the Worker's process group and start it again: it recovers its Steps."""
-        self.worker.kill()
-        self.worker.start()
-
-
-class MatrixSuite:
+class MatrixSuite(SharedWorkerSuite):
     """The matrix: subclass it as `Test...` with `app = MatrixApp(...)`."""
-
-    app: ClassVar[MatrixApp]
-
-    @pytest.fixture(scope="class", params=BACKENDS)
-    @classmethod
-    def matrix_database(
-        cls, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-    ) -> Iterator[str]:
-        if request.param == "sqlite":
-            yield f"sqlite:///{tmp_path_factory.mktemp('matrix') / 'dex.sqlite'}"
-            return
-        yield from fresh_postgres_database(f"matrix_{cls.__name__}")
-
-    @pytest.fixture(scope="class")
-    @classmethod
-    def matrix_model(cls, matrix_database: str) -> Iterator[ScriptedModelServer]:
-        with ScriptedModelServer() as server:
-            yield server
-
-    @pytest.fixture(scope="class")
-    @classmethod
-    def matrix_tool_log(
-        cls, matrix_database: str, tmp_path_factory: pytest.TempPathFactory
-    ) -> ToolRunLog:
-        return ToolRunLog(tmp_path_factory.mktemp("matrix-tools") / "tools.jsonl")
-
-    @pytest.fixture(scope="class")
-    @classmethod
-    def matrix_worker(
-        cls,
-        matrix_database: str,
-        matrix_model: ScriptedModelServer,
-        matrix_tool_log: ToolRunLog,
-        tmp_path_factory: pytest.TempPathFactory,
-    ) -> Iterator[WorkerProcess]:
-        env = {
-            MODEL_URL_ENV: matrix_model.base_url,
-            "TOOL_LOG": str(matrix_tool_log.path),
-            # For apps whose client reads the environment (the OpenAI SDK's default client).
-            "OPENAI_BASE_URL": matrix_model.base_url,
-            "OPENAI_API_KEY": "test",
-            **cls.app.worker_env,
-        }
-        worker = WorkerProcess(
-            cls.app.worker_target,
-            database_url=matrix_database,
-            cwd=cls.app.worker_cwd,
-            env=env,
-            log_path=tmp_path_factory.mktemp("matrix-worker") / "worker.log",
-        )
-        with worker:
-            yield worker
-
-    @pytest.fixture
-    async def run(
-        self,
-        matrix_database: str,
-        matrix_model: ScriptedModelServer,
-        matrix_tool_log: ToolRunLog,
-        matrix_worker: WorkerProcess,
-    ) -> AsyncIterator[MatrixRun]:
-        if not matrix_worker.running:  # a kill test failed between its kill and its start
-            matrix_worker.start()
-        if matrix_tool_log.path.exists():
-            os.truncate(matrix_tool_log.path, 0)
-        client = AgentClient(matrix_database)
-        try:
-            yield MatrixRun(
-                self.app,
-                client,
-                matrix_model,
-                matrix_tool_log,
-                matrix_worker,
-                len(matrix_model.requests),
-            )
-        finally:
-            await client.close()
-            _drain(matrix_model)
 
     # 1
     async def test_read_tool_turn_has_the_step_shape_and_replays_next_turn(
@@ -631,9 +473,3 @@ def _read_done_and_waiting(read_id: str, write_id: str) -> Callable[[Any], bool]
         )
 
     return holds
-
-
-def _drain(model: ScriptedModelServer) -> None:
-    """Leaves nothing of a failed test for the next one: no held request, no unused reply."""
-    model.release()
-    model.discard_pending()
