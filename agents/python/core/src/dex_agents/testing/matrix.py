@@ -60,9 +60,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import texts
+from ..client import AgentClient
 from ..runner import ToolPolicy
 from .model_server import ScriptedReply, reply_text, reply_tools
-from .scenarios import check_run_model_owns_retries
 from .sessions import events_of, pending_interrupt, step_types, turns_done, wait_until
 from .shared_worker import (
     ModelView,
@@ -457,13 +457,65 @@ class MatrixSuite(SharedWorkerSuite):
         self, run: MatrixRun
     ) -> None:
         """The model answers 500s, which an OpenAI client retries twice by itself: each
-        RunModel attempt is one request, and `framework_retries=True` keeps the client's."""
-        await check_run_model_owns_retries(
-            run.client,
-            run.model,
-            flow_type=FLOW_TYPE,
-            flow_type_with_framework_retries=CLIENT_RETRIES_FLOW_TYPE,
+        RunModel attempt of `Matrix` is exactly one request, and `MatrixClientRetries`
+        (`framework_retries=True`) keeps the client's retries. A 400 is not tried again, and
+        a 429's Retry-After is waited for."""
+        client, model = run.client, run.model
+
+        # Two failures, then an answer: one RunModel Step, three attempts, three requests.
+        model.enqueue(ScriptedReply(status=500), ScriptedReply(status=500), reply_text("Hi."))
+        recovered = await client.start_session_and_wait(FLOW_TYPE, "Hello?", timeout=60)
+        assert (recovered.status, recovered.text) == ("completed", "Hi.")
+        assert len(run.requests) == 3
+
+        # Every attempt fails: three requests, then the failure route ends the turn.
+        model.enqueue(*[ScriptedReply(status=500, text="overloaded")] * 3)
+        failed = await client.start_session_and_wait(FLOW_TYPE, "Hello again?", timeout=60)
+        assert failed.status == "failed" and "overloaded" in (failed.error or "")
+        assert len(run.requests) == 6
+
+        # The client's own retries, left on: one attempt, two requests.
+        model.enqueue(ScriptedReply(status=500), reply_text("Hi there."))
+        retried = await client.start_session_and_wait(
+            CLIENT_RETRIES_FLOW_TYPE, "Hello?", timeout=60
         )
+        assert retried.status == "completed"
+        assert len(run.requests) == 8
+
+        assert await _run_model_attempts(client, recovered.session_id) == [("succeeded", 3)]
+        history = await client.get_step_history(failed.session_id)
+        assert [s.step_type for s in history] == [
+            "StartAgentSession",
+            "RunModel",
+            "RecordTurnFailure",
+            "AwaitUserMessage",
+        ]
+        assert (history[1].status, history[1].attempts) == ("failed", 3)
+        assert history[1].error is not None and "overloaded" in history[1].error
+        snapshot = await client.get_agent_snapshot(failed.session_id)
+        assert snapshot.state is not None and snapshot.state.last_turn_error == failed.error
+        assert await _run_model_attempts(client, retried.session_id) == [("succeeded", 1)]
+
+        # A client error fails the same way on every attempt: one request, then the failure.
+        model.enqueue(ScriptedReply(status=400, text="unknown parameter: temperatura"))
+        refused = await client.start_session_and_wait(FLOW_TYPE, "Hello?", timeout=60)
+        assert refused.status == "failed" and "temperatura" in (refused.error or "")
+        assert len(run.requests) == 9
+        assert await _run_model_attempts(client, refused.session_id) == [("failed", 1)]
+
+        # A rate limit's Retry-After is waited for (the Step's own backoff is 0.5 s).
+        model.enqueue(ScriptedReply(status=429, retry_after=2), reply_text("Now."))
+        limited = await client.start_session_and_wait(FLOW_TYPE, "Hello?", timeout=60)
+        assert (limited.status, limited.text) == ("completed", "Now.")
+        assert len(run.requests) == 11
+        first, second = run.requests[-2:]
+        assert second.received_at - first.received_at >= 2.0
+        assert await _run_model_attempts(client, limited.session_id) == [("succeeded", 2)]
+
+
+async def _run_model_attempts(client: AgentClient, session_id: str) -> list[tuple[str, int]]:
+    history = await client.get_step_history(session_id)
+    return [(s.status, s.attempts) for s in history if s.step_type == "RunModel"]
 
 
 def _read_done_and_waiting(read_id: str, write_id: str) -> Callable[[Any], bool]:
