@@ -237,6 +237,18 @@ def test_empty_queue_is_a_500_and_is_recorded(
     assert len(server.requests) == 2
 
 
+def test_discard_pending_drops_unused_replies_only(
+    server: ScriptedModelServer, client: httpx.Client
+) -> None:
+    server.enqueue(reply_text("used"), reply_text("left over"), reply_text("also left"))
+    assert client.post("/chat/completions", json={"messages": []}).status_code == 200
+
+    assert server.discard_pending() == 2
+    assert server.pending == 0
+    assert client.post("/chat/completions", json={"messages": []}).status_code == 500
+    assert len(server.requests) == 2  # what was received stays recorded
+
+
 def test_scripted_error_status_and_unknown_route(
     server: ScriptedModelServer, client: httpx.Client
 ) -> None:

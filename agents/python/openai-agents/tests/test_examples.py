@@ -9,8 +9,7 @@ from pathlib import Path
 from dex_agents.testing import ScriptedModelServer
 from dex_agents.testing.model_server import load_script
 from dex_agents.testing.processes import run_example
-
-from .helpers import tool_outputs
+from dex_agents.testing.shared_worker import responses
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "openai_agents_handoff"
 
@@ -49,7 +48,7 @@ def test_the_triage_agent_hands_off_to_the_specialist(
         "You answer questions about deliveries",
         "You are the first contact of an online shop's support",
     ]
-    assert tool_outputs(model, 2) == {
+    assert responses.tool_outputs(model.requests[2]) == {
         "call-1": '{"assistant": "Shipping"}',
         "call-2": '{"carrier": "ParcelCo", "status": "out for delivery", "eta": "today"}',
     }

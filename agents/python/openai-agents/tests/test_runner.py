@@ -28,6 +28,7 @@ from dex_agents.runner import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import Reject, RunnerDriver
 from dex_agents.testing.model_server import (
     ScriptedModelServer,
     ScriptedUsage,
@@ -45,8 +46,6 @@ from dex_agents_openai_agents import (
     current_tool_execution,
 )
 from dex_agents_openai_agents.items import decode_item
-
-from .turns import FakeSession, approved_record
 
 MODEL = "gpt-test"
 
@@ -106,7 +105,7 @@ async def test_read_tool_turn_defers_the_call_and_resumes_with_its_result(
     original_invoke = tool.on_invoke_tool
     agent = Agent(name="Support", instructions="Help.", tools=[tool], model=MODEL)
     runner = OpenAIAgentsRunner(agent, run_config=run_config)
-    session = FakeSession(runner, tool_policies={"get_weather": ToolPolicy(effect="read")})
+    session = RunnerDriver(runner, tool_policies={"get_weather": ToolPolicy(effect="read")})
     server.enqueue(
         reply_tools(("call_1", "get_weather", {"city": "Paris"})), reply_text("It is sunny.")
     )
@@ -125,7 +124,7 @@ async def test_read_tool_turn_defers_the_call_and_resumes_with_its_result(
     assert json.loads(call.tool_source_reference or "") == {"agent": "Support"}
     assert requested.usage == AgentUsage(model_calls=1, input_tokens=10, output_tokens=5)
 
-    records = await session.run_tools(turn_id, requested, None)
+    records = await session.run_tools(turn_id, requested)
     assert log.calls == [("get_weather", {"city": "Paris", "key": "session-1/turn-1/call_1"})]
 
     completed = await session.model_step(turn_id, requested.framework_run_state, records)
@@ -153,7 +152,7 @@ async def test_history_replays_as_sdk_input_items(
     server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
 ) -> None:
     agent = Agent(name="Support", tools=[weather_tool(log)], model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(
         reply_tools(("call_1", "get_weather", {"city": "Paris"})),
         reply_text("It is sunny."),
@@ -181,7 +180,7 @@ async def test_the_run_state_keeps_the_stored_history_out_and_restores_it(
     server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
 ) -> None:
     agent = Agent(name="Support", tools=[weather_tool(log)], model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(
         reply_text("Hello."),
         reply_tools(("call_1", "get_weather", {"city": "Paris"})),
@@ -216,14 +215,14 @@ async def test_a_run_state_holding_its_history_still_resumes(
     server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
 ) -> None:
     agent = Agent(name="Support", tools=[weather_tool(log)], model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(
         reply_tools(("call_1", "get_weather", {"city": "Paris"})), reply_text("It is sunny.")
     )
     turn_id = session.start_turn("Weather in Paris?")
     requested = await session.model_step(turn_id, None, [])
     assert isinstance(requested, ToolCallsRequested)
-    records = await session.run_tools(turn_id, requested, None)
+    records = await session.run_tools(turn_id, requested)
 
     # As a Worker before version 2 wrote it: the original input inline, no history_through.
     saved = json.loads(requested.framework_run_state)
@@ -241,7 +240,7 @@ async def test_rejected_call_never_runs_and_the_model_sees_the_rejection(
     server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
 ) -> None:
     agent = Agent(name="Support", tools=[email_tool(log)], model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(
         reply_tools(("call_a", "send_email", {"to": "a@x", "body": "hi"})),
         reply_text("Not sent."),
@@ -249,8 +248,8 @@ async def test_rejected_call_never_runs_and_the_model_sees_the_rejection(
         reply_text("Not sent either."),
     )
 
-    await session.turn("mail a", decide=lambda record: "Do not email a.")
-    await session.turn("mail b", decide=lambda record: "")
+    await session.turn("mail a", decide=lambda record: Reject("Do not email a."))
+    await session.turn("mail b", decide=lambda record: "reject")
 
     assert log.calls == []
     assert outputs_by_call(input_items(server, 1)) == {"call_a": "Do not email a."}
@@ -265,7 +264,7 @@ async def test_failed_and_unknown_outcomes_reach_the_model_as_dex_texts(
     server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
 ) -> None:
     agent = Agent(name="Support", tools=[weather_tool(log), email_tool(log)], model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(
         reply_tools(
             ("call_1", "get_weather", {"city": "Oslo"}),
@@ -277,9 +276,7 @@ async def test_failed_and_unknown_outcomes_reach_the_model_as_dex_texts(
     requested = await session.model_step(turn_id, None, [])
     assert isinstance(requested, ToolCallsRequested)
     assert len(requested.tool_calls) == 2  # parallel calls of one response
-    weather, email = (
-        approved_record(turn_id, call, index) for index, call in enumerate(requested.tool_calls)
-    )
+    weather, email = (session.approved_record(turn_id, call) for call in requested.tool_calls)
     records = [
         weather.model_copy(update={"status": "failed", "error": "city service down"}),
         email.model_copy(update={"status": "outcome_unknown", "error": "worker died"}),
@@ -306,15 +303,15 @@ async def test_tool_errors_fail_the_step_or_reach_the_model(
     )
     for agent, expected in ((visible, ToolExecutionError), (crashing, ConnectionError)):
         agent.model = MODEL
-        session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+        session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
         turn_id = session.start_turn("mail")
         requested = await session.model_step(turn_id, None, [])
         assert isinstance(requested, ToolCallsRequested)
-        record = approved_record(turn_id, requested.tool_calls[0], 0)
+        record = session.approved_record(turn_id, requested.tool_calls[0])
         # The SDK's default formatter would turn any exception into a tool result; in a tool
         # Step only ToolExecutionError is model-visible, anything else fails the attempt.
         with pytest.raises(expected):
-            await session.runner.execute_deferred_tool_call(session.execution(turn_id, record))
+            await session.runner.execute_deferred_tool_call(session.execution(record))
     assert log.count("send_email") == 2
 
 
@@ -351,7 +348,7 @@ async def test_policies_from_tool_metadata_and_overrides(
         weather_tool(log),
     ]
     agent = Agent(name="Support", tools=tools, model=MODEL)
-    session = FakeSession(
+    session = RunnerDriver(
         OpenAIAgentsRunner(agent, run_config=run_config),
         tool_policies={"upsert": ToolPolicy(requires_approval=True)},
         default_tool_effect="idempotent_write",
@@ -397,7 +394,7 @@ async def test_handoff_runs_inside_the_model_step_and_keeps_the_new_agent(
         handoffs=[handoff(billing)],
         model=MODEL,
     )
-    session = FakeSession(OpenAIAgentsRunner(triage, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(triage, run_config=run_config))
     server.enqueue(
         reply_tools(("call_h", "transfer_to_billing", {})),
         reply_tools(("call_r", "refund", {"order_id": "o-7"})),
@@ -417,7 +414,7 @@ async def test_handoff_runs_inside_the_model_step_and_keeps_the_new_agent(
     ]
     [call] = requested.tool_calls
     assert json.loads(call.tool_source_reference or "") == {"agent": "Billing"}
-    records = await session.run_tools(turn_id, requested, None)
+    records = await session.run_tools(turn_id, requested)
     assert log.calls == [("refund", {"order_id": "o-7"})]
 
     # A fresh runner (another Worker process) resumes with Billing as the current agent.
@@ -445,9 +442,9 @@ async def test_input_guardrail_trip_ends_the_turn_with_an_error(
     agent = Agent(
         name="Support", tools=[weather_tool(log)], input_guardrails=[no_secrets], model=MODEL
     )
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
 
-    completed = await session.turn("my password is hunter2")
+    completed = (await session.turn("my password is hunter2")).final
 
     assert completed.turn_error == "input guardrail 'no_secrets' tripped"
     assert completed.new_messages == ()
@@ -467,9 +464,9 @@ async def test_input_guardrails_run_in_the_first_model_step_only(
 
     agent = Agent(name="Support", tools=[weather_tool(log)], input_guardrails=[counting])
     agent.model = MODEL
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(reply_tools(("call_2", "get_weather", {"city": "Rome"})), reply_text("Warm."))
-    finished = await session.turn("weather in Rome?")
+    finished = (await session.turn("weather in Rome?")).final
 
     assert finished.turn_error is None
     assert len(server.requests) == 2
@@ -491,10 +488,10 @@ async def test_structured_output_and_model_settings(
         model=MODEL,
         model_settings=ModelSettings(temperature=0.25, max_tokens=300),
     )
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(reply_text('{"category": "billing", "priority": 2}'))
 
-    completed = await session.turn("My invoice is wrong")
+    completed = (await session.turn("My invoice is wrong")).final
 
     body = server.requests[0].body
     assert body["temperature"] == 0.25
@@ -509,13 +506,13 @@ async def test_usage_and_streamed_deltas(
     server: ScriptedModelServer, run_config: RunConfig
 ) -> None:
     agent = Agent(name="Support", model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     usage = ScriptedUsage(
         input_tokens=120, output_tokens=40, cached_input_tokens=100, reasoning_tokens=16
     )
     server.enqueue(reply_text("Hello there, friend.", reasoning="Greet them.", usage=usage))
 
-    completed = await session.turn("hi")
+    completed = (await session.turn("hi")).final
 
     assert completed.usage == AgentUsage(
         model_calls=1,
@@ -550,7 +547,7 @@ async def test_context_factory_builds_the_context_of_every_step(
         return f"The user is {ctx.context['user']}."
 
     agent = Agent(name="Support", instructions=instructions, tools=[whoami], model=MODEL)
-    session = FakeSession(
+    session = RunnerDriver(
         OpenAIAgentsRunner(agent, context_factory=make_context, run_config=run_config)
     )
     server.enqueue(reply_tools(("call_1", "whoami", {})), reply_text("You are Ada."))
@@ -582,7 +579,7 @@ async def test_tool_guardrails_run_in_the_tool_step(
         return "sent"
 
     agent = Agent(name="Support", tools=[send_email], model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(
         reply_tools(
             ("c1", "send_email", {"to": "bob@acme.com"}), ("c2", "send_email", {"to": "al@ok.com"})
@@ -603,7 +600,7 @@ async def test_unfinished_turn_messages_answer_every_call(
     server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
 ) -> None:
     agent = Agent(name="Support", tools=[weather_tool(log), email_tool(log)], model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(
         reply_tools(
             ("call_1", "get_weather", {"city": "Oslo"}),
@@ -615,7 +612,7 @@ async def test_unfinished_turn_messages_answer_every_call(
     requested = await session.model_step(turn_id, None, [])
     assert isinstance(requested, ToolCallsRequested)
     records = await session.run_tools(
-        turn_id, requested, lambda r: "no" if r.tool_name == "send_email" else None
+        turn_id, requested, lambda r: Reject("no") if r.tool_name == "send_email" else "run"
     )
 
     context = session.context(turn_id, requested.framework_run_state, records)
@@ -638,7 +635,7 @@ async def test_malformed_arguments_fail_the_call_without_running_the_tool(
     server: ScriptedModelServer, run_config: RunConfig, log: ToolLog
 ) -> None:
     agent = Agent(name="Support", tools=[weather_tool(log)], model=MODEL)
-    session = FakeSession(OpenAIAgentsRunner(agent, run_config=run_config))
+    session = RunnerDriver(OpenAIAgentsRunner(agent, run_config=run_config))
     server.enqueue(reply_tools(("call_1", "get_weather", "{not json")), reply_text("Sorry."))
 
     await session.turn("weather?")
@@ -663,9 +660,11 @@ async def test_output_guardrail_trip_and_max_turns_end_the_turn_with_an_error(
         reply_tools(("call_2", "get_weather", {"city": "Rome"})),
     )
 
-    blocked = await FakeSession(OpenAIAgentsRunner(guarded, run_config=run_config)).turn("hi")
-    looping = FakeSession(OpenAIAgentsRunner(limited, run_config=run_config, max_turns=1))
-    stopped = await looping.turn("weather?")
+    blocked = (
+        await RunnerDriver(OpenAIAgentsRunner(guarded, run_config=run_config)).turn("hi")
+    ).final
+    looping = RunnerDriver(OpenAIAgentsRunner(limited, run_config=run_config, max_turns=1))
+    stopped = (await looping.turn("weather?")).final
 
     assert blocked.turn_error == "output guardrail 'no_refund_promises' tripped"
     assert blocked.new_messages == ()

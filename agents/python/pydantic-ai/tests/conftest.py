@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dex_agents.testing import ScriptedModelServer, ToolRunLog
+from dex_agents.testing import RunnerDriver, ScriptedModelServer, ToolRunLog
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 
 from .apps.agents import AppDeps, build_triage_agent, deps_factory, scripted_model
-from .driver import Driver
 
 pytest_plugins = ["dex_agents.testing.fixtures"]
 
@@ -34,5 +33,5 @@ def triage_runner(model: ScriptedModelServer, tool_log: ToolRunLog) -> PydanticA
 
 
 @pytest.fixture
-def driver(triage_runner: PydanticAiRunner[AppDeps]) -> Driver:
-    return Driver(triage_runner)
+def driver(triage_runner: PydanticAiRunner[AppDeps]) -> RunnerDriver:
+    return RunnerDriver(triage_runner)

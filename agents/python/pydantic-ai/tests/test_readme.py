@@ -17,12 +17,17 @@ from types import ModuleType
 import pytest
 from dex_agents import AgentClient, FlowTypeNotHostedWarning
 from dex_agents.runner import ToolCallsRequested, ToolPolicy
-from dex_agents.testing import ScriptedModelServer, WorkerProcess, reply_text, reply_tools
+from dex_agents.testing import (
+    RunnerDriver,
+    ScriptedModelServer,
+    WorkerProcess,
+    reply_text,
+    reply_tools,
+)
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 
 from .apps.agents import scripted_model
-from .driver import Driver
 
 README = Path(__file__).parent.parent / "README.md"
 ROOT_README = Path(__file__).resolve().parents[4] / "README.md"
@@ -49,7 +54,7 @@ async def test_the_readme_example_runs(
     runner = PydanticAiRunner(
         app.agent, deps_factory=app.build_deps, model=scripted_model(model.base_url)
     )
-    driver = Driver(runner, tool_policies=dict(flow.options.tool_policies))
+    driver = RunnerDriver(runner, tool_policies=dict(flow.options.tool_policies))
     model.enqueue(
         reply_tools(
             ("s1", "order_status", {"order_id": "o-1"}),

@@ -16,6 +16,9 @@ from dex_agents.runner import (
     UnfinishedTurnMessageBuilder,
 )
 from dex_agents.testing import (
+    Decision,
+    RecordingEvents,
+    RunnerDriver,
     ScriptedModelServer,
     ScriptedUsage,
     ToolRunLog,
@@ -46,7 +49,6 @@ from .apps.agents import (
     deps_factory,
     scripted_model,
 )
-from .driver import Decision, Driver, EventLog
 
 
 def sent_messages(model: ScriptedModelServer, index: int) -> list[dict[str, Any]]:
@@ -68,7 +70,7 @@ def test_runner_implements_the_protocols(triage_runner: PydanticAiRunner[AppDeps
 
 
 async def test_text_answer_is_one_model_call_with_streamed_text_and_usage(
-    driver: Driver, model: ScriptedModelServer
+    driver: RunnerDriver, model: ScriptedModelServer
 ) -> None:
     model.enqueue(reply_text("Hello Ada.", usage=ScriptedUsage(input_tokens=42, output_tokens=7)))
 
@@ -94,7 +96,7 @@ async def test_text_answer_is_one_model_call_with_streamed_text_and_usage(
 
 
 async def test_cached_and_reasoning_tokens_reach_usage(
-    driver: Driver, model: ScriptedModelServer
+    driver: RunnerDriver, model: ScriptedModelServer
 ) -> None:
     model.enqueue(
         reply_text(
@@ -112,7 +114,7 @@ async def test_cached_and_reasoning_tokens_reach_usage(
 
 
 async def test_system_prompts_dynamic_prompt_and_instructions_reach_every_model_call(
-    driver: Driver, model: ScriptedModelServer
+    driver: RunnerDriver, model: ScriptedModelServer
 ) -> None:
     model.enqueue(reply_text("one"), reply_text("two"))
 
@@ -127,7 +129,7 @@ async def test_system_prompts_dynamic_prompt_and_instructions_reach_every_model_
 
 
 async def test_read_tool_is_deferred_then_runs_in_its_own_step(
-    driver: Driver, model: ScriptedModelServer, tool_log: ToolRunLog
+    driver: RunnerDriver, model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     model.enqueue(
         reply_tools(("call_1", "get_weather", {"city": "Paris"})), reply_text("It is sunny.")
@@ -158,7 +160,9 @@ async def test_read_tool_is_deferred_then_runs_in_its_own_step(
     assert json.loads(result.new_messages[0].tool_arguments or "") == {"city": "Paris"}
 
 
-async def test_history_replays_on_the_next_turn(driver: Driver, model: ScriptedModelServer) -> None:
+async def test_history_replays_on_the_next_turn(
+    driver: RunnerDriver, model: ScriptedModelServer
+) -> None:
     model.enqueue(
         reply_tools(("call_1", "get_weather", {"city": "Paris"})),
         reply_text("It is sunny."),
@@ -180,7 +184,7 @@ async def test_a_sessions_parsed_history_is_reused_and_never_changed_by_a_run(
     triage_runner: PydanticAiRunner[AppDeps], model: ScriptedModelServer
 ) -> None:
     memo = FrameworkItemCache()
-    driver = Driver(triage_runner, framework_items=memo)
+    driver = RunnerDriver(triage_runner, framework_items=memo)
     model.enqueue(
         reply_tools(
             ("call_1", "get_weather", {"city": "Paris"}),
@@ -208,7 +212,7 @@ async def test_a_sessions_parsed_history_is_reused_and_never_changed_by_a_run(
 
 
 async def test_parallel_calls_keep_the_model_order_and_replay_as_one_response(
-    driver: Driver, model: ScriptedModelServer, tool_log: ToolRunLog
+    driver: RunnerDriver, model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     model.enqueue(
         reply_tools(
@@ -250,7 +254,7 @@ async def test_parallel_calls_keep_the_model_order_and_replay_as_one_response(
 
 
 async def test_final_records_reach_the_model_as_the_spec_texts(
-    driver: Driver, model: ScriptedModelServer, tool_log: ToolRunLog
+    driver: RunnerDriver, model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     model.enqueue(
         reply_tools(
@@ -287,7 +291,7 @@ async def test_final_records_reach_the_model_as_the_spec_texts(
 
 
 async def test_policies_come_from_metadata_approval_flags_and_overrides(
-    driver: Driver, model: ScriptedModelServer
+    driver: RunnerDriver, model: ScriptedModelServer
 ) -> None:
     driver.tool_policies["update_ticket"] = ToolPolicy(requires_approval=True)
     model.enqueue(
@@ -312,7 +316,7 @@ async def test_policies_come_from_metadata_approval_flags_and_overrides(
 
 
 async def test_approved_write_runs_with_tool_call_approved_and_the_idempotency_key(
-    driver: Driver, model: ScriptedModelServer, tool_log: ToolRunLog
+    driver: RunnerDriver, model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     model.enqueue(
         reply_tools(("c1", "send_email", {"to": "a@b.c", "body": "hi"})), reply_text("Sent.")
@@ -326,7 +330,7 @@ async def test_approved_write_runs_with_tool_call_approved_and_the_idempotency_k
 
 
 async def test_a_policy_can_waive_a_declared_approval(
-    driver: Driver, model: ScriptedModelServer, tool_log: ToolRunLog
+    driver: RunnerDriver, model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     driver.tool_policies["send_email"] = ToolPolicy(requires_approval=False)
     model.enqueue(
@@ -341,7 +345,7 @@ async def test_a_policy_can_waive_a_declared_approval(
 
 
 async def test_approval_asked_at_run_time_fails_unless_the_policy_requires_it(
-    driver: Driver, model: ScriptedModelServer, tool_log: ToolRunLog
+    driver: RunnerDriver, model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     driver.tool_policies["refund"] = ToolPolicy(
         effect="non_idempotent_write", requires_approval=False
@@ -364,7 +368,7 @@ async def test_approval_asked_at_run_time_fails_unless_the_policy_requires_it(
 
 
 async def test_sync_tool_sees_the_idempotency_key_and_model_retry_is_a_failure(
-    driver: Driver, model: ScriptedModelServer, tool_log: ToolRunLog
+    driver: RunnerDriver, model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     model.enqueue(
         reply_tools(
@@ -384,7 +388,7 @@ async def test_sync_tool_sees_the_idempotency_key_and_model_retry_is_a_failure(
 
 
 async def test_invalid_arguments_continue_the_turn_with_one_model_call_per_step(
-    driver: Driver, model: ScriptedModelServer, tool_log: ToolRunLog
+    driver: RunnerDriver, model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     model.enqueue(
         reply_tools(("bad", "get_weather", {"town": "Paris"})),
@@ -418,7 +422,7 @@ async def test_retry_rounds_are_bounded(model: ScriptedModelServer, tool_log: To
         deps_factory=deps_factory(tool_log.path),
         max_retry_rounds=1,
     )
-    driver = Driver(runner)
+    driver = RunnerDriver(runner)
     model.enqueue(
         reply_tools(("o1", "final_result", {"category": "billing"})),
         reply_tools(("o2", "final_result", {"category": "billing"})),
@@ -443,7 +447,7 @@ async def test_structured_output_and_a_tool(
     runner = PydanticAiRunner(
         build_ticket_agent(scripted_model(model.base_url)), deps_factory=deps_factory(tool_log.path)
     )
-    driver = Driver(runner, default_tool_effect="read")
+    driver = RunnerDriver(runner, default_tool_effect="read")
     model.enqueue(
         reply_tools(("k1", "known_categories", {})),
         reply_tools(("o1", "final_result", {"category": "billing", "priority": 2})),
@@ -462,7 +466,7 @@ async def test_structured_output_and_a_tool(
 
 
 async def test_unfinished_turn_messages_keep_the_transcript_with_a_result_per_call(
-    driver: Driver, model: ScriptedModelServer
+    driver: RunnerDriver, model: ScriptedModelServer
 ) -> None:
     model.enqueue(
         reply_tools(
@@ -472,7 +476,7 @@ async def test_unfinished_turn_messages_keep_the_transcript_with_a_result_per_ca
     driver.append("turn-1", driver.runner.build_user_message("go"))
     requested = await driver.runner.run_model_step(driver.context("turn-1", None, []))
     assert isinstance(requested, ToolCallsRequested)
-    records = [driver.record("turn-1", call, i) for i, call in enumerate(requested.tool_calls)]
+    records = [driver.approved_record("turn-1", call) for call in requested.tool_calls]
     records = [
         await driver.execute(records[0]),
         records[1].model_copy(update={"status": "rejected", "rejection_message": "no"}),
@@ -514,13 +518,13 @@ def test_output_validators_need_deferred_tool_requests_in_the_output_type(
 
 
 async def test_tool_failed_is_a_failure_and_other_errors_fail_the_attempt(
-    driver: Driver, model: ScriptedModelServer
+    driver: RunnerDriver, model: ScriptedModelServer
 ) -> None:
     model.enqueue(reply_tools(("c1", "check_stock", {"item": "lamp"})))
     driver.append("turn-1", driver.runner.build_user_message("stock?"))
     requested = await driver.runner.run_model_step(driver.context("turn-1", None, []))
     assert isinstance(requested, ToolCallsRequested)
-    record = driver.record("turn-1", requested.tool_calls[0], 0)
+    record = driver.approved_record("turn-1", requested.tool_calls[0])
 
     failed = await driver.execute(record)
     assert (failed.status, failed.error) == ("failed", "lamp is out of stock")
@@ -542,7 +546,7 @@ async def test_deps_factory_sees_each_step_and_may_be_async(
     runner = PydanticAiRunner(
         build_triage_agent(scripted_model(model.base_url)), deps_factory=factory
     )
-    driver = Driver(runner, flow_id="session-9")
+    driver = RunnerDriver(runner, flow_id="session-9")
     model.enqueue(reply_tools(("c1", "get_weather", {"city": "Rome"})), reply_text("Warm."))
 
     await driver.turn("Rome?")
@@ -564,7 +568,7 @@ async def test_model_settings_reach_the_request_and_streaming_can_be_off(
         scripted_model(model.base_url),
         model_settings={"temperature": 0.25, "max_tokens": 64},
     )
-    driver = Driver(PydanticAiRunner(agent, stream=False))
+    driver = RunnerDriver(PydanticAiRunner(agent, stream=False))
     model.enqueue(reply_text("Calm."))
 
     result = await driver.turn("hi")
@@ -576,7 +580,7 @@ async def test_model_settings_reach_the_request_and_streaming_can_be_off(
 
 
 def test_thinking_streams_as_reasoning_deltas() -> None:
-    events = EventLog()
+    events = RecordingEvents()
     for event in (
         PartStartEvent(index=0, part=ThinkingPart("Let me ")),
         PartDeltaEvent(index=0, delta=ThinkingPartDelta(content_delta="think.")),
@@ -598,7 +602,7 @@ async def test_external_tools_fail_in_a_tool_step_without_running(
 ) -> None:
     outside = ExternalToolset([ToolDefinition(name="ask_manager", metadata={"effect": "read"})])
     agent = Agent(scripted_model(model.base_url), toolsets=[outside])
-    driver = Driver(PydanticAiRunner(agent))
+    driver = RunnerDriver(PydanticAiRunner(agent))
     driver.tool_policies["ask_manager"] = ToolPolicy(requires_approval=approval)
     model.enqueue(reply_tools(("m1", "ask_manager", {})), reply_text("No answer."))
 

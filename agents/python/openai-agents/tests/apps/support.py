@@ -7,10 +7,8 @@ ToolRunLog at $TOOL_LOG, so a test can count runs across Worker processes.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-from datetime import timedelta
 from typing import Any
 
 from agents import (
@@ -48,35 +46,10 @@ def get_weather(ctx: RunContextWrapper[dict[str, str]], city: str) -> str:
 
 
 @function_tool
-def set_thermostat(celsius: float) -> str:
-    """Set the thermostat."""
-    LOG.record("set_thermostat", celsius=celsius, key=_key())
-    return f"thermostat set to {celsius}"
-
-
-@function_tool
 def send_email(to: str, body: str) -> str:
     """Send an email."""
     LOG.record("send_email", to=to, key=_key())
     return f"sent to {to}"
-
-
-@function_tool
-async def slow_read(seconds: float) -> str:
-    """A read that takes a while."""
-    LOG.record("slow_read", phase="started")
-    await asyncio.sleep(seconds)
-    LOG.record("slow_read", phase="finished")
-    return "read done"
-
-
-@function_tool
-async def slow_write(seconds: float) -> str:
-    """A single-attempt write that takes effect at once and then takes a while."""
-    LOG.record("slow_write", phase="started", key=_key())
-    await asyncio.sleep(seconds)
-    LOG.record("slow_write", phase="finished")
-    return "written"
 
 
 @function_tool
@@ -120,7 +93,7 @@ billing = Agent(
 support = Agent(
     name="Support",
     instructions="You are a support agent.",
-    tools=[get_weather, set_thermostat, send_email, slow_read, slow_write, lookup_order],
+    tools=[get_weather, send_email, lookup_order],
     handoffs=[handoff(billing)],
     input_guardrails=[no_passwords],
     model=MODEL,
@@ -129,12 +102,9 @@ classifier = Agent(name="Classifier", instructions="Classify.", output_type=Tick
 
 POLICIES = {
     "get_weather": ToolPolicy(effect="read"),
-    "slow_read": ToolPolicy(effect="read"),
     "lookup_order": ToolPolicy(effect="read"),
-    "set_thermostat": ToolPolicy(effect="idempotent_write"),
     "refund": ToolPolicy(effect="idempotent_write"),
     "send_email": ToolPolicy(effect="non_idempotent_write"),
-    "slow_write": ToolPolicy(effect="non_idempotent_write", requires_approval=False),
 }
 
 
@@ -148,17 +118,7 @@ def _run_config() -> RunConfig:
 
 
 def _options() -> AgentSessionOptions:
-    deadline = float(os.environ.get("APPROVAL_DEADLINE_SECONDS", "0"))
-    return AgentSessionOptions(
-        tool_policies=POLICIES,
-        interrupt_deadline=timedelta(seconds=deadline) if deadline else None,
-    )
-
-
-def _own_client_run_config() -> RunConfig:
-    """An application's client, with the OpenAI client's default retries (2)."""
-    client = AsyncOpenAI(base_url=os.environ[MODEL_URL_ENV], api_key="test")
-    return RunConfig(model_provider=OpenAIProvider(openai_client=client))
+    return AgentSessionOptions(tool_policies=POLICIES)
 
 
 def flows() -> list[AgentSessionFlow]:
@@ -172,21 +132,5 @@ def flows() -> list[AgentSessionFlow]:
         AgentSessionFlow(
             OpenAIAgentsRunner(classifier, context_factory=_context, run_config=run_config),
             flow_type="Classifier",
-        ),
-        # No run_config: the SDK's default client, from OPENAI_BASE_URL and OPENAI_API_KEY.
-        AgentSessionFlow(
-            OpenAIAgentsRunner(support, context_factory=_context),
-            flow_type="DefaultClientAgent",
-            options=_options(),
-        ),
-        AgentSessionFlow(
-            OpenAIAgentsRunner(
-                support,
-                context_factory=_context,
-                run_config=_own_client_run_config(),
-                framework_retries=True,
-            ),
-            flow_type="ClientRetriesAgent",
-            options=_options(),
         ),
     ]

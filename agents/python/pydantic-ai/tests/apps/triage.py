@@ -7,7 +7,6 @@ server the test started; its URL and the tool-run log path come from the environ
 from __future__ import annotations
 
 import os
-from datetime import timedelta
 
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolPolicy
 from dex_agents.testing import MODEL_URL_ENV
@@ -18,7 +17,6 @@ from .agents import build_ticket_agent, build_triage_agent, deps_factory, script
 
 model = scripted_model(os.environ[MODEL_URL_ENV])
 deps = deps_factory(os.environ["TOOL_LOG"])
-deadline_seconds = float(os.environ.get("APPROVAL_DEADLINE_SECONDS", "0"))
 
 flows = [
     AgentSessionFlow(
@@ -28,17 +26,11 @@ flows = [
             tool_policies={
                 "charge_card": ToolPolicy(effect="non_idempotent_write", requires_approval=False)
             },
-            interrupt_deadline=timedelta(seconds=deadline_seconds) if deadline_seconds else None,
         ),
     ),
     AgentSessionFlow(
         PydanticAiRunner(build_ticket_agent(model), deps_factory=deps),
         flow_type="TicketAgent",
         options=AgentSessionOptions(default_tool_effect="read"),
-    ),
-    # The same agent with the OpenAI client's own retries left on.
-    AgentSessionFlow(
-        PydanticAiRunner(build_triage_agent(model), deps_factory=deps, framework_retries=True),
-        flow_type="TriageAgentClientRetries",
     ),
 ]

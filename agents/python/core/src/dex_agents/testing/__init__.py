@@ -1,7 +1,9 @@
 """Test and demo helpers: a scripted model server, a scripted runner, real Worker and
-server processes."""
+server processes, an in-memory runner driver, and waits on a session. The adapters' spec
+matrix is `dex_agents.testing.matrix` (it imports pytest)."""
 
 from ..tool_context import current_tool_execution
+from .driver import Decide, Decision, RecordingEvents, Reject, RunnerDriver, TurnResult
 from .model_server import (
     RecordedRequest,
     ScriptedModelServer,
@@ -13,11 +15,17 @@ from .model_server import (
 )
 from .processes import ServeProcess, WorkerProcess
 from .scripted_runner import MODEL_URL_ENV, ScriptedRunner
+from .sessions import events_of, pending_interrupt, step_types, turns_done, wait_until
 from .tool_log import ToolRunLog
 
 __all__ = [
     "MODEL_URL_ENV",
+    "Decide",
+    "Decision",
     "RecordedRequest",
+    "RecordingEvents",
+    "Reject",
+    "RunnerDriver",
     "ScriptedModelServer",
     "ScriptedReply",
     "ScriptedRunner",
@@ -25,8 +33,14 @@ __all__ = [
     "ScriptedUsage",
     "ServeProcess",
     "ToolRunLog",
+    "TurnResult",
     "WorkerProcess",
     "current_tool_execution",
+    "events_of",
+    "pending_interrupt",
     "reply_text",
     "reply_tools",
+    "step_types",
+    "turns_done",
+    "wait_until",
 ]

@@ -320,6 +320,13 @@ class ScriptedModelServer:
         with self._lock:
             self._replies.extend(replies)
 
+    def discard_pending(self) -> int:
+        """Drops the replies no request used yet; returns how many there were."""
+        with self._lock:
+            count = len(self._replies)
+            self._replies.clear()
+            return count
+
     @property
     def requests(self) -> list[RecordedRequest]:
         with self._lock:

@@ -1,4 +1,4 @@
-"""Waits and readers shared by the integration tests."""
+"""Waits and readers for tests that watch a session through an `AgentClient`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dex_agents import AgentClient
-from dex_agents.testing import ScriptedModelServer
-from dex_agents.types import AgentSnapshot
+from ..client import AgentClient
+from ..types import AgentSnapshot
 
 
 def turns_done(count: int) -> Callable[[AgentSnapshot], bool]:
@@ -22,35 +21,25 @@ def turns_done(count: int) -> Callable[[AgentSnapshot], bool]:
 
 
 def pending_interrupt(interrupt_id: str) -> Callable[[AgentSnapshot], bool]:
+    """The session waits for the interrupt `interrupt_id` (a tool call's ID for approvals)."""
     return lambda s: any(i.interrupt_id == interrupt_id for i in s.pending_interrupts)
 
 
 async def step_types(client: AgentClient, session_id: str) -> list[str]:
+    """The session's Step types, in the order of its Step history."""
     return [step.step_type for step in await client.get_step_history(session_id)]
 
 
 async def events_of(client: AgentClient, session_id: str, type: str) -> list[dict[str, Any]]:
+    """The payloads of the session's events of one type, in order."""
     events = await client.read_events(session_id)
     return [json.loads(e.payload) for e in events if e.type == type]
 
 
-def model_input(model: ScriptedModelServer, request_index: int) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = model.requests[request_index].body["input"]
-    return items
-
-
-def tool_outputs(model: ScriptedModelServer, request_index: int) -> dict[str, Any]:
-    """The tool results the model saw in one Responses request, by call ID."""
-    return {
-        item["call_id"]: item["output"]
-        for item in model_input(model, request_index)
-        if item.get("type") == "function_call_output"
-    }
-
-
 def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    """Polls `condition` (every 10 ms) until it holds; TimeoutError after `timeout` s."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what or condition}")
-        time.sleep(0.02)
+        time.sleep(0.01)
