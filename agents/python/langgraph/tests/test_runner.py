@@ -205,3 +205,19 @@ async def test_turn_completed_has_no_tool_calls_left(
     model.enqueue(reply_text("Fine."))
     result = await driver.turn("Hi")
     assert isinstance(result.final, TurnCompleted)
+
+
+async def test_the_stored_run_state_does_not_grow_with_the_session(
+    driver: RunnerDriver, model: ScriptedModelServer
+) -> None:
+    sizes: list[int] = []
+    for turn in range(10):
+        model.enqueue(reply_tools((f"c{turn}", "get_weather", {"city": "Paris" * 40})))
+        model.enqueue(reply_text("Sunny, " + "very " * 60 + "sunny."))
+        result = await driver.turn(f"Weather, question {turn:02d}? " + "please " * 40)
+        requested = result.outcomes[0]
+        assert isinstance(requested, ToolCallsRequested)
+        sizes.append(len(requested.framework_run_state))
+    # Ten turns of ~1 KB each are in the history; the run state stays the size of one turn.
+    assert max(sizes) - min(sizes) < 64, sizes
+    assert len(driver.messages) == 40

@@ -103,7 +103,8 @@ class LangGraphRunner:
             run_input, input_count = {"messages": history}, len(history)
         else:
             saved = _RunState.from_json(turn.framework_run_state)
-            saver = TurnCheckpointSaver.load(saved.checkpoints)
+            history = stored_messages(turn, turn.messages[: saved.input_count])
+            saver = TurnCheckpointSaver.load(saved.checkpoints, history)
             run_input, input_count = _resume(saved, turn.tool_calls), saved.input_count
         graph = self._graph.copy({"checkpointer": saver})
         await self._stream(turn, graph, run_input, config)
@@ -115,7 +116,7 @@ class LangGraphRunner:
         if snapshot.interrupts:
             calls = [self._deferred_call(turn, i) for i in snapshot.interrupts]
             state = _RunState(
-                saver.dump(),
+                saver.dump(input_count),
                 input_count,
                 {c.tool_call_id: i.id for c, i in zip(calls, snapshot.interrupts, strict=True)},
             )
@@ -155,7 +156,8 @@ class LangGraphRunner:
         if turn.framework_run_state is None:
             return []
         saved = _RunState.from_json(turn.framework_run_state)
-        saver = TurnCheckpointSaver.load(saved.checkpoints)
+        history = stored_messages(turn, turn.messages[: saved.input_count])
+        saver = TurnCheckpointSaver.load(saved.checkpoints, history)
         graph = self._graph.copy({"checkpointer": saver})
         config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
         snapshot = await graph.aget_state(config)
