@@ -15,6 +15,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import StateGraph
+from pydantic import BaseModel
 
 from dex_agents_langgraph import LangGraphRunner, UnsupportedGraphError, current_tool_execution
 
@@ -221,3 +222,24 @@ async def test_the_stored_run_state_does_not_grow_with_the_session(
     # Ten turns of ~1 KB each are in the history; the run state stays the size of one turn.
     assert max(sizes) - min(sizes) < 64, sizes
     assert len(driver.messages) == 40
+
+
+class Triage(BaseModel):
+    category: str
+
+
+async def test_response_format_as_a_tool_strategy_ends_the_turn_without_a_tool_step(
+    model: ScriptedModelServer, log: Log
+) -> None:
+    agent = create_agent(chat_model(model), weather_tools(log), response_format=Triage)
+    driver = RunnerDriver(LangGraphRunner(agent), default_tool_effect="read")
+    model.enqueue(reply_tools(("c1", "get_weather", {"city": "Paris"})))
+    model.enqueue(reply_tools(("s1", "Triage", {"category": "billing"})))
+    result = await driver.turn("My invoice is wrong.")
+    assert [r.tool_name for r in result.records] == ["get_weather"]
+    assert len(log.calls) == 1
+    final = result.new_messages[-2:]
+    assert [(m.role, m.tool_name) for m in final] == [("assistant", "Triage"), ("tool", "Triage")]
+    assert "billing" in (final[1].tool_output or "")
+    names = [t["function"]["name"] for t in model.requests[1].body["tools"]]
+    assert "Triage" in names
