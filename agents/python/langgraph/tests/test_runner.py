@@ -11,7 +11,7 @@ from dex_agents.testing import RunnerDriver, ScriptedModelServer
 from dex_agents.testing.driver import Reject
 from dex_agents.testing.model_server import reply_text, reply_tools
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import StateGraph
@@ -243,3 +243,13 @@ async def test_response_format_as_a_tool_strategy_ends_the_turn_without_a_tool_s
     assert "billing" in (final[1].tool_output or "")
     names = [t["function"]["name"] for t in model.requests[1].body["tools"]]
     assert "Triage" in names
+
+
+def test_human_in_the_loop_middleware_is_refused(model: ScriptedModelServer, log: Log) -> None:
+    agent = create_agent(
+        chat_model(model),
+        weather_tools(log),
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True})],
+    )
+    with pytest.raises(UnsupportedGraphError, match="requires_approval=True"):
+        LangGraphRunner(agent)

@@ -70,9 +70,28 @@ def tool_node_of(graph: Pregel[Any, Any, Any, Any]) -> ToolNode:
     return bound
 
 
+HUMAN_IN_THE_LOOP_PREFIX = "HumanInTheLoopMiddleware."
+DEFERRED_CALL_KEYS = frozenset({"tool_call_id", "tool_name", "arguments"})
+
+
+def refuse_human_in_the_loop(graph: Pregel[Any, Any, Any, Any]) -> None:
+    if any(name.startswith(HUMAN_IN_THE_LOOP_PREFIX) for name in graph.nodes):
+        raise UnsupportedGraphError(
+            "the agent uses HumanInTheLoopMiddleware, whose interrupts the LangGraph runner "
+            "cannot tell from its own deferred tool calls; remove it and give the tools "
+            "ToolPolicy(requires_approval=True): dex-agents runs the approvals"
+        )
+
+
+def is_deferred_call(value: object) -> bool:
+    """Whether an interrupt's value is one this module's tool node raised."""
+    return isinstance(value, dict) and value.keys() >= DEFERRED_CALL_KEYS
+
+
 def deferring_graph(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any, Any, Any, Any]:
     """A copy of `graph` whose tool node defers every call; `graph` is not changed."""
     original = tool_node_of(graph)
+    refuse_human_in_the_loop(graph)
     deferring = ToolNode(
         list(original.tools_by_name.values()),
         name=original.name or TOOLS_NODE,

@@ -36,7 +36,7 @@ from langgraph.types import Command, Interrupt
 from pydantic import ValidationError
 
 from .checkpoint import TurnCheckpointSaver
-from .deferral import deferring_graph, tool_node_of
+from .deferral import deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
 from .policy import framework_effect
 
@@ -113,6 +113,9 @@ class LangGraphRunner:
         new = messages[input_count:]
         last_ai = next((m for m in reversed(new) if isinstance(m, AIMessage)), None)
         usage = _usage(last_ai)
+        foreign = [i for i in snapshot.interrupts if not is_deferred_call(i.value)]
+        if foreign:
+            return TurnCompleted(usage=usage, turn_error=_foreign_interrupt(foreign[0]))
         if snapshot.interrupts:
             calls = [self._deferred_call(turn, i) for i in snapshot.interrupts]
             state = _RunState(
@@ -211,6 +214,13 @@ class LangGraphRunner:
             arguments=json.dumps(value["arguments"], ensure_ascii=False),
             policy=policy,
         )
+
+
+def _foreign_interrupt(interrupt: Interrupt) -> str:
+    return (
+        "the graph interrupted with a value the LangGraph runner did not raise "
+        f"({interrupt.value!r:.200}); only interrupts for tool calls can be driven as Steps"
+    )
 
 
 def _resume(saved: _RunState, records: Sequence[AgentToolCall]) -> Command[Any]:
