@@ -3,6 +3,7 @@ scripted Chat Completions server, driven in memory as the session Flow drives a 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -253,3 +254,21 @@ def test_human_in_the_loop_middleware_is_refused(model: ScriptedModelServer, log
     )
     with pytest.raises(UnsupportedGraphError, match="requires_approval=True"):
         LangGraphRunner(agent)
+
+
+async def test_cancelling_the_model_step_stops_the_streaming_request(
+    driver: RunnerDriver, model: ScriptedModelServer
+) -> None:
+    model.enqueue(reply_text("Never seen.", hang=True))
+    turn_id = driver.start_turn("Hi")
+    step = asyncio.create_task(driver.model_step(turn_id, None))
+    while not model.requests:
+        await asyncio.sleep(0.02)
+    step.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await step
+    deadline = asyncio.get_running_loop().time() + 10
+    while model.dropped < 1 and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    assert model.dropped == 1
+    assert driver.events.texts() == ""
