@@ -15,7 +15,8 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
-from langgraph.graph import StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel
 
 from dex_agents_langgraph import LangGraphRunner, UnsupportedGraphError, current_tool_execution
@@ -272,3 +273,35 @@ async def test_cancelling_the_model_step_stops_the_streaming_request(
         await asyncio.sleep(0.05)
     assert model.dropped == 1
     assert driver.events.texts() == ""
+
+
+async def test_a_plain_state_graph_with_a_tool_node_runs_its_calls_one_after_another(
+    model: ScriptedModelServer, log: Log
+) -> None:
+    tools = weather_tools(log)
+    llm = chat_model(model).bind_tools(tools)
+
+    async def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await llm.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    driver = RunnerDriver(LangGraphRunner(graph.compile()), default_tool_effect="read")
+    model.enqueue(
+        reply_tools(
+            ("c1", "get_weather", {"city": "Paris"}), ("c2", "get_weather", {"city": "Oslo"})
+        ),
+        reply_text("Done."),
+    )
+    result = await driver.turn("Weather?")
+    # One task runs both calls, so its interrupts come one per model Step; the second model
+    # Step makes no model call.
+    assert [len(getattr(o, "tool_calls", ())) for o in result.outcomes] == [1, 1, 0]
+    assert [(o.usage.model_calls if o.usage else 0) for o in result.outcomes] == [1, 0, 1]
+    assert driver.usage.model_calls == 2 and len(model.requests) == 2
+    assert [city for _, city, _ in log.calls] == ["Paris", "Oslo"]
+    assert result.new_messages[-1].text == "Done."

@@ -63,17 +63,26 @@ class _RunState:
         return cls(data["checkpoints"], data["input_count"], data["interrupts"])
 
 
-def _usage(message: AIMessage | None) -> AgentUsage:
-    usage = message.usage_metadata if message is not None else None
-    if usage is None:
-        return AgentUsage(model_calls=1)
-    return AgentUsage(
-        model_calls=1,
-        input_tokens=usage["input_tokens"],
-        output_tokens=usage["output_tokens"],
-        cached_input_tokens=usage.get("input_token_details", {}).get("cache_read", 0) or 0,
-        reasoning_tokens=usage.get("output_token_details", {}).get("reasoning", 0) or 0,
-    )
+def _usage(messages: Sequence[BaseMessage]) -> AgentUsage:
+    """The usage of the model calls that made `messages` (one per AIMessage)."""
+    total = AgentUsage()
+    for message in messages:
+        if not isinstance(message, AIMessage):
+            continue
+        usage = message.usage_metadata
+        if usage is None:
+            total = total.plus(AgentUsage(model_calls=1))
+            continue
+        total = total.plus(
+            AgentUsage(
+                model_calls=1,
+                input_tokens=usage["input_tokens"],
+                output_tokens=usage["output_tokens"],
+                cached_input_tokens=usage.get("input_token_details", {}).get("cache_read", 0) or 0,
+                reasoning_tokens=usage.get("output_token_details", {}).get("reasoning", 0) or 0,
+            )
+        )
+    return total
 
 
 def _answer(record: AgentToolCall) -> dict[str, str]:
@@ -107,12 +116,12 @@ class LangGraphRunner:
             saver = TurnCheckpointSaver.load(saved.checkpoints, history)
             run_input, input_count = _resume(saved, turn.tool_calls), saved.input_count
         graph = self._graph.copy({"checkpointer": saver})
+        before = await _message_count(graph, config, input_count)
         await self._stream(turn, graph, run_input, config)
         snapshot = await graph.aget_state(config)
         messages: list[BaseMessage] = list(snapshot.values.get("messages", []))
         new = messages[input_count:]
-        last_ai = next((m for m in reversed(new) if isinstance(m, AIMessage)), None)
-        usage = _usage(last_ai)
+        usage = _usage(messages[before:])
         foreign = [i for i in snapshot.interrupts if not is_deferred_call(i.value)]
         if foreign:
             return TurnCompleted(usage=usage, turn_error=_foreign_interrupt(foreign[0]))
@@ -214,6 +223,15 @@ class LangGraphRunner:
             arguments=json.dumps(value["arguments"], ensure_ascii=False),
             policy=policy,
         )
+
+
+async def _message_count(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, input_count: int
+) -> int:
+    """How many messages the turn's state holds before this Step runs the graph."""
+    snapshot = await graph.aget_state(config)
+    messages = snapshot.values.get("messages") if snapshot.values else None
+    return len(messages) if messages is not None else input_count
 
 
 def _foreign_interrupt(interrupt: Interrupt) -> str:
