@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from dex_agents.errors import DexAgentsError
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolNode
 from langgraph.pregel import Pregel
@@ -18,7 +19,7 @@ from langgraph.types import Command, interrupt
 TOOLS_NODE = "tools"
 
 
-class UnsupportedGraphError(TypeError):
+class UnsupportedGraphError(DexAgentsError, TypeError):
     """The graph is not one the LangGraph runner can drive one model call per Step."""
 
 

@@ -34,6 +34,7 @@ from agents import (
     ToolApprovalItem,
 )
 from dex_agents import texts
+from dex_agents.errors import DexAgentsError
 from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
@@ -84,7 +85,7 @@ class RunContextRequest:
 ContextFactory = Callable[[RunContextRequest], Any]
 
 
-class UnsupportedInterruptionError(Exception):
+class UnsupportedInterruptionError(DexAgentsError):
     """The run stopped for an approval the adapter cannot run as a dex-agents tool Step."""
 
 
