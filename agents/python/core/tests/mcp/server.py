@@ -24,12 +24,13 @@ KEY = "io.superdurable.dex/idempotencyKey"
 server = MCPServer("dex-test")
 
 
-def _record(tool: str, ctx: Context, **extra: Any) -> None:
+def _record(tool: str, ctx: Context, **extra: Any) -> Any:
     meta = ctx.request_context.meta or {}
     key = meta.get(KEY) if isinstance(meta, dict) else getattr(meta, KEY, None)
     line = json.dumps({"tool": tool, "key": key, **extra})
     with open(os.environ["MCP_TEST_RUN_LOG"], "a", encoding="utf-8") as log:
         log.write(line + "\n")
+    return key
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
@@ -70,10 +71,16 @@ async def hang(ctx: Context) -> str:
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 async def slow_read(ctx: Context) -> str:
-    """A read that never answers."""
-    _record("slow_read", ctx)
-    await asyncio.sleep(3600)
-    return "too late"
+    """A read that never answers the first time a key asks."""
+    key = _record("slow_read", ctx)
+    if sum(1 for line in _lines() if line["tool"] == "slow_read" and line["key"] == key) == 1:
+        await asyncio.sleep(3600)
+    return "read at last"
+
+
+def _lines() -> list[dict[str, Any]]:
+    with open(os.environ["MCP_TEST_RUN_LOG"], encoding="utf-8") as log:
+        return [json.loads(line) for line in log if line.strip()]
 
 
 @server.tool(name="x" * 70, annotations=ToolAnnotations(read_only_hint=True))

@@ -21,7 +21,7 @@ from ..runner import (
     ToolExecutionResult,
     ToolPolicy,
 )
-from ..types import ToolEffect
+from ..types import AgentToolCall, ToolEffect
 from .config import McpServerConfig
 from .connection import NO_RESULT_CODES, HandshakeFailed, connect, describe, mcp_error
 from .policies import annotation_effect
@@ -171,6 +171,24 @@ class McpToolSource:
             policy=self.resolve_policy(name, resolve),
             tool_source_reference=tool.reference,
         )
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        return [tool.definition() for tool in (self._tools or {}).values()]
+
+    def has_tool(self, name: str) -> bool:
+        return name in (self._tools or {})
+
+    def owns(self, record: AgentToolCall) -> bool:
+        """A record whose reference names one of this source's servers, or an unreferenced
+        record of a listed tool."""
+        if record.tool_source_reference is None:
+            return self.has_tool(record.tool_name)
+        try:
+            return (
+                self._reference(record.tool_source_reference, record.tool_name)[0] in self.servers
+            )
+        except ToolExecutionError:
+            return False
 
     def _cached(self, name: str) -> McpTool:
         tool = (self._tools or {}).get(name)
