@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from dex_agents import AgentSessionFlow
-from dex_agents.mcp import HttpServer, McpServerConfig, McpToolSource
+from dex_agents.mcp import HttpServer, McpServerConfig, McpToolSource, StdioServer
 from dex_agents.stepwise import AgentDefinition, ModelClient, StepwiseRunner
 from dex_agents.testing import MODEL_URL_ENV
 
@@ -22,3 +22,13 @@ if os.environ.get("MCP_TEST_URL"):
 MODEL = ModelClient("openai/scripted-model", api_base=os.environ.get(MODEL_URL_ENV), api_key="t")
 agent = AgentDefinition("Mcp", "Use the tools.", tools=[McpToolSource(servers)], model=MODEL)
 flows = [AgentSessionFlow(StepwiseRunner(agent), flow_type="Mcp")]
+
+# The reference server from npm (tests/mcp/node), when the test installed it.
+if os.environ.get("MCP_EVERYTHING_JS"):
+    everything = StdioServer(
+        "everything", command="node", args=[os.environ["MCP_EVERYTHING_JS"], "stdio"]
+    )
+    reference = AgentDefinition(
+        "Everything", "Use the tools.", tools=[McpToolSource([everything])], model=MODEL
+    )
+    flows.append(AgentSessionFlow(StepwiseRunner(reference), flow_type="Everything"))
