@@ -21,6 +21,7 @@ from dex_agents.mcp import (
 from dex_agents.runner import DeferredToolExecution, ToolExecutionError, ToolPolicy
 from dex_agents.types import AgentToolCall
 
+from .gateway import failing_gateway
 from .servers import HttpServerProcess, RunLog, free_port, stdio_server
 
 
@@ -186,3 +187,20 @@ def test_bad_configuration_is_refused() -> None:
         HttpServer("a", url="ftp://x")
     with pytest.raises(ValueError, match="two MCP servers"):
         McpToolSource([StdioServer("a", command="x"), StdioServer("a", command="y")])
+
+
+async def test_http_500_after_the_call_ran_is_an_interruption(
+    run_log: RunLog, http_server: HttpServerProcess
+) -> None:
+    """The SDK reports the status as -32603, which a gateway can send after the tool ran."""
+    with failing_gateway(http_server.url) as url:
+        source = McpToolSource([HttpServer("gw", url=url)])
+        with pytest.raises(McpToolCallInterruptedError):
+            await source.call_tool("gw", "lookup", {"city": "Rome"}, "key-500")
+    assert [run["key"] for run in run_log.runs("lookup")] == ["key-500"]
+
+
+async def test_explicit_approval_keeps_the_annotation_effect(run_log: RunLog) -> None:
+    policies = {"local__lookup": ToolPolicy(requires_approval=True)}
+    source = await listed_source(stdio_server("local", run_log), policies=policies)
+    assert source.resolve_policy("local__lookup") == ToolPolicy("read", True)

@@ -147,10 +147,8 @@ class McpToolSource:
         """The call's policy: an explicit ToolPolicy wins, then the annotation effect."""
         tool = self._cached(name)
         if resolve is not None:
-            explicit = self.policies.get(name)
-            if explicit is not None and explicit.effect is not None:
-                return resolve(name, explicit.effect, explicit.requires_approval)
-            return resolve(name, tool.effect, None)
+            explicit = self.policies.get(name, ToolPolicy())
+            return resolve(name, explicit.effect or tool.effect, explicit.requires_approval)
         return resolve_tool_policy(
             name, self.policies, default_effect, framework_effect=tool.effect
         )
