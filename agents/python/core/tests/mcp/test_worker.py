@@ -101,3 +101,26 @@ async def test_an_interrupted_read_is_reissued_with_the_same_key(
     history = await client.get_step_history(session)
     call = next(step for step in history if step.step_type == "CallTool")
     assert (call.status, call.attempts) == ("succeeded", 2)
+
+
+async def test_a_server_restart_between_listing_and_calling_is_harmless(
+    worker: Any, model: Any, client: Any, run_log: RunLog, http_server: HttpServerProcess
+) -> None:
+    model.enqueue(
+        reply_tools(("d1", "remote__delete_item", {"item": "old-report"})),
+        reply_text("Deleted."),
+    )
+    with worker.start():
+        session = await client.start_session("Mcp", "Delete the old report.")
+        # Listed for the model call; the unannotated write waits for approval meanwhile.
+        await client.wait_for(session, lambda s: bool(s.pending_interrupts))
+        http_server.stop()
+        http_server.start()
+        assert await client.resolve_interrupt(session, "d1", approved=True)
+        await client.wait_for(session, turns_done(1))
+
+    assert "remote__delete_item" in {t["function"]["name"] for t in model.requests[0].body["tools"]}
+    assert tool_messages(model, 1) == {"d1": "deleted old-report"}
+    assert [run["key"] for run in run_log.runs("delete_item")] == [f"{session}/turn-1/d1"]
+    steps = await step_types(client, session)
+    assert "CallSingleAttemptTool" in steps
