@@ -98,3 +98,15 @@ class WorkerIdInUse(WorkerError):
 
 class FlowLoadError(WorkerError, ValueError):
     """A `module:attribute` target does not import or does not hold AgentSessionFlows."""
+
+
+# Tool sources -----------------------------------------------------------------------------
+
+
+class McpToolCallInterruptedError(DexAgentsError):
+    """An MCP `tools/call` request was sent and no result came back (a lost connection, a
+    server that died, or a -32603/-32700 error a gateway may send after the tool ran).
+
+    It fails the tool Step's attempt, so the call's effect decides what follows: CallTool
+    sends a new request for read and idempotent_write tools, CallSingleAttemptTool records
+    outcome_unknown."""

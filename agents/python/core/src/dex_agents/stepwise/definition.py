@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from ..tool_source import ToolSource
 from ..types import AgentToolCall, InteractionMode
 from .model import ModelClient
 from .tools import Tool
@@ -69,8 +70,10 @@ ContinuationDecider = Callable[
 class AgentDefinition:
     """An agent: instructions, tools and a model, with no framework.
 
-    `instructions` is text or a function of InstructionContext. `tools` are Tool objects or
-    plain functions (sync or async). `model` is a LiteLLM model string or a ModelClient;
+    `instructions` is text or a function of InstructionContext. `tools` are Tool objects,
+    plain functions (sync or async), or tool sources such as `dex_agents.mcp.McpToolSource`,
+    whose tools are listed before the first model call and run in tool Steps. `model` is a
+    LiteLLM model string or a ModelClient;
     `resolve_model` chooses the model of each call from the turn's session settings instead.
     `model_settings` are extra `litellm.acompletion` keywords; `max_output_tokens` bounds each
     response and sizes the compaction summary request.
@@ -78,7 +81,7 @@ class AgentDefinition:
 
     name: str
     instructions: Instructions
-    tools: Sequence[Tool | Callable[..., Any]] = ()
+    tools: Sequence[Tool | Callable[..., Any] | ToolSource] = ()
     model: ModelClient | str = ""
     resolve_model: ModelResolver | None = None
     decide_turn_continuation: ContinuationDecider | None = None

@@ -28,6 +28,7 @@ from ..runner import (
     TurnContinued,
 )
 from ..tool_context import running_tool
+from ..tool_source import ToolSource
 from ..types import AgentToolCall, AgentUsage
 from . import compaction
 from .builtins import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, build_plan_note
@@ -74,7 +75,11 @@ class StepwiseRunner:
     def __init__(self, definition: AgentDefinition) -> None:
         self.definition = definition
         self.tools: dict[str, Tool] = {}
+        self.sources: list[ToolSource] = []
         for value in definition.tools:
+            if isinstance(value, ToolSource):
+                self.sources.append(value)
+                continue
             tool = as_tool(value)
             if tool.name in self.tools:
                 raise ValueError(f"two tools are named {tool.name!r}")
@@ -90,6 +95,8 @@ class StepwiseRunner:
         return to_framework_message(user_item(text))
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        for source in self.sources:
+            await source.list_tools()  # cached after the first listing
         state = RunState.load(turn.framework_run_state)
         resolved = unanswered_calls(state.items)
         items = state.items + tool_result_items(state.items, turn.tool_calls, strict=True)
@@ -115,6 +122,9 @@ class StepwiseRunner:
         self, call: DeferredToolExecution
     ) -> ToolExecutionResult | ToolInputRequested:
         record = call.tool_call
+        source = self._source_of(record)
+        if source is not None:
+            return await source.execute_deferred_tool_call(call)
         tool = self.tools.get(record.tool_name)
         if tool is None:
             raise ToolExecutionError(f"unknown tool {record.tool_name!r}")
@@ -189,6 +199,7 @@ class StepwiseRunner:
         if turn.interaction_mode == "planning":
             return [BUILT_IN_TOOL_DEFINITIONS["write_todos"]] if "write_todos" in enabled else []
         tools = [tool.definition() for name, tool in self.tools.items() if name not in enabled]
+        tools += self._source_definitions(enabled)
         return tools + [
             BUILT_IN_TOOL_DEFINITIONS[name] for name in BUILT_IN_TOOL_NAMES if name in enabled
         ]
@@ -231,11 +242,8 @@ class StepwiseRunner:
         self, turn: AgentTurnContext, items: list[Item], count: int, reply: ModelReply
     ) -> ToolCallsRequested:
         calls = [
-            DeferredToolCall(
-                tool_call_id=call["id"],
-                tool_name=call["function"]["name"],
-                arguments=call["function"]["arguments"],
-                policy=self._policy(turn, call["function"]["name"]),
+            self._deferred_call(
+                turn, call["id"], call["function"]["name"], call["function"]["arguments"]
             )
             for call in reply.tool_calls
         ]
@@ -297,6 +305,46 @@ class StepwiseRunner:
             )
         items.append(user_item(decision.message))
         return count + 1
+
+    # -- tool sources ------------------------------------------------------------------------
+
+    def _source_definitions(self, reserved: Sequence[str]) -> list[dict[str, Any]]:
+        """The sources' listed tools, skipping a name the agent's own tools or an enabled
+        built-in already use."""
+        taken = set(self.tools) | set(reserved)
+        definitions: list[dict[str, Any]] = []
+        for source in self.sources:
+            for definition in source.tool_definitions():
+                name = definition["function"]["name"]
+                if name not in taken:
+                    taken.add(name)
+                    definitions.append(definition)
+        return definitions
+
+    def _offering_source(self, turn: AgentTurnContext, name: str) -> ToolSource | None:
+        if name in self.tools or name in turn.enabled_built_in_tools:
+            return None
+        return next((source for source in self.sources if source.has_tool(name)), None)
+
+    def _source_of(self, record: AgentToolCall) -> ToolSource | None:
+        if record.tool_source_reference is None and record.tool_name in self.tools:
+            return None
+        return next((source for source in self.sources if source.owns(record)), None)
+
+    def _deferred_call(
+        self, turn: AgentTurnContext, tool_call_id: str, name: str, arguments: str
+    ) -> DeferredToolCall:
+        source = self._offering_source(turn, name)
+        if source is not None:
+            return source.deferred_tool_call(
+                tool_call_id, name, arguments, turn.resolve_tool_policy
+            )
+        return DeferredToolCall(
+            tool_call_id=tool_call_id,
+            tool_name=name,
+            arguments=arguments,
+            policy=self._policy(turn, name),
+        )
 
     def _policy(self, turn: AgentTurnContext, name: str) -> ToolPolicy:
         if name in turn.enabled_built_in_tools:

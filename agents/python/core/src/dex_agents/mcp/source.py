@@ -1,0 +1,303 @@
+"""McpToolSource: tools from MCP servers, each call in its own tool Step."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+from mcp.types import CallToolResult, RequestParamsMeta, Tool
+
+from ..errors import McpToolCallInterruptedError
+from ..policy import resolve_tool_policy
+from ..runner import (
+    DeferredToolCall,
+    DeferredToolExecution,
+    PolicyResolver,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolPolicy,
+)
+from ..types import AgentToolCall, ToolEffect
+from .config import McpServerConfig
+from .connection import NO_RESULT_CODES, HandshakeFailed, connect, describe, mcp_error
+from .policies import annotation_effect
+
+IDEMPOTENCY_KEY_META: Final = "io.superdurable.dex/idempotencyKey"
+_TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+logger = logging.getLogger("dex_agents.mcp")
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """One listed MCP tool as the agent sees it."""
+
+    name: str
+    server: str
+    mcp_name: str
+    description: str
+    parameters: Mapping[str, Any]
+    effect: ToolEffect | None
+
+    def definition(self) -> dict[str, Any]:
+        """The Chat Completions tool definition."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+    @property
+    def reference(self) -> str:
+        return json.dumps({"server": self.server, "tool": self.mcp_name})
+
+
+class McpToolSource:
+    """Tools of MCP servers configured by the Worker's code, named `<server>__<tool>`.
+
+    `list_tools()` lists every server once and caches the result; a server that cannot be
+    listed, and a name that collides with an earlier one, are left out with a warning.
+    `policies` are explicit ToolPolicy values by agent tool name; they win over annotations.
+    """
+
+    def __init__(
+        self,
+        servers: Sequence[McpServerConfig],
+        *,
+        policies: Mapping[str, ToolPolicy] | None = None,
+    ) -> None:
+        names = [server.name for server in servers]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"two MCP servers are named {duplicates[0]!r}")
+        self.servers: dict[str, McpServerConfig] = {server.name: server for server in servers}
+        self.policies: dict[str, ToolPolicy] = dict(policies or {})
+        self._tools: dict[str, McpTool] | None = None
+
+    # -- listing -----------------------------------------------------------------------------
+
+    async def list_tools(self, *, refresh: bool = False) -> Sequence[McpTool]:
+        if self._tools is None or refresh:
+            tools: dict[str, McpTool] = {}
+            for server in self.servers.values():
+                for tool in await self._list_server(server):
+                    self._add(tools, tool)
+            self._tools = tools
+        return list(self._tools.values())
+
+    @property
+    def tools(self) -> Mapping[str, McpTool]:
+        """The cached tools by agent name; empty before `list_tools()`."""
+        return dict(self._tools or {})
+
+    async def _list_server(self, server: McpServerConfig) -> list[McpTool]:
+        try:
+            async with connect(server) as client:
+                listed = await client.list_tools()
+        except Exception as error:
+            logger.warning(
+                "MCP server %s left out: its tools could not be listed: %s",
+                server.name,
+                describe(error),
+            )
+            return []
+        return [_as_agent_tool(server.name, tool) for tool in listed.tools]
+
+    @staticmethod
+    def _add(tools: dict[str, McpTool], tool: McpTool) -> None:
+        if not _TOOL_NAME.match(tool.name):
+            logger.warning(
+                "MCP tool %r of server %s left out: %r is not a usable tool name "
+                "(1 to 64 letters, digits, '_' or '-')",
+                tool.mcp_name,
+                tool.server,
+                tool.name,
+            )
+        elif tool.name in tools:
+            logger.warning(
+                "MCP tool %r of server %s left out: its name %r is taken by an earlier tool",
+                tool.mcp_name,
+                tool.server,
+                tool.name,
+            )
+        else:
+            tools[tool.name] = tool
+
+    # -- policies ----------------------------------------------------------------------------
+
+    def merge_tool_policies(
+        self, application_policies: Mapping[str, ToolPolicy] | None = None
+    ) -> dict[str, ToolPolicy]:
+        """The source's explicit policies under the application's, which win."""
+        return {**self.policies, **(application_policies or {})}
+
+    def resolve_policy(
+        self,
+        name: str,
+        resolve: PolicyResolver | None = None,
+        default_effect: ToolEffect = "unclassified",
+    ) -> ToolPolicy:
+        """The call's policy: an explicit ToolPolicy wins, then the annotation effect."""
+        tool = self._cached(name)
+        if resolve is not None:
+            explicit = self.policies.get(name, ToolPolicy())
+            return resolve(name, explicit.effect or tool.effect, explicit.requires_approval)
+        return resolve_tool_policy(
+            name, self.policies, default_effect, framework_effect=tool.effect
+        )
+
+    def deferred_tool_call(
+        self,
+        tool_call_id: str,
+        name: str,
+        arguments: str,
+        resolve: PolicyResolver | None = None,
+    ) -> DeferredToolCall:
+        """The deferred call of a listed tool, with its policy and its server reference."""
+        tool = self._cached(name)
+        return DeferredToolCall(
+            tool_call_id=tool_call_id,
+            tool_name=name,
+            arguments=arguments,
+            policy=self.resolve_policy(name, resolve),
+            tool_source_reference=tool.reference,
+        )
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        return [tool.definition() for tool in (self._tools or {}).values()]
+
+    def has_tool(self, name: str) -> bool:
+        return name in (self._tools or {})
+
+    def owns(self, record: AgentToolCall) -> bool:
+        """A record whose reference names one of this source's servers, or an unreferenced
+        record of a listed tool."""
+        if record.tool_source_reference is None:
+            return self.has_tool(record.tool_name)
+        try:
+            return (
+                self._reference(record.tool_source_reference, record.tool_name)[0] in self.servers
+            )
+        except ToolExecutionError:
+            return False
+
+    def _cached(self, name: str) -> McpTool:
+        tool = (self._tools or {}).get(name)
+        if tool is None:
+            raise KeyError(f"no listed MCP tool is named {name!r}; call list_tools() first")
+        return tool
+
+    # -- calls -------------------------------------------------------------------------------
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        """Runs the call in the tool Step, from the record's reference (no listing)."""
+        record = call.tool_call
+        server, mcp_name = self._reference(record.tool_source_reference, record.tool_name)
+        arguments = _arguments(record.arguments, record.tool_name)
+        call.heartbeat()
+        return await self.call_tool(server, mcp_name, arguments, call.idempotency_key)
+
+    async def call_tool(
+        self, server_name: str, mcp_name: str, arguments: dict[str, Any], idempotency_key: str
+    ) -> ToolExecutionResult:
+        """One `tools/call` on a new connection, with the key in `_meta`."""
+        server = self.servers.get(server_name)
+        if server is None:
+            raise ToolExecutionError(f"MCP server {server_name!r} is not configured on this Worker")
+        sent = False
+        try:
+            async with connect(server) as client:
+                sent = True
+                result = await client.call_tool(
+                    mcp_name, arguments, meta=_key_meta(idempotency_key)
+                )
+        except HandshakeFailed as error:
+            raise ToolExecutionError(
+                f"MCP server {server_name} could not be reached, so {mcp_name} was not "
+                f"called: {error}"
+            ) from error
+        except Exception as error:
+            raise _call_error(server_name, mcp_name, error, sent) from error
+        return _result(server_name, mcp_name, result)
+
+    def _reference(self, reference: str | None, tool_name: str) -> tuple[str, str]:
+        if reference is None:
+            tool = self._cached_or_none(tool_name)
+            if tool is None:
+                raise ToolExecutionError(f"unknown tool {tool_name!r}")
+            return tool.server, tool.mcp_name
+        try:
+            parsed = json.loads(reference)
+            return str(parsed["server"]), str(parsed["tool"])
+        except (ValueError, KeyError, TypeError):
+            raise ToolExecutionError(
+                f"tool {tool_name}: its MCP reference {reference[:80]!r} is not readable"
+            ) from None
+
+    def _cached_or_none(self, name: str) -> McpTool | None:
+        return (self._tools or {}).get(name)
+
+
+def _as_agent_tool(server: str, tool: Tool) -> McpTool:
+    return McpTool(
+        name=f"{server}__{tool.name}",
+        server=server,
+        mcp_name=tool.name,
+        description=tool.description or tool.title or tool.name,
+        parameters=tool.input_schema,
+        effect=annotation_effect(tool.annotations),
+    )
+
+
+def _key_meta(idempotency_key: str) -> RequestParamsMeta:
+    # An open map whose extra keys mypy cannot see.
+    return cast(RequestParamsMeta, {IDEMPOTENCY_KEY_META: idempotency_key})
+
+
+def _arguments(text: str, tool_name: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ToolExecutionError(
+            f"invalid arguments for tool {tool_name}: arguments must be a JSON object"
+        )
+    return value
+
+
+def _call_error(server: str, tool: str, error: Exception, sent: bool) -> Exception:
+    found = mcp_error(error)
+    if found is not None and found.code not in NO_RESULT_CODES:
+        return ToolExecutionError(f"MCP tool {tool} of server {server} failed: {found}")
+    if not sent:
+        return ToolExecutionError(
+            f"MCP server {server} could not be reached, so {tool} was not called: {describe(error)}"
+        )
+    return McpToolCallInterruptedError(
+        f"MCP tool {tool} of server {server} was called and no result came back: {describe(error)}"
+    )
+
+
+def _result(server: str, tool: str, result: CallToolResult) -> ToolExecutionResult:
+    text = _content_text(result)
+    if result.is_error:
+        raise ToolExecutionError(text or f"MCP tool {tool} of server {server} failed")
+    return ToolExecutionResult(text)
+
+
+def _content_text(result: CallToolResult) -> str:
+    parts: list[str] = []
+    for block in result.content:
+        text = getattr(block, "text", None)
+        parts.append(text if isinstance(text, str) else block.model_dump_json(by_alias=True))
+    if not parts and result.structured_content is not None:
+        return json.dumps(result.structured_content)
+    return "\n".join(parts)

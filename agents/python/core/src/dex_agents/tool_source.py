@@ -1,0 +1,46 @@
+"""ToolSource: tools that a runner takes from outside the application's code (MCP servers).
+
+A runner lists a source's tools before its model call, offers their definitions, asks the
+source for each call's DeferredToolCall (policy and tool_source_reference), and hands the tool
+Step's execution to the source that owns the record. Nothing here imports an MCP SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from .runner import (
+    DeferredToolCall,
+    DeferredToolExecution,
+    PolicyResolver,
+    ToolExecutionResult,
+)
+from .types import AgentToolCall
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    async def list_tools(self, *, refresh: bool = False) -> Sequence[Any]: ...
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """Chat Completions definitions of the listed tools."""
+        ...
+
+    def has_tool(self, name: str) -> bool: ...
+
+    def deferred_tool_call(
+        self,
+        tool_call_id: str,
+        name: str,
+        arguments: str,
+        resolve: PolicyResolver | None = None,
+    ) -> DeferredToolCall: ...
+
+    def owns(self, record: AgentToolCall) -> bool:
+        """Whether this source runs the record's call (from its reference, with no listing)."""
+        ...
+
+    async def execute_deferred_tool_call(
+        self, call: DeferredToolExecution
+    ) -> ToolExecutionResult: ...

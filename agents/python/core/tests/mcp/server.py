@@ -1,0 +1,96 @@
+"""An MCP server for the MCP tool source's tests, built with the MCP SDK's MCPServer.
+
+    python server.py stdio
+    python server.py http <port>
+
+Each tool appends one JSON line per run to the file named by MCP_TEST_RUN_LOG (the tool's
+name and the idempotency key from `_meta`), so tests count real runs outside the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+KEY = "io.superdurable.dex/idempotencyKey"
+
+server = MCPServer("dex-test")
+
+
+def _record(tool: str, ctx: Context, **extra: Any) -> Any:
+    meta = ctx.request_context.meta or {}
+    key = meta.get(KEY) if isinstance(meta, dict) else getattr(meta, KEY, None)
+    line = json.dumps({"tool": tool, "key": key, **extra})
+    with open(os.environ["MCP_TEST_RUN_LOG"], "a", encoding="utf-8") as log:
+        log.write(line + "\n")
+    return key
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def lookup(city: str, ctx: Context) -> str:
+    """The weather in a city."""
+    _record("lookup", ctx, city=city)
+    return f"sunny in {city}"
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=True))
+def set_value(name: str, value: str, ctx: Context) -> str:
+    """Sets a named value."""
+    _record("set_value", ctx, name=name, value=value)
+    return f"{name}={value}"
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def delete_item(item: str, ctx: Context) -> str:
+    """Deletes an item."""
+    _record("delete_item", ctx, item=item)
+    return f"deleted {item}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def broken(ctx: Context) -> str:
+    """Always fails."""
+    _record("broken", ctx)
+    raise ToolError("the broken tool broke")
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+async def hang(ctx: Context) -> str:
+    """Never answers."""
+    _record("hang", ctx)
+    await asyncio.sleep(3600)
+    return "too late"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def slow_read(ctx: Context) -> str:
+    """A read that never answers the first time a key asks."""
+    key = _record("slow_read", ctx)
+    if sum(1 for line in _lines() if line["tool"] == "slow_read" and line["key"] == key) == 1:
+        await asyncio.sleep(3600)
+    return "read at last"
+
+
+def _lines() -> list[dict[str, Any]]:
+    with open(os.environ["MCP_TEST_RUN_LOG"], encoding="utf-8") as log:
+        return [json.loads(line) for line in log if line.strip()]
+
+
+@server.tool(name="x" * 70, annotations=ToolAnnotations(read_only_hint=True))
+def long_name() -> str:
+    """A tool whose agent name would be too long for model providers."""
+    return "never offered"
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

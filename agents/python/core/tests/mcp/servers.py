@@ -1,0 +1,94 @@
+"""The test MCP server (server.py) as a stdio configuration or a real HTTP process, and its
+run log."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from dex_agents.mcp import HttpServer, StdioServer
+
+SERVER = Path(__file__).with_name("server.py")
+
+
+class RunLog:
+    """The JSON lines the test server's tools append, one per real run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def runs(self, tool: str | None = None) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        runs = [json.loads(line) for line in lines if line.strip()]
+        return [run for run in runs if tool is None or run["tool"] == tool]
+
+    def wait_for(self, tool: str, count: int = 1, timeout: float = 20.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while len(self.runs(tool)) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{tool} ran {len(self.runs(tool))} times, not {count}")
+            time.sleep(0.05)
+        return self.runs(tool)
+
+
+def stdio_server(name: str, log: RunLog, **options: Any) -> StdioServer:
+    return StdioServer(
+        name,
+        command=sys.executable,
+        args=[str(SERVER), "stdio"],
+        env={"MCP_TEST_RUN_LOG": str(log.path)},
+        **options,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class HttpServerProcess:
+    """server.py over Streamable HTTP in its own uvicorn process on loopback."""
+
+    def __init__(self, log: RunLog, port: int | None = None) -> None:
+        self.log = log
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def config(self, name: str = "remote", **options: Any) -> HttpServer:
+        return HttpServer(name, url=self.url, **options)
+
+    def start(self) -> HttpServerProcess:
+        self.process = subprocess.Popen(
+            [sys.executable, str(SERVER), "http", str(self.port)],
+            env={"MCP_TEST_RUN_LOG": str(self.log.path), "PATH": "/usr/bin:/bin"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError("the MCP test server did not start") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
