@@ -43,6 +43,8 @@ the model sees as the tool result:
   records `phase="started"` and `key`, sleeps `seconds`, records `phase="finished"`, returns
   `charged {amount}`.
 
+`dex_agents.testing.matrix_app` has these four tools as plain functions and the three flow
+types around a runner (`matrix_flows`), so an app only wraps them for its framework.
 `charge_card` is the write a test holds open (`seconds=60`) to SIGKILL the Worker inside it.
 The model talks to the server through the framework's real OpenAI client; the scripts
 (`reply_text`, `reply_tools`) are the same for every adapter: the server answers Chat

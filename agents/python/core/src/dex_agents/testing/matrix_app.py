@@ -1,0 +1,90 @@
+"""What every adapter's matrix app shares (see `matrix`): the contract's four tools as plain
+functions, which an adapter hands to its framework as they are or wrapped in its tool type
+(`@tool`, `@function_tool`, ...), and the three flow types around a runner.
+
+    from dex_agents.testing.matrix_app import MATRIX_TOOLS, matrix_flows
+
+    agent = create_agent(model, [tool(f) for f in MATRIX_TOOLS], system_prompt="...")
+    flows = matrix_flows(lambda framework_retries: LangGraphRunner(agent))
+
+Each tool records its runs to the `ToolRunLog` at $TOOL_LOG, read when the tool runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from ..flow import AgentSessionFlow, AgentSessionOptions
+from ..runner import AgentFrameworkRunner
+from ..tool_context import current_tool_execution
+from .matrix import CLIENT_RETRIES_FLOW_TYPE, DEADLINE_FLOW_TYPE, FLOW_TYPE, MATRIX_TOOL_POLICIES
+from .tool_log import ToolRunLog
+
+TOOL_LOG_ENV = "TOOL_LOG"
+
+
+def _log() -> ToolRunLog:
+    return ToolRunLog(os.environ[TOOL_LOG_ENV])
+
+
+def _key() -> str:
+    return current_tool_execution().idempotency_key
+
+
+async def get_weather(city: str) -> str:
+    """The weather in a city."""
+    _log().record("get_weather", city=city, phase="started")
+    await asyncio.sleep(0.3)
+    _log().record("get_weather", city=city, phase="finished")
+    return f"Sunny in {city}"
+
+
+def send_email(to: str, body: str) -> str:
+    """Send an email."""
+    _log().record("send_email", to=to, key=_key())
+    return f"email sent to {to}"
+
+
+def update_ticket(ticket_id: str, status: str) -> str:
+    """Set a ticket's status."""
+    _log().record("update_ticket", ticket_id=ticket_id, key=_key())
+    return f"ticket {ticket_id} is {status}"
+
+
+async def charge_card(amount: int, seconds: float) -> str:
+    """Charge the customer's card."""
+    _log().record("charge_card", phase="started", key=_key())
+    await asyncio.sleep(seconds)
+    _log().record("charge_card", phase="finished")
+    return f"charged {amount}"
+
+
+MATRIX_TOOLS: tuple[Callable[..., Any], ...] = (get_weather, send_email, update_ticket, charge_card)
+
+
+def matrix_options(deadline: timedelta | None = None) -> AgentSessionOptions:
+    return AgentSessionOptions(
+        tool_policies=dict(MATRIX_TOOL_POLICIES), interrupt_deadline=deadline
+    )
+
+
+def matrix_flows(
+    make_runner: Callable[[bool], AgentFrameworkRunner[Any]],
+) -> list[AgentSessionFlow]:
+    """The three flow types of the matrix app; `make_runner(framework_retries)` builds the
+    adapter's runner, keeping the framework's own model-call retries when asked."""
+    return [
+        AgentSessionFlow(make_runner(False), flow_type=FLOW_TYPE, options=matrix_options()),
+        AgentSessionFlow(
+            make_runner(False),
+            flow_type=DEADLINE_FLOW_TYPE,
+            options=matrix_options(timedelta(seconds=1)),
+        ),
+        AgentSessionFlow(
+            make_runner(True), flow_type=CLIENT_RETRIES_FLOW_TYPE, options=matrix_options()
+        ),
+    ]
