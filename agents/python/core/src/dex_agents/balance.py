@@ -86,6 +86,8 @@ class Balancer:
         load: dict[str, int] = {}
         if peers:
             load = await self.database.read(self._count_step_workflows)
+        if peers != self._peers:
+            log.info("Worker %s shares its flow types with %s", self.worker_id, _describe(peers))
         settled = time.monotonic() - MOVE_SETTLE_SECONDS
         self._moves = [(at, worker) for at, worker in self._moves if at > settled]
         for _, worker_id in self._moves:
@@ -117,6 +119,12 @@ class Balancer:
             .group_by(workflows.c.executor_id)
         )
         return {str(executor): int(count) for executor, count in rows}
+
+
+def _describe(peers: dict[str, list[str]]) -> str:
+    if not peers:
+        return "no live Worker"
+    return "; ".join(f"{flow}: {', '.join(sorted(ids))}" for flow, ids in sorted(peers.items()))
 
 
 def _live_peers(
