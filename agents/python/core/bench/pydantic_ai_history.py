@@ -29,6 +29,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCalls, FunctionModel
 
 from dex_agents.runner import AgentTurnContext, FrameworkItemCache, FrameworkMessage
+from dex_agents.testing.driver import stored_message
 from dex_agents.types import AgentMessage
 
 
@@ -76,18 +77,7 @@ def history(count: int) -> list[AgentMessage]:
         framework.extend(to_framework_messages(native))
         index += 1
     return [
-        AgentMessage(
-            sequence=sequence,
-            turn_id=f"turn-{sequence // 4}",
-            role=message.role,
-            text=message.text,
-            tool_call_id=message.tool_call_id,
-            tool_name=message.tool_name,
-            tool_arguments=message.tool_arguments,
-            tool_output=message.tool_output,
-            framework_item=message.framework_item,
-            created_at="2026-01-01T00:00:00.000Z",
-        )
+        stored_message(message, sequence, f"turn-{sequence // 4}")
         for sequence, message in enumerate(framework[:count], start=1)
     ]
 

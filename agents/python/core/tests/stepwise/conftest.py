@@ -22,6 +22,7 @@ from dex_agents.runner import (
 )
 from dex_agents.stepwise import ModelClient
 from dex_agents.testing import ScriptedModelServer, model_server
+from dex_agents.testing.driver import stored_message
 from dex_agents.types import AgentMessage, AgentPlan, AgentToolCall, ContextSummary
 
 # LiteLLM's own warnings: pydantic deprecations in its response types, ReadOnly TypedDicts.
@@ -87,20 +88,8 @@ class Session:
 
     def store(self, messages: Sequence[FrameworkMessage], turn_id: str | None = None) -> None:
         for message in messages:
-            self.messages.append(
-                AgentMessage(
-                    sequence=len(self.messages) + 1,
-                    turn_id=turn_id or self.turn_id,
-                    role=message.role,
-                    text=message.text,
-                    tool_call_id=message.tool_call_id,
-                    tool_name=message.tool_name,
-                    tool_arguments=message.tool_arguments,
-                    tool_output=message.tool_output,
-                    framework_item=message.framework_item,
-                    created_at="2026-01-01T00:00:00.000Z",
-                )
-            )
+            sequence = len(self.messages) + 1
+            self.messages.append(stored_message(message, sequence, turn_id or self.turn_id))
 
     def turn(self) -> AgentTurnContext:
         return AgentTurnContext(

@@ -93,6 +93,22 @@ async def _no_checkpoint(checkpoint: str) -> None:
     return None
 
 
+def stored_message(message: FrameworkMessage, sequence: int, turn_id: str) -> AgentMessage:
+    """A runner's message as the session stores it, at `sequence` of `turn_id`."""
+    return AgentMessage(
+        sequence=sequence,
+        turn_id=turn_id,
+        role=message.role,
+        text=message.text,
+        tool_call_id=message.tool_call_id,
+        tool_name=message.tool_name,
+        tool_arguments=message.tool_arguments,
+        tool_output=message.tool_output,
+        framework_item=message.framework_item,
+        created_at="2026-01-01T00:00:00.000Z",
+    )
+
+
 @dataclass
 class RunnerDriver:
     """A session in memory around `runner`: its stored messages, tool call records, events."""
@@ -114,18 +130,7 @@ class RunnerDriver:
 
     def append(self, turn_id: str, message: FrameworkMessage) -> AgentMessage:
         """Stores one message, as the session stores a runner's new messages."""
-        stored = AgentMessage(
-            sequence=len(self.messages) + 1,
-            turn_id=turn_id,
-            role=message.role,
-            text=message.text,
-            tool_call_id=message.tool_call_id,
-            tool_name=message.tool_name,
-            tool_arguments=message.tool_arguments,
-            tool_output=message.tool_output,
-            framework_item=message.framework_item,
-            created_at="2026-01-01T00:00:00.000Z",
-        )
+        stored = stored_message(message, len(self.messages) + 1, turn_id)
         self.messages.append(stored)
         return stored
 
