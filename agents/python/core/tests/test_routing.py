@@ -73,22 +73,29 @@ async def test_a_tool_step_started_without_its_queue_is_taken_over_on_its_flow_t
     # A tool Step starts at once as a workflow of its own, then gets its flow type's queue
     # stamped on it. A Worker killed between the two leaves it unqueued; DBOS recovery would
     # hand such a workflow to its internal queue, which every Worker reads, Workers without
-    # the flow type included. The taker stamps it first.
-    model.enqueue(reply_tools(("r1", "slow_read", {"seconds": 4})), reply_text("It is done."))
+    # the flow type included. The taker stamps it first. (Two calls: a lone tool call runs
+    # inline in its model Step's workflow, with no workflow of its own.)
+    model.enqueue(
+        reply_tools(("r1", "slow_read", {"seconds": 4}), ("r2", "slow_read", {"seconds": 4})),
+        reply_text("It is done."),
+    )
     worker_a = make_worker(DEX_AGENTS_WORKER_ID="worker-a", **LONG_LEASE).start()
     session = await client.start_session("Assistant", "Read it.")
-    wait_until(lambda: tool_log.count("slow_read") == 1, what="the read to start")
+    wait_until(lambda: tool_log.count("slow_read") == 2, what="the reads to start")
     worker_a.kill()
-    tool_step = _unstamp_tool_steps(database_url, session)
+    tool_steps = _unstamp_tool_steps(database_url, session)
+    assert len(tool_steps) == 2
 
     with make_worker("tests.apps.basic:weather_flows", DEX_AGENTS_WORKER_ID="weather"):
         make_worker(DEX_AGENTS_WORKER_ID="worker-b", **LONG_LEASE).start()
         snapshot = await client.wait_for(session, turns_done(1), timeout=60)
 
     assert snapshot.messages[-1].text == "It is done."
-    assert [e["phase"] for e in tool_log.entries("slow_read")] == ["started", "started", "finished"]
-    workflow = _workflow_row(database_url, tool_step)
-    assert workflow == ("SUCCESS", step_queue_name("Assistant"), "worker-b")
+    phases = [e["phase"] for e in tool_log.entries("slow_read")]
+    assert sorted(phases) == ["finished"] * 2 + ["started"] * 4
+    for tool_step in tool_steps:
+        workflow = _workflow_row(database_url, tool_step)
+        assert workflow == ("SUCCESS", step_queue_name("Assistant"), "worker-b")
     assert no_failed_workflows(database_url, session)
 
 
@@ -103,22 +110,25 @@ def _dbos_workflows(database_url: str) -> Iterator[tuple[sa.Connection, sa.Table
         engine.dispose()
 
 
-def _unstamp_tool_steps(database_url: str, session_id: str) -> str:
-    """Leaves the session's running tool Step workflow as a kill before its stamp would."""
+def _unstamp_tool_steps(database_url: str, session_id: str) -> list[str]:
+    """Leaves the session's running tool Step workflows as a kill before their stamp would."""
     with _dbos_workflows(database_url) as (conn, workflows):
-        workflow_id = conn.execute(
-            sa.select(workflows.c.workflow_uuid).where(
-                workflows.c.workflow_uuid.like(f"{session_id}/CallTool-%"),
-                workflows.c.status == "PENDING",
-                workflows.c.queue_name.is_not(None),
-            )
-        ).scalar_one()
+        workflow_ids = [
+            str(workflow_id)
+            for workflow_id in conn.execute(
+                sa.select(workflows.c.workflow_uuid).where(
+                    workflows.c.workflow_uuid.like(f"{session_id}/CallTool-%"),
+                    workflows.c.status == "PENDING",
+                    workflows.c.queue_name.is_not(None),
+                )
+            ).scalars()
+        ]
         conn.execute(
             workflows.update()
-            .where(workflows.c.workflow_uuid == workflow_id)
+            .where(workflows.c.workflow_uuid.in_(workflow_ids))
             .values(queue_name=None)
         )
-    return str(workflow_id)
+    return workflow_ids
 
 
 def _workflow_row(database_url: str, workflow_id: str) -> tuple[str, str, str]:

@@ -59,7 +59,7 @@ def start_session(
     if store.session_exists(conn, session_id):
         raise SessionExists(f"a session with ID {session_id!r} already exists", "session_id")
     session = store.create_session(conn, session_id, flow_type, start)
-    step = store.schedule_step(conn, session, "StartAgentSession", None)
+    step = store.schedule_step(conn, session, "StartAgentSession", None).step_execution_id
     store.save_session(conn, session)
     enqueue(conn, session, step)
     return session_id
@@ -158,7 +158,7 @@ def cancel_turn(conn: Connection, session_id: str, turn_id: str | None, enqueue:
         store.update_step(
             conn, session_id, step.step_execution_id, status="cancelled", ended_at=now_text()
         )
-    finish = store.schedule_step(conn, session, "FinishTurnCancellation", active)
+    finish = store.schedule_step(conn, session, "FinishTurnCancellation", active).step_execution_id
     store.save_session(conn, session)
     store.wake(conn, session_id)
     enqueue(conn, session, finish)

@@ -63,6 +63,8 @@ DRIVER_RETRY_MAX_SECONDS = 60.0
 # How many Steps one workflow runs in a row before it hands over to a new one, so that a
 # recovered workflow re-reads a short chain.
 MAX_INLINE_STEPS = 16
+# Rows of just-scheduled Steps kept for their drivers (see Runtime._done).
+MAX_FRESH_ROWS = 4096
 # How often a SQLite process probes `PRAGMA data_version` for other processes' commits.
 WAKE_POLL_SECONDS = 0.005
 
@@ -91,17 +93,46 @@ async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
     done = await runtime.run_step_until_done(session_id, step_execution_id)
     # The last successor runs in this workflow and the others are enqueued as workflows of
     # their own, so parallel Steps (go_to_many) run in parallel while a plain chain of Steps
-    # costs no workflow starts. The starts come from committed rows, so a replay repeats
-    # them exactly.
+    # costs no workflow starts. A lone sibling of a waiting Step (a turn's one tool call,
+    # then ResumeTurn, which waits for it) runs here first, and the waiting Step after it:
+    # it would only wait for the sibling. Every choice comes from committed rows, so a replay
+    # repeats it exactly.
+    held: list[str] = []  # waiting Steps held back while their lone sibling runs
     for _ in range(MAX_INLINE_STEPS):
         if not done.next_steps:
-            return
+            if not held:
+                return
+            done = await runtime.run_step_until_done(session_id, held.pop())
+            continue
         *parallel, last = done.next_steps
+        if await _sibling_first(runtime, session_id, done, parallel, last):
+            held.append(last)
+            done = await runtime.run_step_until_done(session_id, parallel[0])
+            continue
         await _enqueue_step_workflows(runtime, session_id, parallel)
-        if await _moved(runtime, session_id, done, last):
+        if not held and await _moved(runtime, session_id, done, last):
             return
         done = await runtime.run_step_until_done(session_id, last)
-    await _enqueue_step_workflows(runtime, session_id, done.next_steps)
+    await _enqueue_step_workflows(runtime, session_id, [*done.next_steps, *reversed(held)])
+
+
+async def _sibling_first(
+    runtime: Runtime, session_id: str, done: StepDone, parallel: Sequence[str], last: str
+) -> bool:
+    """Whether the one Step beside a waiting `last` runs in this workflow before it."""
+    if len(parallel) != 1:
+        return False
+    handlers = runtime.step_handlers
+    if handlers[store.step_type_of(parallel[0])].options.waits:
+        return False
+    if not handlers[store.step_type_of(last)].options.waits:
+        return False
+    if done.replayed:
+        # A workflow recorded by an earlier release started the sibling as a workflow of
+        # its own; its replay does so again (DBOS hands back the recorded start).
+        workflow_id = step_workflow_id(session_id, parallel[0])
+        return not await runtime.database.read(lambda conn: _workflow_exists(conn, workflow_id))
+    return True
 
 
 async def _moved(runtime: Runtime, session_id: str, done: StepDone, next_step: str) -> bool:
@@ -119,6 +150,7 @@ async def _moved(runtime: Runtime, session_id: str, done: StepDone, next_step: s
     flow_type = await runtime.flow_type_of(session_id)
     if runtime.balancer is None or not runtime.balancer.should_move(flow_type):
         return False
+    runtime.forget_fresh(session_id, next_step)
     with SetWorkflowID(workflow_id):
         await runtime.queues[flow_type].enqueue_async(run_step_workflow, session_id, next_step)
     await runtime.database.write(lambda conn: store.wake(conn, queue_wake_key(flow_type)))
@@ -513,6 +545,9 @@ class Runtime:
         self._running: dict[str, dict[str, asyncio.Task[Any]]] = defaultdict(dict)
         self._background: set[asyncio.Task[None]] = set()
         self._flow_types: dict[str, str] = {}
+        # The rows of Steps this Worker's commits just scheduled, until their driver starts:
+        # a successor's driver begins without reading its row back (see `run_step`).
+        self._fresh: dict[tuple[str, str], store.StepRow] = {}
         # Draining (a clean stop): no new attempt begins; running ones finish and commit.
         self._draining = False
         self._attempts_running = 0
@@ -550,9 +585,11 @@ class Runtime:
 
     async def run_step(self, session_id: str, step_execution_id: str) -> StepDone:
         await self._hold_while_draining()
-        row = await self.database.read(
-            lambda conn: store.load_step(conn, session_id, step_execution_id)
-        )
+        row = self._fresh.pop((session_id, step_execution_id), None)
+        if row is None:
+            row = await self.database.read(
+                lambda conn: store.load_step(conn, session_id, step_execution_id)
+            )
         if row is None:
             log.error(
                 "Step execution %s of session %s does not exist", step_execution_id, session_id
@@ -578,12 +615,29 @@ class Runtime:
             if handler.options.waits and not await self._wait(ctx, handler):
                 return StepDone(())
             if handler.has_execute:
-                return StepDone(await self._run_attempts(ctx, handler), may_move)
+                return self._done(ctx, await self._run_attempts(ctx, handler), may_move)
             committed = await self.database.write(
                 lambda conn: self._commit(conn, ctx, handler, None)
             )
             if committed is not None:
-                return StepDone(committed, may_move)
+                return self._done(ctx, committed, may_move)
+
+    def _done(self, ctx: StepContext[Any], next_steps: Sequence[str], may_move: bool) -> StepDone:
+        """The driver's end; keeps the rows of the successors its commit scheduled, which
+        reflect that commit exactly. A successor's begin re-reads its row under the session's
+        lock, so one cancelled since then is still seen."""
+        for step_execution_id in next_steps:
+            row = ctx.successors.get(step_execution_id)
+            if row is not None:
+                self._fresh[(ctx.session_id, step_execution_id)] = row
+        if len(self._fresh) > MAX_FRESH_ROWS:
+            # Rows of successors that ran elsewhere (claimed through the queue); reading a
+            # row back is always correct.
+            self._fresh.clear()
+        return StepDone(next_steps, may_move)
+
+    def forget_fresh(self, session_id: str, step_execution_id: str) -> None:
+        self._fresh.pop((session_id, step_execution_id), None)
 
     async def _run_attempts(
         self, ctx: StepContext[Any], handler: StepHandler[Any]
@@ -719,6 +773,14 @@ class Runtime:
                 next_steps=self._route_failure(tx, handler, detail, progress, "WorkerLost")
             )
         started: dict[str, Any] = {"started_at": now_text()} if row.attempts == 0 else {}
+        transition = handler.begin(ctx, tx)
+        if transition is not None:
+            store.update_step(
+                conn, ctx.session_id, ctx.step_execution_id, attempts=attempt, **started
+            )
+            return Begun(next_steps=self._finish(tx, transition, "succeeded"))
+        if tx.progress_started:
+            started["progress_started"] = True
         store.update_step(
             conn,
             ctx.session_id,
@@ -727,11 +789,6 @@ class Runtime:
             attempts=attempt,
             **started,
         )
-        transition = handler.begin(ctx, tx)
-        if transition is not None:
-            return Begun(next_steps=self._finish(tx, transition, "succeeded"))
-        if tx.progress_started:
-            store.update_step(conn, ctx.session_id, ctx.step_execution_id, progress_started=True)
         self._flush(tx)
         return Begun(attempt=attempt)
 
@@ -828,18 +885,18 @@ class Runtime:
         self, tx: StepTx, transition: Transition, status: str, error: str | None = None
     ) -> list[str]:
         conn, session = tx.conn, tx.session
-        next_ids = []
-        for step_type, step_input in transition.next:
-            next_handler = self.step_handlers[step_type]
-            next_ids.append(
-                store.schedule_step(
-                    conn,
-                    session,
-                    step_type,
-                    step_input,
-                    status="waiting" if next_handler.options.waits else "scheduled",
-                )
+        rows = [
+            store.schedule_step(
+                conn,
+                session,
+                step_type,
+                step_input,
+                status="waiting" if self.step_handlers[step_type].options.waits else "scheduled",
             )
+            for step_type, step_input in transition.next
+        ]
+        tx.ctx.successors = {row.step_execution_id: row for row in rows}
+        next_ids = [row.step_execution_id for row in rows]
         store.update_step(
             conn,
             session.session_id,

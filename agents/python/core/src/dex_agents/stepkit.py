@@ -140,6 +140,8 @@ class StepContext(Generic[LoadedT]):
     progress_started: bool = False
     # What `begin` loaded for Execute; retries of the same run reuse it.
     loaded: LoadedT | None = None
+    # The rows of the successors the Step's last commit scheduled (for the driver).
+    successors: dict[str, store.StepRow] = field(default_factory=dict)
 
     def need_loaded(self) -> LoadedT:
         """The value `begin` loaded; Execute and commit run only after a begin that loads it."""

@@ -575,24 +575,43 @@ def schedule_step(
     step_input: Any,
     *,
     status: str = "scheduled",
-) -> str:
+) -> StepRow:
+    """Inserts a new Step execution; returns its row as stored."""
     session.step_counter += 1
-    step_execution_id = f"{step_type}-{session.step_counter}"
+    row = StepRow(
+        session_id=session.session_id,
+        step_execution_id=f"{step_type}-{session.step_counter}",
+        seq=session.step_counter,
+        step_type=step_type,
+        input=json.dumps(step_input, separators=(",", ":")),
+        status=status,
+        attempts=0,
+        progress_started=False,
+        checkpoint=None,
+        error=None,
+        next_steps=[],
+        scheduled_at=now_text(),
+    )
     conn.execute(
         db.steps.insert().values(
-            session_id=session.session_id,
-            step_execution_id=step_execution_id,
-            seq=session.step_counter,
-            step_type=step_type,
-            input=json.dumps(step_input, separators=(",", ":")),
-            status=status,
+            session_id=row.session_id,
+            step_execution_id=row.step_execution_id,
+            seq=row.seq,
+            step_type=row.step_type,
+            input=row.input,
+            status=row.status,
             attempts=0,
             progress_started=False,
             next_steps="[]",
-            scheduled_at=now_text(),
+            scheduled_at=row.scheduled_at,
         )
     )
-    return step_execution_id
+    return row
+
+
+def step_type_of(step_execution_id: str) -> str:
+    """The Step type of a Step execution ID (`<step type>-<number>`, see `schedule_step`)."""
+    return step_execution_id.rpartition("-")[0]
 
 
 def load_step(conn: Connection, session_id: str, step_execution_id: str) -> StepRow | None:

@@ -139,13 +139,14 @@ class RunModel(StepHandler[LoadedTurn]):
         self, ctx: StepContext[LoadedTurn], tx: StepTx, result: ToolCallsRequested, turn_id: str
     ) -> Transition:
         session = tx.session
-        problem = self._tool_calls_problem(ctx, tx, result)
+        known = store.load_tool_calls(tx.conn, ctx.session_id)
+        problem = self._tool_calls_problem(ctx, result, {r.tool_call_id for r in known})
         if problem is not None:
             return self._fail(tx, problem, turn_id)
         messages = checked_messages(ctx, result.new_messages)
         store.append_messages(tx.conn, session, turn_id, messages)
         session.framework_run_state = result.framework_run_state
-        first_order = len(store.load_tool_calls(tx.conn, ctx.session_id))
+        first_order = len(known)
         planning = session.active_state.interaction_mode == "planning"
         write_todos = write_todos_count(ctx, result.tool_calls)
         next_steps: list[tuple[str, Any]] = []
@@ -181,13 +182,14 @@ class RunModel(StepHandler[LoadedTurn]):
         return go(*next_steps)
 
     def _tool_calls_problem(
-        self, ctx: StepContext[LoadedTurn], tx: StepTx, result: ToolCallsRequested
+        self, ctx: StepContext[LoadedTurn], result: ToolCallsRequested, seen: set[str]
     ) -> str | None:
+        """What makes the requested calls impossible to run; `seen`: the turn's call IDs so
+        far (extended with the new ones)."""
         if result.new_messages and not ctx.flow.builds_unfinished_turn_messages:
             return texts.UNFINISHED_MESSAGES_REQUIRED
         if not result.tool_calls:
             return "the runner returned ToolCallsRequested without any tool call"
-        seen = {r.tool_call_id for r in store.load_tool_calls(tx.conn, ctx.session_id)}
         for call in result.tool_calls:
             if not isinstance(call, DeferredToolCall):
                 kind = type(call).__name__
