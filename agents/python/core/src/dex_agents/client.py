@@ -91,12 +91,18 @@ class AgentClient:
             self._database = database
         return self._database
 
+    async def _opened(self, *, create: bool = False) -> Database:
+        """The database, opened (and migrated) on a thread the first time only."""
+        if self._database is not None:
+            return self._database
+        return await asyncio.to_thread(lambda: self._db(create=create))
+
     async def _write(self, fn: Callable[[Connection], T], *, create: bool = False) -> T:
-        database = await asyncio.to_thread(lambda: self._db(create=create))
+        database = await self._opened(create=create)
         return await database.write(fn)
 
     async def _read(self, fn: Callable[[Connection], T]) -> T:
-        database = await asyncio.to_thread(self._db)
+        database = await self._opened()
         return await database.read(fn)
 
     def _enqueue(self, conn: Connection, session: store.Session, step_execution_id: str) -> None:
@@ -120,7 +126,7 @@ class AgentClient:
     async def _wake_feed(self) -> Waker:
         """This client's wake-ups: its own commits at once, other processes' by their commit
         (as a Worker's)."""
-        database = await asyncio.to_thread(self._db)
+        database = await self._opened()
         loop = asyncio.get_running_loop()
         task = self._wake_task
         if self._waker is None or task is None or task.done() or task.get_loop() is not loop:
@@ -311,6 +317,7 @@ class AgentClient:
         validation.identifier(session_id, "session_id")
         validation.identifier(turn_id, "turn_id")
         validation.integer(after, "after", minimum=0)
+        await self._read(lambda conn: store.read_session(conn, session_id))  # SessionNotFound
         return await self._await_turn(
             session_id, timeout, after=after, turn_id=turn_id, is_start=lambda _: False
         )
@@ -327,13 +334,14 @@ class AgentClient:
         """Reads the session's events after `after`, woken by their commits, until the turn
         (`turn_id`, or the one whose turn_started event `is_start` picks) has an outcome."""
         waker = await self._wake_feed()
+        database = await self._opened()
         deadline = time.monotonic() + timeout
         usage = AgentUsage()
         first_sequence = 0
         interrupted = False
         while True:
             generation = waker.generation(session_id)
-            batch = await self.read_events(session_id, after=after)
+            batch = await read_events(database, session_id, after=after, limit=_EVENT_PAGE)
             for event in batch:
                 after = event.offset
                 if turn_id is None:
@@ -548,7 +556,7 @@ class AgentClient:
         validation.identifier(session_id, "session_id")
         validation.integer(after, "after", minimum=0)
         validation.integer(limit, "limit", minimum=1)
-        database = await asyncio.to_thread(self._db)
+        database = await self._opened()
         await database.read(lambda conn: store.read_session(conn, session_id))
         return await read_events(database, session_id, after=after, limit=limit)
 
@@ -575,7 +583,7 @@ class AgentClient:
         validation.identifier(session_id, "session_id")
         validation.integer(after, "after", minimum=0)
         waker = await self._wake_feed()
-        database = await asyncio.to_thread(self._db)
+        database = await self._opened()
         await database.read(lambda conn: store.read_session(conn, session_id))
         while True:
             generation = waker.generation(session_id)

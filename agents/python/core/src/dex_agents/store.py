@@ -536,13 +536,8 @@ def turn_start_offset(conn: Connection, session_id: str, turn_id: str) -> int | 
 
 
 def read_events(conn: Connection, session_id: str, after: int, limit: int) -> list[Any]:
-    query = (
-        sa.select(db.events)
-        .where(db.events.c.session_id == session_id, db.events.c.offset > after)
-        .order_by(db.events.c.offset)
-        .limit(limit)
-    )
-    return list(conn.execute(query))
+    params = {"session_id": session_id, "after": after, "limit": limit}
+    return list(conn.execute(_EVENTS_AFTER, params))
 
 
 # Step executions --------------------------------------------------------------------------
@@ -677,17 +672,32 @@ def wake(conn: Connection, session_id: str) -> None:
     conn.info.setdefault("dex_woken", set()).add(session_id)
 
 
+# Built once: a wake-up feed runs these on every commit it sees.
+_WAKEUPS_AFTER = (
+    sa.select(
+        db.wakeups.c.id,
+        sa.case((db.wakeups.c.origin == sa.bindparam("origin"), ""), else_=db.wakeups.c.session_id),
+    )
+    .where(db.wakeups.c.id > sa.bindparam("after_id"))
+    .order_by(db.wakeups.c.id)
+    .limit(10_000)
+)
+_EVENTS_AFTER = (
+    sa.select(db.events)
+    .where(
+        db.events.c.session_id == sa.bindparam("session_id"),
+        db.events.c.offset > sa.bindparam("after"),
+    )
+    .order_by(db.events.c.offset)
+    .limit(sa.bindparam("limit"))
+)
+
+
 def wakeups_after(conn: Connection, after_id: int, origin: str) -> list[tuple[int, str]]:
     """Wake-ups after `after_id` written by other processes (IDs of own ones come back with
     an empty session, so the reader still advances past them)."""
-    own = db.wakeups.c.origin == origin
-    query = (
-        sa.select(db.wakeups.c.id, sa.case((own, ""), else_=db.wakeups.c.session_id))
-        .where(db.wakeups.c.id > after_id)
-        .order_by(db.wakeups.c.id)
-        .limit(10_000)
-    )
-    return [(row[0], row[1]) for row in conn.execute(query)]
+    rows = conn.execute(_WAKEUPS_AFTER, {"origin": origin, "after_id": after_id})
+    return [(row[0], row[1]) for row in rows]
 
 
 def last_wakeup_id(conn: Connection) -> int:
