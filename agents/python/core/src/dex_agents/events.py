@@ -2,8 +2,8 @@
 
 Events written inside a Step's commit share its transaction. Events a model call streams
 (text and reasoning deltas) are buffered and flushed every few milliseconds, so a long answer
-costs a handful of commits instead of one per token; the Step flushes the rest before it
-commits, so deltas always precede the turn's end.
+costs a handful of commits instead of one per token; what is left when the call ends is
+written first in the attempt's own commit, so deltas always precede the turn's end.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class StreamingEventWriter:
         attempt: int,
         step_execution_id: str,
         flush_interval: float = 0.03,
+        leftovers: list[EventRecord] | None = None,
     ) -> None:
         self._database = database
         self._session_id = session_id
@@ -43,6 +44,9 @@ class StreamingEventWriter:
         self._lock = threading.Lock()
         self._flusher: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        # Where `close` leaves the records it has not written, for the attempt's commit to
+        # write (None: `close` writes them itself).
+        self._leftovers = leftovers
 
     def start(self) -> None:
         self._flusher = asyncio.get_running_loop().create_task(self._flush_periodically())
@@ -68,12 +72,18 @@ class StreamingEventWriter:
 
     async def close(self) -> None:
         """Stops the periodic flush without cancelling a write in progress (a cancelled write
-        would lose the records it had taken), then writes what is left."""
+        would lose the records it had taken), then writes what is left, or hands it to the
+        attempt's commit."""
         self._stopping.set()
         if self._flusher is not None:
             await asyncio.shield(self._flusher)
             self._flusher = None
-        await self.flush()
+        if self._leftovers is None:
+            await self.flush()
+            return
+        with self._lock:
+            self._leftovers.extend(self._buffer)
+            self._buffer = []
 
     async def _flush_periodically(self) -> None:
         while not self._stopping.is_set():

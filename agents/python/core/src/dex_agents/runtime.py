@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -102,7 +103,7 @@ async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
         if not done.next_steps:
             if not held:
                 return
-            done = await runtime.run_step_until_done(session_id, held.pop())
+            done = await runtime.run_step_until_done(session_id, held.pop(), likely_ready=True)
             continue
         *parallel, last = done.next_steps
         if await _sibling_first(runtime, session_id, done, parallel, last):
@@ -557,7 +558,9 @@ class Runtime:
 
     # The driver ---------------------------------------------------------------------------
 
-    async def run_step_until_done(self, session_id: str, step_execution_id: str) -> StepDone:
+    async def run_step_until_done(
+        self, session_id: str, step_execution_id: str, *, likely_ready: bool = False
+    ) -> StepDone:
         """`run_step`, tried again with capped backoff when the driver itself fails (user
         code's failures are the Step's own business and never get here): a Step execution's
         workflow never ends in an error, so no session is stranded by a defect or by a value
@@ -566,7 +569,7 @@ class Runtime:
         logged = False
         while True:
             try:
-                return await self.run_step(session_id, step_execution_id)
+                return await self.run_step(session_id, step_execution_id, likely_ready=likely_ready)
             except Exception:
                 # A Step that waited while its Worker stopped wakes to a closed database: it
                 # stays pending, for the Worker that takes it over, like any other.
@@ -583,7 +586,12 @@ class Runtime:
             await asyncio.sleep(delay)
             delay = min(delay * 2, DRIVER_RETRY_MAX_SECONDS)
 
-    async def run_step(self, session_id: str, step_execution_id: str) -> StepDone:
+    async def run_step(
+        self, session_id: str, step_execution_id: str, *, likely_ready: bool = False
+    ) -> StepDone:
+        """Drives a Step execution to its end. `likely_ready`: a waiting Step whose condition
+        probably holds (its lone sibling just ended) looks at it first in its commit, saving a
+        read; when it does not hold, the Step waits as usual."""
         await self._hold_while_draining()
         row = self._fresh.pop((session_id, step_execution_id), None)
         if row is None:
@@ -611,13 +619,16 @@ class Runtime:
             checkpoint=row.checkpoint,
             scheduled_at=row.scheduled_at,
         )
+        look_in_commit = likely_ready and handler.options.waits and not handler.has_execute
         while True:
-            if handler.options.waits and not await self._wait(ctx, handler):
+            if handler.options.waits and not look_in_commit and not await self._wait(ctx, handler):
                 return StepDone(())
+            check = look_in_commit
+            look_in_commit = False
             if handler.has_execute:
                 return self._done(ctx, await self._run_attempts(ctx, handler), may_move)
             committed = await self.database.write(
-                lambda conn: self._commit(conn, ctx, handler, None)
+                functools.partial(self._commit, ctx=ctx, handler=handler, result=None, check=check)
             )
             if committed is not None:
                 return self._done(ctx, committed, may_move)
@@ -669,10 +680,20 @@ class Runtime:
         try:
             result = await self._execute(ctx, handler)
         except StepCancelled:
+            await self._write_unflushed(ctx)
             return []
         except Exception as error:
             return await self._record_failed_attempt(ctx, handler, error)
         return await self._commit_result(ctx, handler, result)
+
+    async def _write_unflushed(self, ctx: StepContext[Any]) -> None:
+        """Writes what a cancelled attempt streamed and left unwritten (no commit follows)."""
+        if ctx.unflushed:
+            records = list(ctx.unflushed)
+            await self.database.write(
+                lambda conn: store.append_events_unlocked(conn, ctx.session_id, records)
+            )
+            ctx.unflushed.clear()
 
     async def drain(self, timeout: float) -> int:
         """Begins no more attempts and waits up to `timeout` for the running ones to commit,
@@ -703,14 +724,17 @@ class Runtime:
         committed = await self.database.write(
             lambda conn: self._commit(conn, ctx, handler, result, fence=ctx.attempt)
         )
+        ctx.unflushed.clear()
         return committed or []
 
     async def _record_failed_attempt(
         self, ctx: StepContext[Any], handler: StepHandler[Any], error: Exception
     ) -> Sequence[str] | TryAgain:
-        return await self.database.write(
+        outcome = await self.database.write(
             lambda conn: self._attempt_failed(conn, ctx, handler, error)
         )
+        ctx.unflushed.clear()
+        return outcome
 
     async def flow_type_of(self, session_id: str) -> str:
         flow_type = self._flow_types.get(session_id)
@@ -824,8 +848,10 @@ class Runtime:
         """Records a failed attempt; routes to the failure route once attempts ran out or
         the Step judges that another attempt cannot help."""
         session = store.lock_session(conn, ctx.session_id)
+        store.write_events(conn, session, ctx.unflushed)
         row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
         if row is None or row.status != "running" or row.attempts != ctx.attempt:
+            _save_if_streamed(conn, session, ctx)
             return []
         detail = str(error) or type(error).__name__
         advice = handler.retry_advice(error)
@@ -858,14 +884,21 @@ class Runtime:
         result: Any,
         *,
         fence: int | None = None,
+        check: bool = False,
     ) -> Sequence[str] | None:
-        """Records the outcome; None means wait again. A fenced-out attempt commits nothing."""
+        """Records the outcome; None means wait again. A fenced-out attempt commits only the
+        events it streamed."""
         session = store.lock_session(conn, ctx.session_id)
+        store.write_events(conn, session, ctx.unflushed)
         row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
         if row is None or row.status in ("succeeded", "failed", "cancelled"):
+            _save_if_streamed(conn, session, ctx)
             return row.next_steps if row and row.status != "cancelled" else []
         if fence is not None and (row.status != "running" or row.attempts != fence):
+            _save_if_streamed(conn, session, ctx)
             return []
+        if check and not handler.check(ctx, conn).ready:
+            return None
         tx = StepTx(conn, session, ctx)
         transition = handler.commit(ctx, tx, result)
         if transition.wait_again:
@@ -923,6 +956,7 @@ class Runtime:
             turn_id=turn_id,
             attempt=ctx.attempt,
             step_execution_id=ctx.step_execution_id,
+            leftovers=ctx.unflushed,
         )
 
     def checkpoint_saver(self, ctx: StepContext[Any]) -> Callable[[str], Awaitable[None]]:
@@ -956,6 +990,13 @@ class Runtime:
         for step_execution_id, status in (await self.database.read(statuses)).items():
             if status == "cancelled":
                 running[step_execution_id].cancel()
+
+
+def _save_if_streamed(conn: Connection, session: store.Session, ctx: StepContext[Any]) -> None:
+    """Keeps the event counter of the streamed events a commit that records nothing else
+    wrote."""
+    if ctx.unflushed:
+        store.save_session(conn, session)
 
 
 def _current_task_cancelling() -> bool:

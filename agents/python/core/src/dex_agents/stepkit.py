@@ -140,6 +140,8 @@ class StepContext(Generic[LoadedT]):
     progress_started: bool = False
     # What `begin` loaded for Execute; retries of the same run reuse it.
     loaded: LoadedT | None = None
+    # Events the attempt streamed and left unwritten, written first in its commit.
+    unflushed: list[EventRecord] = field(default_factory=list)
     # The rows of the successors the Step's last commit scheduled (for the driver).
     successors: dict[str, store.StepRow] = field(default_factory=dict)
 
