@@ -5,9 +5,13 @@ and the policy from the tool's annotations."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
+import pytest
 from dex_agents.testing import (
+    RunnerDriver,
+    ScriptedModelServer,
     events_of,
     pending_interrupt,
     reply_text,
@@ -16,6 +20,8 @@ from dex_agents.testing import (
     turns_done,
 )
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+
+from .test_readme import README, readme_block
 
 ROOT = Path(__file__).parent.parent
 
@@ -89,3 +95,29 @@ class TestMcpToolSource(SharedWorkerSuite):
         assert [
             s for s in steps if s in {"AwaitToolApproval", "CallSingleAttemptTool", "CallTool"}
         ] == ["AwaitToolApproval", "CallSingleAttemptTool"]
+
+
+async def test_the_readme_mcp_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: ScriptedModelServer
+) -> None:
+    """The README's MCP server and Worker module as written, the model served by the scripted
+    server: the tool call runs through the source against the server subprocess."""
+    for name in ("weather_server.py", "weather_app.py"):
+        (tmp_path / name).write_text(readme_block(README, f"# {name}"))
+    monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "scripted")
+    spec = importlib.util.spec_from_file_location("weather_app", tmp_path / "weather_app.py")
+    assert spec and spec.loader
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    model.enqueue(
+        reply_tools(("f1", "weather__forecast", {"city": "Lima"})), reply_text("Sunny in Lima.")
+    )
+
+    turn = await RunnerDriver(app.runner).turn("Weather in Lima?")
+
+    assert [(r.tool_name, r.effect, r.status, r.output) for r in turn.records] == [
+        ("weather__forecast", "read", "succeeded", "sunny in Lima")
+    ]
+    assert "weather__forecast" in {tool["name"] for tool in model.requests[0].body["tools"]}
+    assert turn.new_messages[-1].text == "Sunny in Lima."
