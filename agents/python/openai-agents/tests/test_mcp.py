@@ -5,9 +5,14 @@ idempotency key in `_meta` and the policy from the tool's annotations."""
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from pathlib import Path
 
+import pytest
 from dex_agents.testing import (
+    RunnerDriver,
+    ScriptedModelServer,
     events_of,
     pending_interrupt,
     reply_text,
@@ -18,6 +23,7 @@ from dex_agents.testing import (
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp, responses
 
 ROOT = Path(__file__).parent.parent
+README = ROOT / "README.md"
 
 
 class TestMcpToolSource(SharedWorkerSuite):
@@ -89,3 +95,33 @@ class TestMcpToolSource(SharedWorkerSuite):
         assert [
             s for s in steps if s in {"AwaitToolApproval", "CallSingleAttemptTool", "CallTool"}
         ] == ["AwaitToolApproval", "CallSingleAttemptTool"]
+
+
+async def test_the_readme_mcp_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: ScriptedModelServer
+) -> None:
+    """The README's MCP server and Worker module as written, with the SDK's default OpenAI
+    client pointed at the scripted server: the call runs through the source against the
+    server subprocess."""
+    pattern = r"^```python\n(# (weather_\w+\.py).*?)^```"
+    blocks = re.findall(pattern, README.read_text(), re.S | re.M)
+    assert sorted(name for _, name in blocks) == ["weather_app.py", "weather_server.py"]
+    for code, name in blocks:
+        (tmp_path / name).write_text(code)
+    monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "scripted")
+    spec = importlib.util.spec_from_file_location("weather_app", tmp_path / "weather_app.py")
+    assert spec and spec.loader
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    model.enqueue(
+        reply_tools(("f1", "weather__forecast", {"city": "Lima"})), reply_text("Sunny in Lima.")
+    )
+
+    turn = await RunnerDriver(app.runner).turn("Weather in Lima?")
+
+    assert [(r.tool_name, r.effect, r.status, r.output) for r in turn.records] == [
+        ("weather__forecast", "read", "succeeded", "sunny in Lima")
+    ]
+    assert "weather__forecast" in {tool["name"] for tool in model.requests[0].body["tools"]}
+    assert turn.new_messages[-1].text == "Sunny in Lima."
