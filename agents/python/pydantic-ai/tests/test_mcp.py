@@ -96,6 +96,29 @@ class TestMcpToolSource(SharedWorkerSuite):
             s for s in steps if s in {"AwaitToolApproval", "CallSingleAttemptTool", "CallTool"}
         ] == ["AwaitToolApproval", "CallSingleAttemptTool"]
 
+    async def test_explicit_policies_win_over_the_annotations(self, run: SessionRun) -> None:
+        run.model.enqueue(
+            reply_tools(
+                ("r1", "local__lookup", {"city": "Lima"}),
+                ("d1", "local__delete_item", {"item": "old-report"}),
+            ),
+            reply_text("Done."),
+        )
+        session = await run.client.start_session("McpPolicies", "Lima, and delete it.")
+        await run.client.wait_for(session, turns_done(1))
+
+        deferred = await events_of(run.client, session, "tool_call_deferred")
+        assert {e["tool_call_id"]: (e["effect"], e["requires_approval"]) for e in deferred} == {
+            # The session's ToolPolicy over the readOnlyHint.
+            "r1": ("non_idempotent_write", False),
+            # The source's ToolPolicy over the session's default (unclassified).
+            "d1": ("idempotent_write", False),
+        }
+        assert sorted(e["tool"] for e in run.tool_log.entries()) == ["delete_item", "lookup"]
+        steps = await step_types(run.client, session)
+        assert (steps.count("CallSingleAttemptTool"), steps.count("CallTool")) == (1, 1)
+        assert "AwaitToolApproval" not in steps
+
 
 async def test_the_readme_mcp_example_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: ScriptedModelServer

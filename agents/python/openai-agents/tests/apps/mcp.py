@@ -40,15 +40,24 @@ def local_note(text: str) -> str:
 
 agent = Agent(name="Assistant", instructions="Use the tools.", model="gpt-4.1", tools=[local_note])
 client = AsyncOpenAI(base_url=os.environ[MODEL_URL_ENV], api_key="test", max_retries=0)
-runner = OpenAIAgentsRunner(
-    agent,
-    run_config=RunConfig(model_provider=OpenAIProvider(openai_client=client)),
-    tool_sources=[McpToolSource([local])],
+runner_config = RunConfig(model_provider=OpenAIProvider(openai_client=client))
+runner = OpenAIAgentsRunner(agent, run_config=runner_config, tool_sources=[McpToolSource([local])])
+# Explicit policies: the session's win over the source's, which win over the annotations.
+governed = McpToolSource(
+    [local], policies={"local__delete_item": ToolPolicy(effect="idempotent_write")}
 )
+session_policies = {
+    "local__lookup": ToolPolicy(effect="non_idempotent_write", requires_approval=False)
+}
 flows = [
     AgentSessionFlow(
         runner,
         flow_type="McpAgent",
         options=AgentSessionOptions(tool_policies={"local_note": ToolPolicy(effect="read")}),
-    )
+    ),
+    AgentSessionFlow(
+        OpenAIAgentsRunner(agent, run_config=runner_config, tool_sources=[governed]),
+        flow_type="McpPolicies",
+        options=AgentSessionOptions(tool_policies=session_policies),
+    ),
 ]

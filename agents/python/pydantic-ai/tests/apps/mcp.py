@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from dex_agents import AgentSessionFlow
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolPolicy
 from dex_agents.mcp import McpToolSource, StdioServer
 from dex_agents.testing import MODEL_URL_ENV
 from pydantic_ai import Agent
@@ -38,4 +38,18 @@ def local_note(text: str) -> str:
 
 
 runner = PydanticAiRunner(agent, tool_sources=[McpToolSource([local])])
-flows = [AgentSessionFlow(runner, flow_type="McpAgent")]
+# Explicit policies: the session's win over the source's, which win over the annotations.
+governed = McpToolSource(
+    [local], policies={"local__delete_item": ToolPolicy(effect="idempotent_write")}
+)
+session_policies = {
+    "local__lookup": ToolPolicy(effect="non_idempotent_write", requires_approval=False)
+}
+flows = [
+    AgentSessionFlow(runner, flow_type="McpAgent"),
+    AgentSessionFlow(
+        PydanticAiRunner(agent, tool_sources=[governed]),
+        flow_type="McpPolicies",
+        options=AgentSessionOptions(tool_policies=session_policies),
+    ),
+]
