@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
+from agents import Agent, RunConfig
+from agents.models.openai_provider import OpenAIProvider
+from dex_agents.mcp import McpToolSource, StdioServer
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
 from dex_agents.testing import (
     RunnerDriver,
     ScriptedModelServer,
+    ToolRunLog,
     events_of,
     pending_interrupt,
     reply_text,
@@ -21,9 +27,13 @@ from dex_agents.testing import (
     turns_done,
 )
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp, responses
+from openai import AsyncOpenAI
+
+from dex_agents_openai_agents import OpenAIAgentsRunner
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
+SERVER = ROOT.parent / "core" / "tests" / "mcp" / "server.py"
 
 
 class TestMcpToolSource(SharedWorkerSuite):
@@ -148,3 +158,34 @@ async def test_the_readme_mcp_example_runs(
     ]
     assert "weather__forecast" in {tool["name"] for tool in model.requests[0].body["tools"]}
     assert turn.new_messages[-1].text == "Sunny in Lima."
+
+
+async def test_a_pending_call_resumes_when_its_server_cannot_be_listed(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    """A Worker that restarts after the call ran, and cannot list the server, still resumes
+    the turn with the call's recorded result (the SDK needs a tool of that name)."""
+    client = AsyncOpenAI(base_url=model.base_url, api_key="test", max_retries=0)
+    config = RunConfig(model_provider=OpenAIProvider(openai_client=client))
+    agent = Agent(name="Assistant", instructions="Use the tools.", model="gpt-4.1")
+    env = {"MCP_TEST_RUN_LOG": str(tool_log.path)}
+    up = StdioServer("local", command=sys.executable, args=[str(SERVER), "stdio"], env=env)
+    down = StdioServer("local", command=sys.executable, args=["-c", "raise SystemExit(1)"])
+    runner = OpenAIAgentsRunner(agent, run_config=config, tool_sources=[McpToolSource([up])])
+    driver = RunnerDriver(runner)
+    model.enqueue(
+        reply_tools(("r1", "local__lookup", {"city": "Lima"})), reply_text("Sunny in Lima.")
+    )
+    turn_id = driver.start_turn("Weather in Lima?")
+    requested = await driver.model_step(turn_id, None)
+    assert isinstance(requested, ToolCallsRequested)
+    await driver.run_tools(turn_id, requested)
+
+    driver.runner = OpenAIAgentsRunner(
+        agent, run_config=config, tool_sources=[McpToolSource([down])]
+    )
+    done = await driver.model_step(turn_id, requested.framework_run_state)
+
+    assert isinstance(done, TurnCompleted) and done.turn_error is None
+    assert responses.tool_outputs(model.requests[-1]) == {"r1": "sunny in Lima"}
+    assert tool_log.count("lookup") == 1

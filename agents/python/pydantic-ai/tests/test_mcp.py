@@ -6,12 +6,16 @@ and the policy from the tool's annotations."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
+from dex_agents.mcp import McpToolSource, StdioServer
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
 from dex_agents.testing import (
     RunnerDriver,
     ScriptedModelServer,
+    ToolRunLog,
     events_of,
     pending_interrupt,
     reply_text,
@@ -19,11 +23,21 @@ from dex_agents.testing import (
     step_types,
     turns_done,
 )
-from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+from dex_agents.testing.shared_worker import (
+    SessionRun,
+    SharedWorkerSuite,
+    WorkerApp,
+    chat_completions,
+)
+from pydantic_ai import Agent
 
+from dex_agents_pydantic_ai import PydanticAiRunner
+
+from .apps.agents import scripted_model
 from .test_readme import README, readme_block
 
 ROOT = Path(__file__).parent.parent
+SERVER = ROOT.parent / "core" / "tests" / "mcp" / "server.py"
 
 
 class TestMcpToolSource(SharedWorkerSuite):
@@ -144,3 +158,29 @@ async def test_the_readme_mcp_example_runs(
     ]
     assert "weather__forecast" in {tool["name"] for tool in model.requests[0].body["tools"]}
     assert turn.new_messages[-1].text == "Sunny in Lima."
+
+
+async def test_a_pending_call_resumes_when_its_server_cannot_be_listed(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    """A Worker that restarts after the call ran, and cannot list the server, still resumes
+    the turn with the call's recorded result."""
+    agent = Agent(scripted_model(model.base_url), instructions="Use the tools.")
+    env = {"MCP_TEST_RUN_LOG": str(tool_log.path)}
+    up = StdioServer("local", command=sys.executable, args=[str(SERVER), "stdio"], env=env)
+    down = StdioServer("local", command=sys.executable, args=["-c", "raise SystemExit(1)"])
+    driver = RunnerDriver(PydanticAiRunner(agent, tool_sources=[McpToolSource([up])]))
+    model.enqueue(
+        reply_tools(("r1", "local__lookup", {"city": "Lima"})), reply_text("Sunny in Lima.")
+    )
+    turn_id = driver.start_turn("Weather in Lima?")
+    requested = await driver.model_step(turn_id, None)
+    assert isinstance(requested, ToolCallsRequested)
+    await driver.run_tools(turn_id, requested)
+
+    driver.runner = PydanticAiRunner(agent, tool_sources=[McpToolSource([down])])
+    done = await driver.model_step(turn_id, requested.framework_run_state)
+
+    assert isinstance(done, TurnCompleted) and done.turn_error is None
+    assert chat_completions.tool_outputs(model.requests[-1]) == {"r1": "sunny in Lima"}
+    assert tool_log.count("lookup") == 1

@@ -160,7 +160,9 @@ class OpenAIAgentsRunner:
         return user_message(text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        source_tools = await self._sources.function_tools(self._graph.root_tool_names())
+        source_tools = await self._sources.function_tools(
+            self._graph.root_tool_names(), turn.tool_calls
+        )
         self._graph.offer_root_tools(source_tools)
         context = await self._context(RunContextRequest(turn.flow_id, turn.turn_id))
         run_input: list[Any] | RunState[Any, Agent[Any]]

@@ -33,10 +33,19 @@ class SourceTools:
         self._sources = list(sources)
         self._offered: dict[str, ToolSource] = {}
         self._tools: dict[str, FunctionTool] = {}
+        # Tools a source deferred a call of but no longer lists, by name: their references.
+        self._unlisted: dict[str, str] = {}
 
-    async def function_tools(self, taken: Collection[str]) -> list[FunctionTool]:
+    async def function_tools(
+        self, taken: Collection[str], records: Sequence[AgentToolCall] = ()
+    ) -> list[FunctionTool]:
         """Lists every source (cached after its first listing); a name that the agent's own
-        tools or an earlier source use is left out."""
+        tools or an earlier source use is left out.
+
+        A call in `records` of a tool its source did not list this time (its server could not
+        be listed after a Worker restart) keeps a FunctionTool of that name from then on, so
+        the SDK can resume the run with the call's recorded result. The set only grows, as
+        the gated root agent is shared by every session of the runner."""
         offered: dict[str, ToolSource] = {}
         tools: list[FunctionTool] = []
         for source in self._sources:
@@ -49,16 +58,37 @@ class SourceTools:
                 offered[name] = source
                 tools.append(self._tool(function))
         self._offered = offered
-        return tools
+        self._keep_unlisted(records, taken)
+        unlisted = (name for name in self._unlisted if name not in offered)
+        return tools + [self._tool({"name": name}) for name in unlisted]
+
+    def _keep_unlisted(self, records: Sequence[AgentToolCall], taken: Collection[str]) -> None:
+        for record in records:
+            reference = record.tool_source_reference
+            if reference is None or record.tool_name in taken or self.owner(record) is None:
+                continue
+            self._unlisted.setdefault(record.tool_name, reference)
 
     def deferred_call(
         self, turn: AgentTurnContext, tool_call_id: str, name: str, arguments: str
     ) -> DeferredToolCall | None:
         """The offering source's DeferredToolCall, or None for a tool no source offers."""
         source = self._offered.get(name)
-        if source is None:
+        if source is not None:
+            return source.deferred_tool_call(
+                tool_call_id, name, arguments, turn.resolve_tool_policy
+            )
+        reference = self._unlisted.get(name)
+        if reference is None:
             return None
-        return source.deferred_tool_call(tool_call_id, name, arguments, turn.resolve_tool_policy)
+        # Not listed, so no annotation: the session's policies and default decide.
+        return DeferredToolCall(
+            tool_call_id=tool_call_id,
+            tool_name=name,
+            arguments=arguments,
+            policy=turn.resolve_tool_policy(name),
+            tool_source_reference=reference,
+        )
 
     def owner(self, record: AgentToolCall) -> ToolSource | None:
         """The source that runs a call it deferred (its record carries the source's reference)."""
