@@ -66,7 +66,7 @@ from .items import (
 from .policy import framework_effect, framework_requires_approval
 from .recorded import recorded_results
 from .stream import StreamForwarder
-from .tool_sources import SourceTools
+from .tool_sources import SourceTools, run_source_call
 from .tool_step import run_function_tool
 from .turn_state import TurnState
 from .usage import run_usage, usage_since
@@ -214,7 +214,7 @@ class OpenAIAgentsRunner:
         record = execution.tool_call
         source = self._sources.owner(record)
         if source is not None:
-            return await source.execute_deferred_tool_call(execution)
+            return await run_source_call(source, execution)
         agent_name = _source_agent(record) or self.agent.name
         found = self._graph.original_function_tool(agent_name, record.tool_name)
         if found is None:

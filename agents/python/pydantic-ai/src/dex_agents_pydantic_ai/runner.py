@@ -46,7 +46,7 @@ from .heartbeat import heartbeat_every
 from .messages import ParsedItem, load_history, parse_item, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
-from .tool_sources import SourceOffer, SourceTools
+from .tool_sources import SourceOffer, SourceTools, run_source_call
 from .tool_step import ToolStepRun
 
 DepsT = TypeVar("DepsT")
@@ -154,7 +154,8 @@ class PydanticAiRunner(Generic[DepsT]):
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         source = self._sources.owner(call.tool_call)
         if source is not None:
-            return await source.execute_deferred_tool_call(call)
+            async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
+                return await run_source_call(source, call)
         deps = await self._deps(DepsContext(call.flow_id, call.turn_id, tool_call=call.tool_call))
         run = ToolStepRun(self._agent, deps, self._output_type, self._model, call.flow_id)
         with running_tool(call):
