@@ -21,7 +21,7 @@ from agents.tool_context import ToolContext
 from .recorded import recorded_result
 
 
-async def _answer_with_recorded_result(ctx: ToolContext[Any], arguments: str) -> str:
+async def answer_with_recorded_result(ctx: ToolContext[Any], arguments: str) -> str:
     return recorded_result(ctx.tool_call_id)
 
 
@@ -32,7 +32,7 @@ def gate_function_tool(tool: FunctionTool) -> FunctionTool:
     the tool Step; the copy returns model-visible text.
     """
     gated = copy.copy(tool)
-    gated.on_invoke_tool = _answer_with_recorded_result
+    gated.on_invoke_tool = answer_with_recorded_result
     gated.needs_approval = True
     gated.tool_input_guardrails = None
     gated.tool_output_guardrails = None
@@ -63,6 +63,7 @@ class GatedAgentGraph:
         # Keeps the originals alive so their ids stay unique while the graph lives.
         self._originals: list[Agent[Any]] = []
         self.root = self._gate_graph(root)
+        self._root_tools = list(self.root.tools)
 
     def _gate_graph(self, root: Agent[Any]) -> Agent[Any]:
         queue: deque[Agent[Any]] = deque([root])
@@ -112,6 +113,14 @@ class GatedAgentGraph:
         if isinstance(target, Agent):
             gated_handoff._agent_ref = weakref.ref(self._gated(target))
         return gated_handoff
+
+    def offer_root_tools(self, tools: list[FunctionTool]) -> None:
+        """The gated root's own tools followed by `tools` (a tool source's function tools)."""
+        self.root.tools = [*self._root_tools, *tools]
+
+    def root_tool_names(self) -> set[str]:
+        """The names of the root agent's own tools."""
+        return {tool.name for tool in self._root_tools if hasattr(tool, "name")}
 
     def original_function_tool(
         self, agent_name: str, tool_name: str

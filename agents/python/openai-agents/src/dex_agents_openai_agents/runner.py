@@ -49,6 +49,7 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.tool_context import running_tool
+from dex_agents.tool_source import ToolSource
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
 
 from .gating import GatedAgentGraph
@@ -65,6 +66,7 @@ from .items import (
 from .policy import framework_effect, framework_requires_approval
 from .recorded import recorded_results
 from .stream import StreamForwarder
+from .tool_sources import SourceTools, run_source_call
 from .tool_step import run_function_tool
 from .turn_state import TurnState
 from .usage import run_usage, usage_since
@@ -120,6 +122,11 @@ class OpenAIAgentsRunner:
     `hooks` and `max_turns` are passed to the SDK's Runner; `max_turns` counts the model calls
     of one session turn and is unlimited by default.
 
+    `tool_sources` are tool sources such as `dex_agents.mcp.McpToolSource`, whose tools the
+    root agent gets besides its own (as it would get the tools of its `mcp_servers`). Each model
+    Step lists them (cached after the first listing); each call runs in its tool Step through
+    its source, which sends the idempotency key.
+
     `framework_retries` (off by default) lets the SDK retry a failed model request by itself
     inside one RunModel attempt. Off, the model Step runs with a copy of `run_config` whose
     model settings carry `retry=ModelRetrySettings(max_retries=0)`, which turns off the SDK's
@@ -137,9 +144,11 @@ class OpenAIAgentsRunner:
         hooks: RunHooks[Any] | None = None,
         max_turns: int | None = None,
         framework_retries: bool = False,
+        tool_sources: Sequence[ToolSource] = (),
     ) -> None:
         self.agent = agent
         self._graph = GatedAgentGraph(agent)
+        self._sources = SourceTools(tool_sources)
         self._context_factory = context_factory
         self._run_config = run_config
         # What the model Step runs with; tool Steps get the application's run_config as is.
@@ -151,6 +160,10 @@ class OpenAIAgentsRunner:
         return user_message(text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        source_tools = await self._sources.function_tools(
+            self._graph.root_tool_names(), turn.tool_calls
+        )
+        self._graph.offer_root_tools(source_tools)
         context = await self._context(RunContextRequest(turn.flow_id, turn.turn_id))
         run_input: list[Any] | RunState[Any, Agent[Any]]
         if turn.framework_run_state is None:
@@ -199,6 +212,9 @@ class OpenAIAgentsRunner:
         self, execution: DeferredToolExecution
     ) -> ToolExecutionResult:
         record = execution.tool_call
+        source = self._sources.owner(record)
+        if source is not None:
+            return await run_source_call(source, execution)
         agent_name = _source_agent(record) or self.agent.name
         found = self._graph.original_function_tool(agent_name, record.tool_name)
         if found is None:
@@ -304,6 +320,9 @@ class OpenAIAgentsRunner:
     ) -> DeferredToolCall:
         raw = item.raw_item
         call_id, name, arguments = (raw_field(raw, key) for key in ("call_id", "name", "arguments"))
+        from_source = self._source_call(turn, item)
+        if from_source is not None:
+            return from_source
         found = (
             self._graph.original_function_tool(item.agent.name, name)
             if raw_field(raw, "type") == "function_call" and isinstance(name, str)
@@ -327,6 +346,18 @@ class OpenAIAgentsRunner:
             policy=policy,
             tool_source_reference=json.dumps({"agent": item.agent.name}),
         )
+
+    def _source_call(
+        self, turn: AgentTurnContext, item: ToolApprovalItem
+    ) -> DeferredToolCall | None:
+        """The DeferredToolCall of a tool source's tool that the root agent called."""
+        raw = item.raw_item
+        call_id, name, arguments = (raw_field(raw, key) for key in ("call_id", "name", "arguments"))
+        if item.agent.name != self.agent.name or raw_field(raw, "type") != "function_call":
+            return None
+        if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
+            return None
+        return self._sources.deferred_call(turn, call_id, name, arguments)
 
 
 def _no_retries(run_config: RunConfig | None) -> RunConfig:

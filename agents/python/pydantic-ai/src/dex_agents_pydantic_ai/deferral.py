@@ -8,7 +8,7 @@ Pydantic AI defers as well. The user's agent is not changed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 
@@ -16,6 +16,9 @@ from dex_agents.runner import AgentTurnContext, DeferredToolCall
 from dex_agents.types import ToolEffect
 from pydantic_ai import DeferredToolRequests, RunContext, ToolDefinition
 from pydantic_ai.capabilities import AbstractCapability
+
+SourceCall = Callable[[str, str, str], DeferredToolCall | None]
+"""(tool_call_id, tool_name, arguments) -> a tool source's DeferredToolCall, or None."""
 
 TOOL_EFFECTS: frozenset[str] = frozenset(get_args(ToolEffect))
 
@@ -66,24 +69,33 @@ def deferred_tool_calls(
     tools: Mapping[str, ToolDefinition],
     turn: AgentTurnContext,
     order: Sequence[str],
+    source_call: SourceCall | None = None,
 ) -> list[DeferredToolCall]:
-    """One DeferredToolCall per deferred call, in the order the model made them."""
+    """One DeferredToolCall per deferred call, in the order the model made them; a tool
+    source's call comes from `source_call` (its policy and reference)."""
     approvals = {call.tool_call_id for call in requests.approvals}
     position = {tool_call_id: index for index, tool_call_id in enumerate(order)}
     calls = sorted(
         [*requests.calls, *requests.approvals],
         key=lambda call: position.get(call.tool_call_id, len(position)),
     )
-    return [
-        DeferredToolCall(
-            tool_call_id=call.tool_call_id,
-            tool_name=call.tool_name,
-            arguments=call.args_as_json_str(),
-            policy=turn.resolve_tool_policy(
-                call.tool_name,
-                framework_effect(tools.get(call.tool_name)),
-                True if call.tool_call_id in approvals else None,
-            ),
+    deferred: list[DeferredToolCall] = []
+    for call in calls:
+        arguments = call.args_as_json_str()
+        from_source = (
+            source_call(call.tool_call_id, call.tool_name, arguments) if source_call else None
         )
-        for call in calls
-    ]
+        deferred.append(
+            from_source
+            or DeferredToolCall(
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                arguments=arguments,
+                policy=turn.resolve_tool_policy(
+                    call.tool_name,
+                    framework_effect(tools.get(call.tool_name)),
+                    True if call.tool_call_id in approvals else None,
+                ),
+            )
+        )
+    return deferred

@@ -29,6 +29,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.toolsets import AbstractToolset
 
 from .deferral import ToolCatalog
 
@@ -58,6 +59,7 @@ async def run_model_call(
     events: EventWriter,
     stream: bool,
     model_settings: ModelSettings | None,
+    toolsets: Sequence[AbstractToolset[Any]] = (),
 ) -> ModelCallOutcome:
     response: ModelResponse | None = None
     requested = False
@@ -71,6 +73,7 @@ async def run_model_call(
         model_settings=model_settings,
         conversation_id=conversation_id,
         capabilities=[catalog],
+        toolsets=list(toolsets) or None,
         infer_name=False,
     ) as run:
         node = run.next_node

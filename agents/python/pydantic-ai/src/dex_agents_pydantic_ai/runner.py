@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from dex_agents.results import model_visible_result
@@ -26,6 +27,7 @@ from dex_agents.runner import (
 )
 from dex_agents.texts import OUTCOME_UNKNOWN_TEXT
 from dex_agents.tool_context import running_tool
+from dex_agents.tool_source import ToolSource
 from dex_agents.types import AgentToolCall
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied, UserError
 from pydantic_ai.messages import (
@@ -44,6 +46,7 @@ from .heartbeat import heartbeat_every
 from .messages import ParsedItem, load_history, parse_item, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
+from .tool_sources import SourceOffer, SourceTools, run_source_call
 from .tool_step import ToolStepRun
 
 DepsT = TypeVar("DepsT")
@@ -81,6 +84,7 @@ class PydanticAiRunner(Generic[DepsT]):
         max_retry_rounds: int = 3,
         heartbeat_interval_seconds: float = 30.0,
         framework_retries: bool = False,
+        tool_sources: Sequence[ToolSource] = (),
     ) -> None:
         """
         Args:
@@ -98,6 +102,10 @@ class PydanticAiRunner(Generic[DepsT]):
                 model's), so a RunModel attempt sends one request and RunModel's attempts,
                 recorded in the Step history, are the only retries. The client itself is not
                 changed. True leaves retries as the agent, model and client configure them.
+            tool_sources: Tool sources such as `dex_agents.mcp.McpToolSource`, whose tools the
+                agent gets in every run besides its own (as Pydantic AI's run `toolsets`). Each
+                model step lists them (cached after the first listing); each call runs in its
+                tool Step through its source.
         """
         self._agent = agent
         self._deps_factory = deps_factory
@@ -107,6 +115,7 @@ class PydanticAiRunner(Generic[DepsT]):
         self._heartbeat_interval = heartbeat_interval_seconds
         self._framework_retries = framework_retries
         self._output_type = deferrable_output_type(agent)
+        self._sources = SourceTools(tool_sources)
 
     @property
     def agent(self) -> Agent[DepsT, Any]:
@@ -124,6 +133,7 @@ class PydanticAiRunner(Generic[DepsT]):
             [*load_history(turn.messages, _parsed_by(turn)), *state.messages], deps
         )
         catalog = ToolCatalog(defer=True)
+        offer = await self._sources.offer()
         async with heartbeat_every(turn.heartbeat, self._heartbeat_interval):
             call = await run_model_call(
                 self._agent,
@@ -137,10 +147,15 @@ class PydanticAiRunner(Generic[DepsT]):
                 events=turn.events,
                 stream=self._stream,
                 model_settings=self._run_model_settings(),
+                toolsets=offer.toolsets,
             )
-        return self._outcome(turn, state, call, catalog)
+        return self._outcome(turn, state, call, catalog, offer)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        source = self._sources.owner(call.tool_call)
+        if source is not None:
+            async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
+                return await run_source_call(source, call)
         deps = await self._deps(DepsContext(call.flow_id, call.turn_id, tool_call=call.tool_call))
         run = ToolStepRun(self._agent, deps, self._output_type, self._model, call.flow_id)
         with running_tool(call):
@@ -170,6 +185,7 @@ class PydanticAiRunner(Generic[DepsT]):
         state: RunState,
         call: ModelCallOutcome,
         catalog: ToolCatalog,
+        offer: SourceOffer,
     ) -> AgentTurnOutcome:
         items = [*state.messages, *call.new_messages]
         usage = usage_of(call.response)
@@ -193,7 +209,8 @@ class PydanticAiRunner(Generic[DepsT]):
         if isinstance(call.output, DeferredToolRequests):
             made = call.response.tool_calls if call.response else []
             order = [part.tool_call_id for part in made]
-            tool_calls = deferred_tool_calls(call.output, catalog.tools, turn, order)
+            source_call = partial(offer.deferred_call, turn)
+            tool_calls = deferred_tool_calls(call.output, catalog.tools, turn, order, source_call)
             pending = tuple(tool_call.tool_call_id for tool_call in tool_calls)
             return ToolCallsRequested(
                 framework_run_state=RunState(items, pending).to_json(),

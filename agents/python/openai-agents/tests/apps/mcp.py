@@ -1,0 +1,63 @@
+"""The Worker app of test_mcp.py: an OpenAI Agents SDK agent whose runner takes the tools of
+the core's test MCP server (agents/python/core/tests/mcp/server.py, over stdio) as a tool
+source.
+
+The server appends one JSON line per real tool run, with the idempotency key it got in `_meta`,
+to $TOOL_LOG, so the tests count runs outside the database.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from agents import Agent, RunConfig, function_tool, set_tracing_disabled
+from agents.models.openai_provider import OpenAIProvider
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolPolicy
+from dex_agents.mcp import McpToolSource, StdioServer
+from dex_agents.testing import MODEL_URL_ENV
+from openai import AsyncOpenAI
+
+from dex_agents_openai_agents import OpenAIAgentsRunner
+
+set_tracing_disabled(True)
+SERVER = Path(__file__).resolve().parents[3] / "core" / "tests" / "mcp" / "server.py"
+
+local = StdioServer(
+    "local",
+    command=sys.executable,
+    args=[str(SERVER), "stdio"],
+    env={"MCP_TEST_RUN_LOG": os.environ["TOOL_LOG"]},
+)
+
+
+@function_tool
+def local_note(text: str) -> str:
+    """Keeps a note (the agent's own tool, beside the MCP tools)."""
+    return f"noted: {text}"
+
+
+agent = Agent(name="Assistant", instructions="Use the tools.", model="gpt-4.1", tools=[local_note])
+client = AsyncOpenAI(base_url=os.environ[MODEL_URL_ENV], api_key="test", max_retries=0)
+runner_config = RunConfig(model_provider=OpenAIProvider(openai_client=client))
+runner = OpenAIAgentsRunner(agent, run_config=runner_config, tool_sources=[McpToolSource([local])])
+# Explicit policies: the session's win over the source's, which win over the annotations.
+governed = McpToolSource(
+    [local], policies={"local__delete_item": ToolPolicy(effect="idempotent_write")}
+)
+session_policies = {
+    "local__lookup": ToolPolicy(effect="non_idempotent_write", requires_approval=False)
+}
+flows = [
+    AgentSessionFlow(
+        runner,
+        flow_type="McpAgent",
+        options=AgentSessionOptions(tool_policies={"local_note": ToolPolicy(effect="read")}),
+    ),
+    AgentSessionFlow(
+        OpenAIAgentsRunner(agent, run_config=runner_config, tool_sources=[governed]),
+        flow_type="McpPolicies",
+        options=AgentSessionOptions(tool_policies=session_policies),
+    ),
+]
