@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -587,20 +587,9 @@ def schedule_step(
         next_steps=[],
         scheduled_at=now_text(),
     )
-    conn.execute(
-        db.steps.insert().values(
-            session_id=row.session_id,
-            step_execution_id=row.step_execution_id,
-            seq=row.seq,
-            step_type=row.step_type,
-            input=row.input,
-            status=row.status,
-            attempts=0,
-            progress_started=False,
-            next_steps="[]",
-            scheduled_at=row.scheduled_at,
-        )
-    )
+    values = asdict(row)
+    values["next_steps"] = "[]"
+    conn.execute(db.steps.insert().values(**values))
     return row
 
 
