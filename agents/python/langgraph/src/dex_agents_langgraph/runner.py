@@ -39,6 +39,7 @@ from .checkpoint import TurnCheckpointSaver
 from .deferral import deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
 from .policy import framework_effect
+from .retries import model_node_without_retries
 
 
 @dataclass(frozen=True)
@@ -93,12 +94,22 @@ def _answer(record: AgentToolCall) -> dict[str, str]:
 class LangGraphRunner:
     """Runs a LangChain `create_agent` graph as a durable agent session, one model call per
     Step. The graph is not changed: the runner drives a copy whose tool node defers every
-    call and whose checkpointer is the turn's own."""
+    call and whose checkpointer is the turn's own.
 
-    def __init__(self, agent: Pregel[Any, Any, Any, Any]) -> None:
+    `framework_retries` (off by default) lets the chat model's SDK client retry a failed
+    request by itself. Off, the copy's model node sends each request on a copy of the request's
+    model without client retries (OpenAI chat models; another model that retries by itself is
+    refused), so RunModel's attempts, recorded in the Step history, are the only retries
+    (docs/design/retries.md). A graph whose model node is not `create_agent`'s is refused then:
+    its own code calls the model, so give that model `max_retries=0` and pass `True`."""
+
+    def __init__(
+        self, agent: Pregel[Any, Any, Any, Any], *, framework_retries: bool = False
+    ) -> None:
         self.agent = agent
         self._tools = tool_node_of(agent)
-        self._graph = deferring_graph(agent)
+        graph = deferring_graph(agent)
+        self._graph = graph if framework_retries else model_node_without_retries(graph)
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
