@@ -29,7 +29,7 @@ from dex_agents.runner import (
 )
 from dex_agents.tool_context import running_tool
 from dex_agents.types import AgentToolCall, AgentUsage
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
@@ -40,6 +40,7 @@ from .deferral import deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
 from .policy import framework_effect
 from .retries import model_node_without_retries
+from .tool_step import NO_TURN, injected_call, tool_config
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,10 @@ class LangGraphRunner:
         graph = deferring_graph(agent)
         self._graph = graph if framework_retries else model_node_without_retries(graph)
 
+    tool_steps_read_turn = True
+    """Tool Steps get the turn (ToolStepsReadTurn), whose checkpoint holds the state that
+    `ToolRuntime` and `InjectedState` arguments read."""
+
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
 
@@ -155,15 +160,18 @@ class LangGraphRunner:
         tool = self._tools.tools_by_name.get(record.tool_name)
         if tool is None:
             raise ToolExecutionError(f"the agent has no tool named {record.tool_name!r}")
-        call = {
-            "type": "tool_call",
-            "id": record.tool_call_id,
-            "name": record.tool_name,
-            "args": json.loads(record.arguments or "{}"),
-        }
+        call = ToolCall(
+            type="tool_call",
+            id=record.tool_call_id,
+            name=record.tool_name,
+            args=json.loads(record.arguments or "{}"),
+        )
+        call = await injected_call(
+            self._tools, tool, call, execution, self._state_at_call, self.agent.store
+        )
         with running_tool(execution):
             try:
-                message = await tool.ainvoke(call)
+                message = await tool.ainvoke(call, tool_config(execution))
             except ValidationError as error:
                 raise ToolExecutionError(str(error)) from error
         if not isinstance(message, ToolMessage):
@@ -179,12 +187,8 @@ class LangGraphRunner:
         if turn.framework_run_state is None:
             return []
         saved = _RunState.from_json(turn.framework_run_state)
-        history = stored_messages(turn, turn.messages[: saved.input_count])
-        saver = TurnCheckpointSaver.load(saved.checkpoints, history)
-        graph = self._graph.copy({"checkpointer": saver})
-        config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
-        snapshot = await graph.aget_state(config)
-        new: list[BaseMessage] = list(snapshot.values.get("messages", []))[saved.input_count :]
+        values = await self._checkpoint_values(turn, saved)
+        new: list[BaseMessage] = list(values.get("messages", []))[saved.input_count :]
         records = {r.tool_call_id: r for r in turn.tool_calls}
         answered = {m.tool_call_id for m in new if isinstance(m, ToolMessage)}
         for message in list(new):
@@ -201,6 +205,23 @@ class LangGraphRunner:
                 )
                 new.append(ToolMessage(content=text, tool_call_id=call["id"], name=call["name"]))
         return project_messages(new)
+
+    async def _checkpoint_values(self, turn: AgentTurnContext, saved: _RunState) -> dict[str, Any]:
+        """The graph's state in the turn's latest checkpoint."""
+        history = stored_messages(turn, turn.messages[: saved.input_count])
+        saver = TurnCheckpointSaver.load(saved.checkpoints, history)
+        graph = self._graph.copy({"checkpointer": saver})
+        config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
+        snapshot = await graph.aget_state(config)
+        return dict(snapshot.values)
+
+    async def _state_at_call(self, execution: DeferredToolExecution) -> dict[str, Any]:
+        """The graph's state when the model asked for the call: the turn's checkpoint that the
+        RunModel Step requesting it stored."""
+        turn = execution.turn
+        if turn is None or turn.framework_run_state is None:
+            raise ToolExecutionError(NO_TURN.format(name=execution.tool_call.tool_name))
+        return await self._checkpoint_values(turn, _RunState.from_json(turn.framework_run_state))
 
     async def _stream(
         self,
