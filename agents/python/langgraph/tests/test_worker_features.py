@@ -8,8 +8,16 @@ from pathlib import Path
 
 from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+from pydantic import BaseModel
 
 ROOT = Path(__file__).parent.parent
+
+
+class Triage(BaseModel):
+    """The structured output of tests/apps/features.py's agents."""
+
+    category: str
+    urgent: bool
 
 
 class TestLangGraphWorker(SharedWorkerSuite):
@@ -37,3 +45,70 @@ class TestLangGraphWorker(SharedWorkerSuite):
             "RunModel",
             "AwaitUserMessage",
         ]
+
+    async def test_structured_output_with_a_tool_strategy(self, run: SessionRun) -> None:
+        run.model.enqueue(
+            reply_tools(("w1", "get_weather", {"city": "Oslo"})),
+            reply_tools(("s1", "Triage", {"category": "weather", "urgent": False})),
+        )
+        session = await run.client.start_session("ToolStrategyAgent", "Is it cold in Oslo?")
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        # The structured-output call is create_agent's own: it never becomes a tool Step.
+        assert await step_types(run.client, session) == [
+            "StartAgentSession",
+            "RunModel",
+            "CallTool",
+            "ResumeTurn",
+            "RunModel",
+            "AwaitUserMessage",
+        ]
+        assert run.tool_log.count("get_weather") == 1
+        assert "Triage" in {t["function"]["name"] for t in run.requests[0].body["tools"]}
+        answer, result = snapshot.messages[-2:]
+        assert (answer.role, answer.tool_name, result.role) == ("assistant", "Triage", "tool")
+        assert "category='weather'" in (result.tool_output or "")
+
+    async def test_structured_output_with_a_provider_strategy(self, run: SessionRun) -> None:
+        answer = Triage(category="billing", urgent=True)
+        run.model.enqueue(reply_text(answer.model_dump_json()))
+        session = await run.client.start_session("ProviderStrategyAgent", "My invoice is wrong!")
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        sent = run.requests[0].body["response_format"]
+        assert (sent["type"], sent["json_schema"]["name"]) == ("json_schema", "Triage")
+        last = snapshot.messages[-1]
+        assert last.role == "assistant"
+        assert Triage.model_validate_json(last.text or "") == answer
+
+    async def test_model_hooks_run_once_per_model_call_and_keep_their_state_key(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("c1", "count_messages", {"topic": "a"})),
+            reply_tools(("w1", "get_weather", {"city": "Rome"})),
+            reply_text("Done."),
+        )
+        session = await run.client.start_session("MiddlewareAgent", "Count, then weather.")
+        await run.client.wait_for(session, turns_done(1))
+
+        # Three model calls in three RunModel Steps: before_model reads the count the earlier
+        # Step's hook wrote (the turn's checkpoint keeps the key), after_model sees it.
+        assert [e["count"] for e in run.tool_log.entries("before_model")] == [0, 1, 2]
+        assert [e["count"] for e in run.tool_log.entries("after_model")] == [1, 2, 3]
+        # The tool reads the key through its runtime's state, in its own CallTool Step.
+        assert [e["calls_so_far"] for e in run.tool_log.entries("count_messages")] == [1]
+        # wrap_tool_call runs when the call is deferred and again when the turn resumes.
+        assert [e["call"] for e in run.tool_log.entries("wrap_tool_call")] == [
+            "c1",
+            "c1",
+            "w1",
+            "w1",
+        ]
+        history = await step_types(run.client, session)
+        assert history.count("RunModel") == 3 and history.count("CallTool") == 2
+        # A new turn starts from the stored conversation: the key does not carry over.
+        run.model.enqueue(reply_text("Bye."))
+        await run.client.send_user_message(session, "Thanks.")
+        await run.client.wait_for(session, turns_done(2))
+        assert [e["count"] for e in run.tool_log.entries("before_model")][-1] == 0
