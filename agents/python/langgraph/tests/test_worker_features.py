@@ -105,6 +105,9 @@ class TestLangGraphWorker(SharedWorkerSuite):
             "w1",
             "w1",
         ]
+        # The agent hooks run once in the turn: before its first and after its last model call.
+        assert [e["count"] for e in run.tool_log.entries("before_agent")] == [None]
+        assert [e["count"] for e in run.tool_log.entries("after_agent")] == [3]
         history = await step_types(run.client, session)
         assert history.count("RunModel") == 3 and history.count("CallTool") == 2
         # A new turn starts from the stored conversation: the key does not carry over.

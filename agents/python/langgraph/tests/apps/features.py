@@ -71,6 +71,12 @@ class CallCounter(AgentMiddleware[CallCounterState, Any]):
 
     state_schema = CallCounterState
 
+    def before_agent(self, state: CallCounterState, runtime: Runtime[Any]) -> None:
+        _log().record("before_agent", count=state.get("model_calls"))
+
+    def after_agent(self, state: CallCounterState, runtime: Runtime[Any]) -> None:
+        _log().record("after_agent", count=state.get("model_calls"))
+
     def before_model(self, state: CallCounterState, runtime: Runtime[Any]) -> dict[str, Any]:
         count = state.get("model_calls", 0)
         _log().record("before_model", count=count, messages=len(state["messages"]))
