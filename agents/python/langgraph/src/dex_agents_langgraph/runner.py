@@ -87,6 +87,19 @@ def _usage(messages: Sequence[BaseMessage]) -> AgentUsage:
     return total
 
 
+def _reasoning_text(chunk: AIMessageChunk) -> str:
+    """The reasoning a streamed chunk carries: its standard `reasoning` content blocks (the
+    Responses API's reasoning summaries, among others), else the `reasoning_content` that
+    some Chat Completions providers add."""
+    text = "".join(
+        block.get("reasoning", "") for block in chunk.content_blocks if block["type"] == "reasoning"
+    )
+    if text:
+        return text
+    extra = chunk.additional_kwargs.get("reasoning_content")
+    return extra if isinstance(extra, str) else ""
+
+
 def _answer(record: AgentToolCall) -> dict[str, str]:
     status = "success" if record.status == "succeeded" else "error"
     return {"content": model_visible_result(record), "status": status}
@@ -238,11 +251,11 @@ class LangGraphRunner:
                 continue
             message = chunk[0]
             if isinstance(message, AIMessageChunk):
+                reasoning = _reasoning_text(message)
+                if reasoning:
+                    turn.events.write("reasoning_delta", {"text": reasoning})
                 if message.text:
                     turn.events.write("text_delta", {"text": message.text})
-                reasoning = message.additional_kwargs.get("reasoning_content")
-                if isinstance(reasoning, str) and reasoning:
-                    turn.events.write("reasoning_delta", {"text": reasoning})
 
     def _deferred_call(self, turn: AgentTurnContext, interrupt: Interrupt) -> DeferredToolCall:
         value: dict[str, Any] = interrupt.value
