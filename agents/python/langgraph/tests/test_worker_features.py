@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dex_agents.stepwise.compaction import SUMMARY_INSTRUCTION
+from dex_agents.stepwise.items import SUMMARY_PREFIX
 from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
 from pydantic import BaseModel
@@ -115,3 +117,41 @@ class TestLangGraphWorker(SharedWorkerSuite):
         await run.client.send_user_message(session, "Thanks.")
         await run.client.wait_for(session, turns_done(2))
         assert [e["count"] for e in run.tool_log.entries("before_model")][-1] == 0
+
+    async def test_compaction_summarizes_earlier_turns_and_the_model_reads_the_summary(
+        self, run: SessionRun
+    ) -> None:
+        # Each message is ~100 tokens and the window 560: the third turn starts at ~515
+        # tokens, past 85 %; 30 % (168 tokens) keeps only the third question, so the first
+        # two turns are summarized.
+        texts = [f"{word} " * 80 for word in ("alpha", "bravo", "charlie")]
+        answers = [f"{word} " * 80 for word in ("delta", "echo", "foxtrot")]
+        run.model.enqueue(reply_text(answers[0]))
+        session = await run.client.start_session("CompactingAgent", texts[0])
+        await run.client.wait_for(session, turns_done(1))
+        run.model.enqueue(reply_text(answers[1]))
+        await run.client.send_user_message(session, texts[1])
+        await run.client.wait_for(session, turns_done(2))
+        run.model.enqueue(reply_text("Spelling practice."), reply_text(answers[2]))
+        await run.client.send_user_message(session, texts[2])
+        snapshot = await run.client.wait_for(session, turns_done(3))
+
+        history = await step_types(run.client, session)
+        assert history.count("CompactContext") == 1
+        assert history[history.index("CompactContext") + 1] == "RunModel"
+        assert snapshot.context_summary is not None
+        assert (snapshot.context_summary.last_sequence, snapshot.context_summary.text) == (
+            4,
+            "Spelling practice.",
+        )
+        summary_call = run.requests[2].body["messages"]
+        assert len(summary_call) == 1 and SUMMARY_INSTRUCTION in summary_call[0]["content"]
+        for line in ("User: alpha", "Assistant: delta", "User: bravo", "Assistant: echo"):
+            assert line in summary_call[0]["content"]
+        assert "charlie" not in summary_call[0]["content"]
+        sent = [(m["role"], m["content"]) for m in run.requests[3].body["messages"]]
+        assert sent == [
+            ("system", "Be brief."),
+            ("user", f"{SUMMARY_PREFIX}\nSpelling practice."),
+            ("user", texts[2]),
+        ]

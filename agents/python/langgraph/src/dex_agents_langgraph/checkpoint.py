@@ -94,7 +94,8 @@ class TurnCheckpointSaver(InMemorySaver):
 
     @classmethod
     def load(cls, text: str, history: Sequence[BaseMessage] = ()) -> TurnCheckpointSaver:
-        """The saver `dump` wrote; `history` is the conversation its dump left out."""
+        """The saver `dump` wrote; `history` is the conversation its dump left out (or the
+        same conversation compacted since)."""
         saver = cls()
         encoded = json.loads(text)
         content = saver.serde.loads_typed((encoded["type"], base64.b64decode(encoded["data"])))
@@ -115,9 +116,6 @@ class TurnCheckpointSaver(InMemorySaver):
     ) -> tuple[str, bytes]:
         if left_out is None:
             return blob
-        if len(history) != left_out:
-            raise ValueError(
-                f"the turn's checkpoint left out {left_out} stored messages, but "
-                f"{len(history)} were given to restore it"
-            )
+        # The conversation the turn started from; a compaction since then may have replaced
+        # part of it with a summary, so `history` need not be `left_out` messages long.
         return self.serde.dumps_typed([*history, *self.serde.loads_typed(blob)])

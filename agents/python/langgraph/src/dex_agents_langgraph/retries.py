@@ -79,12 +79,26 @@ def model_node_without_retries(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any,
     return graph.copy({"nodes": nodes})
 
 
+def agent_model(graph: Pregel[Any, Any, Any, Any]) -> Any | None:
+    """The chat model `create_agent` was given (kept in its model node's closure); None for a
+    graph whose model node is not `create_agent`'s."""
+    node = graph.nodes.get(MODEL_NODE)
+    return _closure_model(getattr(node.bound, "afunc", None) if node is not None else None)
+
+
+def _closure_model(function: Any) -> Any | None:
+    code = getattr(function, "__code__", None)
+    if code is None or "model" not in code.co_freevars or function.__closure__ is None:
+        return None
+    return function.__closure__[code.co_freevars.index("model")].cell_contents
+
+
 def _check_closure_model(function: Any) -> None:
     """Refuse, when the runner is built, the model `create_agent` was given if its client's
     retries cannot be turned off (a model that middleware picks is checked per request)."""
-    names: tuple[str, ...] = function.__code__.co_freevars
-    if "model" in names:
-        without_client_retries(function.__closure__[names.index("model")].cell_contents)
+    model = _closure_model(function)
+    if model is not None:
+        without_client_retries(model)
 
 
 def _with_inner(function: Callable[..., Any], inner: str) -> Callable[..., Any] | None:

@@ -19,6 +19,8 @@ from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -28,18 +30,21 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.tool_context import running_tool
-from dex_agents.types import AgentToolCall, AgentUsage
+from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 from pydantic import ValidationError
 
 from .checkpoint import TurnCheckpointSaver
-from .deferral import deferring_graph, is_deferred_call, tool_node_of
+from .compaction import select_cutoff, summary_request, with_summary
+from .deferral import UnsupportedGraphError, deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
 from .policy import framework_effect
-from .retries import model_node_without_retries
+from .retries import agent_model, model_node_without_retries, without_client_retries
 from .tool_step import NO_TURN, injected_call, tool_config
 
 
@@ -49,6 +54,8 @@ class _RunState:
     input_count: int
     interrupts: dict[str, str]
     """Interrupt ID by tool call ID."""
+    through_sequence: int | None = None
+    """The last stored message the turn started from."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -56,13 +63,19 @@ class _RunState:
                 "checkpoints": self.checkpoints,
                 "input_count": self.input_count,
                 "interrupts": self.interrupts,
+                "through_sequence": self.through_sequence,
             }
         )
 
     @classmethod
     def from_json(cls, text: str) -> _RunState:
         data = json.loads(text)
-        return cls(data["checkpoints"], data["input_count"], data["interrupts"])
+        return cls(
+            data["checkpoints"],
+            data["input_count"],
+            data["interrupts"],
+            data.get("through_sequence"),
+        )
 
 
 def _usage(messages: Sequence[BaseMessage]) -> AgentUsage:
@@ -115,15 +128,26 @@ class LangGraphRunner:
     model without client retries (OpenAI chat models; another model that retries by itself is
     refused), so RunModel's attempts, recorded in the Step history, are the only retries
     (docs/design/retries.md). A graph whose model node is not `create_agent`'s is refused then:
-    its own code calls the model, so give that model `max_retries=0` and pass `True`."""
+    its own code calls the model, so give that model `max_retries=0` and pass `True`.
+
+    `summary_model` makes the CompactContext summaries (default: the model `create_agent` was
+    given)."""
 
     def __init__(
-        self, agent: Pregel[Any, Any, Any, Any], *, framework_retries: bool = False
+        self,
+        agent: Pregel[Any, Any, Any, Any],
+        *,
+        framework_retries: bool = False,
+        summary_model: BaseChatModel | None = None,
     ) -> None:
         self.agent = agent
         self._tools = tool_node_of(agent)
         graph = deferring_graph(agent)
         self._graph = graph if framework_retries else model_node_without_retries(graph)
+        model = summary_model if summary_model is not None else agent_model(agent)
+        if model is not None and not framework_retries:
+            model = without_client_retries(model)
+        self._summary_model = model
 
     tool_steps_read_turn = True
     """Tool Steps get the turn (ToolStepsReadTurn), whose checkpoint holds the state that
@@ -135,15 +159,17 @@ class LangGraphRunner:
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
         run_input: Any
+        through = turn.messages[-1].sequence if turn.messages else 0
         if turn.framework_run_state is None:
             saver = TurnCheckpointSaver()
-            history = stored_messages(turn, turn.messages)
-            run_input, input_count = {"messages": history}, len(history)
+            history = _history(turn, None)
+            run_input = {"messages": history}
         else:
             saved = _RunState.from_json(turn.framework_run_state)
-            history = stored_messages(turn, turn.messages[: saved.input_count])
+            history = _history(turn, saved)
             saver = TurnCheckpointSaver.load(saved.checkpoints, history)
-            run_input, input_count = _resume(saved, turn.tool_calls), saved.input_count
+            run_input, through = _resume(saved, turn.tool_calls), saved.through_sequence or through
+        input_count = len(history)
         graph = self._graph.copy({"checkpointer": saver})
         before = await _message_count(graph, config, input_count)
         await self._stream(turn, graph, run_input, config)
@@ -160,6 +186,7 @@ class LangGraphRunner:
                 saver.dump(input_count),
                 input_count,
                 {c.tool_call_id: i.id for c, i in zip(calls, snapshot.interrupts, strict=True)},
+                through,
             )
             return ToolCallsRequested(
                 framework_run_state=state.to_json(), tool_calls=calls, usage=usage
@@ -200,8 +227,9 @@ class LangGraphRunner:
         if turn.framework_run_state is None:
             return []
         saved = _RunState.from_json(turn.framework_run_state)
+        history = _history(turn, saved)
         values = await self._checkpoint_values(turn, saved)
-        new: list[BaseMessage] = list(values.get("messages", []))[saved.input_count :]
+        new: list[BaseMessage] = list(values.get("messages", []))[len(history) :]
         records = {r.tool_call_id: r for r in turn.tool_calls}
         answered = {m.tool_call_id for m in new if isinstance(m, ToolMessage)}
         for message in list(new):
@@ -221,12 +249,39 @@ class LangGraphRunner:
 
     async def _checkpoint_values(self, turn: AgentTurnContext, saved: _RunState) -> dict[str, Any]:
         """The graph's state in the turn's latest checkpoint."""
-        history = stored_messages(turn, turn.messages[: saved.input_count])
-        saver = TurnCheckpointSaver.load(saved.checkpoints, history)
+        saver = TurnCheckpointSaver.load(saved.checkpoints, _history(turn, saved))
         graph = self._graph.copy({"checkpointer": saver})
         config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
         snapshot = await graph.aget_state(config)
         return dict(snapshot.values)
+
+    # -- compaction (ContextCompactionRunner) ------------------------------------------------
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """LangChain's approximate count of what the next model call sends: the summary, the
+        stored history and the turn's messages so far."""
+        if turn.framework_run_state is None:
+            return count_tokens_approximately(_history(turn, None))
+        saved = _RunState.from_json(turn.framework_run_state)
+        saver = TurnCheckpointSaver.load(saved.checkpoints, _history(turn, saved))
+        graph = self._graph.copy({"checkpointer": saver})
+        snapshot = graph.get_state({"configurable": {"thread_id": turn.turn_id}})
+        return count_tokens_approximately(list(snapshot.values.get("messages", [])))
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        return select_cutoff(turn, turn.messages, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One call of the summary model on a transcript of the covered messages."""
+        if self._summary_model is None:
+            raise UnsupportedGraphError(
+                "this graph's model is not create_agent's, so the runner has no model to "
+                "summarize with: pass LangGraphRunner(..., summary_model=...)"
+            )
+        answer = await self._summary_model.ainvoke(summary_request(request))
+        return ContextSummaryResult(text=answer.text.strip(), usage=_usage([answer]))
 
     async def _state_at_call(self, execution: DeferredToolExecution) -> dict[str, Any]:
         """The graph's state when the model asked for the call: the turn's checkpoint that the
@@ -284,6 +339,17 @@ def _foreign_interrupt(interrupt: Interrupt) -> str:
         "the graph interrupted with a value the LangGraph runner did not raise "
         f"({interrupt.value!r:.200}); only interrupts for tool calls can be driven as Steps"
     )
+
+
+def _history(turn: AgentTurnContext, saved: _RunState | None) -> list[BaseMessage]:
+    """The conversation the turn starts from: the summary, then the stored messages up to the
+    turn's start (all of them before the turn's first Step)."""
+    messages: Sequence[AgentMessage] = turn.messages
+    if saved is not None and saved.through_sequence is not None:
+        messages = [m for m in messages if m.sequence <= saved.through_sequence]
+    elif saved is not None:
+        messages = messages[: saved.input_count]
+    return with_summary(turn, stored_messages(turn, messages))
 
 
 def _resume(saved: _RunState, records: Sequence[AgentToolCall]) -> Command[Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, NotRequired
 
-from dex_agents import AgentSessionFlow, AgentSessionOptions
+from dex_agents import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
 from dex_agents.testing import MODEL_URL_ENV
 from dex_agents.testing.tool_log import ToolRunLog
 from langchain.agents import AgentState, create_agent
@@ -90,8 +90,10 @@ class CallCounter(AgentMiddleware[CallCounterState, Any]):
         return await handler(request)
 
 
-def _flow(flow_type: str, agent: Any) -> AgentSessionFlow:
-    options = AgentSessionOptions(default_tool_effect="read")
+def _flow(
+    flow_type: str, agent: Any, compaction: CompactionPolicy | None = None
+) -> AgentSessionFlow:
+    options = AgentSessionOptions(default_tool_effect="read", compaction=compaction)
     return AgentSessionFlow(LangGraphRunner(agent), flow_type=flow_type, options=options)
 
 
@@ -104,6 +106,11 @@ flows = [
     _flow(
         "ProviderStrategyAgent",
         create_agent(model, [get_weather], response_format=ProviderStrategy(Triage)),
+    ),
+    _flow(
+        "CompactingAgent",
+        create_agent(model, [get_weather], system_prompt="Be brief."),
+        CompactionPolicy(context_window_tokens=560),
     ),
     _flow(
         "MiddlewareAgent",
