@@ -166,7 +166,7 @@ class LangGraphRunner:
             run_input = {"messages": history}
         else:
             saved = _RunState.from_json(turn.framework_run_state)
-            history = _history(turn, saved)
+            history = _history(turn, saved, copy=False)
             saver = TurnCheckpointSaver.load(saved.checkpoints, history)
             run_input, through = _resume(saved, turn.tool_calls), saved.through_sequence or through
         input_count = len(history)
@@ -183,7 +183,7 @@ class LangGraphRunner:
         if snapshot.interrupts:
             calls = [self._deferred_call(turn, i) for i in snapshot.interrupts]
             state = _RunState(
-                saver.dump(input_count),
+                saver.dump(input_count, new),
                 input_count,
                 {c.tool_call_id: i.id for c, i in zip(calls, snapshot.interrupts, strict=True)},
                 through,
@@ -227,7 +227,7 @@ class LangGraphRunner:
         if turn.framework_run_state is None:
             return []
         saved = _RunState.from_json(turn.framework_run_state)
-        history = _history(turn, saved)
+        history = _history(turn, saved, copy=False)
         values = await self._checkpoint_values(turn, saved)
         new: list[BaseMessage] = list(values.get("messages", []))[len(history) :]
         records = {r.tool_call_id: r for r in turn.tool_calls}
@@ -249,7 +249,7 @@ class LangGraphRunner:
 
     async def _checkpoint_values(self, turn: AgentTurnContext, saved: _RunState) -> dict[str, Any]:
         """The graph's state in the turn's latest checkpoint."""
-        saver = TurnCheckpointSaver.load(saved.checkpoints, _history(turn, saved))
+        saver = TurnCheckpointSaver.load(saved.checkpoints, _history(turn, saved, copy=False))
         graph = self._graph.copy({"checkpointer": saver})
         config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
         snapshot = await graph.aget_state(config)
@@ -261,9 +261,9 @@ class LangGraphRunner:
         """LangChain's approximate count of what the next model call sends: the summary, the
         stored history and the turn's messages so far."""
         if turn.framework_run_state is None:
-            return count_tokens_approximately(_history(turn, None))
+            return count_tokens_approximately(_history(turn, None, copy=False))
         saved = _RunState.from_json(turn.framework_run_state)
-        saver = TurnCheckpointSaver.load(saved.checkpoints, _history(turn, saved))
+        saver = TurnCheckpointSaver.load(saved.checkpoints, _history(turn, saved, copy=False))
         graph = self._graph.copy({"checkpointer": saver})
         snapshot = graph.get_state({"configurable": {"thread_id": turn.turn_id}})
         return count_tokens_approximately(list(snapshot.values.get("messages", [])))
@@ -341,7 +341,9 @@ def _foreign_interrupt(interrupt: Interrupt) -> str:
     )
 
 
-def _history(turn: AgentTurnContext, saved: _RunState | None) -> list[BaseMessage]:
+def _history(
+    turn: AgentTurnContext, saved: _RunState | None, *, copy: bool = True
+) -> list[BaseMessage]:
     """The conversation the turn starts from: the summary, then the stored messages up to the
     turn's start (all of them before the turn's first Step)."""
     messages: Sequence[AgentMessage] = turn.messages
@@ -349,7 +351,7 @@ def _history(turn: AgentTurnContext, saved: _RunState | None) -> list[BaseMessag
         messages = [m for m in messages if m.sequence <= saved.through_sequence]
     elif saved is not None:
         messages = messages[: saved.input_count]
-    return with_summary(turn, stored_messages(turn, messages))
+    return with_summary(turn, stored_messages(turn, messages, copy=copy))
 
 
 def _resume(saved: _RunState, records: Sequence[AgentToolCall]) -> Command[Any]:
