@@ -14,10 +14,11 @@ from dex_agents.testing import RunnerDriver, ScriptedModelServer
 from dex_agents.testing.model_server import reply_text, reply_tools
 from langchain.agents import create_agent
 from langchain.tools import InjectedState, InjectedStore, InjectedToolCallId, ToolRuntime
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command
 
 from dex_agents_langgraph import LangGraphRunner
 
@@ -52,7 +53,13 @@ def remember(note: str, store: Annotated[BaseStore, InjectedStore()]) -> str:
     return f"kept {note}"
 
 
-TOOLS = [count_messages, first_question, remember]
+@tool
+def set_mood(mood: str, call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Updates the graph's state."""
+    return Command(update={"messages": [ToolMessage(mood, tool_call_id=call_id)]})
+
+
+TOOLS = [count_messages, first_question, remember, set_mood]
 
 
 def driver(model: ScriptedModelServer, store: BaseStore | None = None) -> RunnerDriver:
@@ -118,3 +125,15 @@ async def test_a_tool_step_without_the_turn_refuses_a_state_tool(
     assert execution.turn is not None
     with pytest.raises(ToolExecutionError, match="given no turn"):
         await session.runner.execute_deferred_tool_call(replace(execution, turn=None))
+
+
+async def test_a_tool_that_returns_a_command_fails_as_a_result_the_model_reads(
+    model: ScriptedModelServer,
+) -> None:
+    session = driver(model)
+    model.enqueue(reply_tools(("c1", "set_mood", {"mood": "happy"})), reply_text("Sorry."))
+    result = await session.turn("Be happy.")
+    assert [(r.status, r.error) for r in result.records] == [
+        ("failed", "tool 'set_mood' returned Command")
+    ]
+    assert "returned Command" in tool_outputs(model, 1)["c1"]
