@@ -290,7 +290,12 @@ async def test_a_plain_state_graph_with_a_tool_node_runs_its_calls_one_after_ano
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", tools_condition)
     graph.add_edge("tools", "model")
-    driver = RunnerDriver(LangGraphRunner(graph.compile()), default_tool_effect="read")
+    # Its own node calls the model, whose retries the runner cannot reach: the application
+    # turns them off (max_retries=0 above) and says so.
+    with pytest.raises(UnsupportedGraphError, match="framework_retries=True"):
+        LangGraphRunner(graph.compile())
+    runner = LangGraphRunner(graph.compile(), framework_retries=True)
+    driver = RunnerDriver(runner, default_tool_effect="read")
     model.enqueue(
         reply_tools(
             ("c1", "get_weather", {"city": "Paris"}), ("c2", "get_weather", {"city": "Oslo"})

@@ -251,6 +251,18 @@ class DeferredToolExecution:
     heartbeat_checkpoint: str | None = None
     input_answers: Sequence[QuestionAnswer] = ()
     supports_tool_tasks: bool = False
+    turn: AgentTurnContext | None = None
+    """The active turn as a RunModel Step would see it (its stored messages, and the run state
+    of the RunModel Step that requested this call), for a runner with `ToolStepsReadTurn`;
+    None for any other runner."""
+
+
+@runtime_checkable
+class ToolStepsReadTurn(Protocol):
+    """A runner whose tool Steps read the active turn (`DeferredToolExecution.turn`), e.g. to
+    give a tool the framework's state as it was when the model asked for the call."""
+
+    tool_steps_read_turn: bool
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,13 @@ class TurnCheckpointSaver(InMemorySaver):
         async with self._lock:
             self.put_writes(config, writes, task_id, task_path)
 
-    def dump(self, history_count: int = 0) -> str:
+    def dump(
+        self, history_count: int = 0, turn_messages: Sequence[BaseMessage] | None = None
+    ) -> str:
         """The latest checkpoints as one JSON text, the first `history_count` messages of the
-        `messages` channel left out."""
+        `messages` channel left out. `turn_messages`, when given, are the root graph's
+        messages after those (the state the caller read from the latest checkpoint), which
+        spares decoding the whole channel to slice it."""
         checkpoints: list[list[Any]] = []
         for thread, namespaces in self.storage.items():
             for ns, saved in namespaces.items():
@@ -63,8 +67,9 @@ class TurnCheckpointSaver(InMemorySaver):
                 checkpoint_id = max(saved)
                 entry = saved[checkpoint_id]
                 versions = self.serde.loads_typed(entry[0])["channel_versions"]
+                rest = turn_messages if ns == "" else None
                 blobs = {
-                    channel: self._blob(thread, ns, channel, version, history_count)
+                    channel: self._blob(thread, ns, channel, version, history_count, rest)
                     for channel, version in versions.items()
                     if (thread, ns, channel, version) in self.blobs
                 }
@@ -83,18 +88,26 @@ class TurnCheckpointSaver(InMemorySaver):
         return json.dumps({"type": kind, "data": base64.b64encode(data).decode("ascii")})
 
     def _blob(
-        self, thread: str, ns: str, channel: str, version: Any, history_count: int
+        self,
+        thread: str,
+        ns: str,
+        channel: str,
+        version: Any,
+        history_count: int,
+        turn_messages: Sequence[BaseMessage] | None,
     ) -> list[Any]:
         blob = self.blobs[(thread, ns, channel, version)]
         if channel != MESSAGES_CHANNEL or not history_count or blob[0] == "empty":
             return [version, list(blob), None]
-        messages = self.serde.loads_typed(blob)
-        turn_part = self.serde.dumps_typed(messages[history_count:])
+        if turn_messages is None:
+            turn_messages = self.serde.loads_typed(blob)[history_count:]
+        turn_part = self.serde.dumps_typed(list(turn_messages))
         return [version, list(turn_part), history_count]
 
     @classmethod
     def load(cls, text: str, history: Sequence[BaseMessage] = ()) -> TurnCheckpointSaver:
-        """The saver `dump` wrote; `history` is the conversation its dump left out."""
+        """The saver `dump` wrote; `history` is the conversation its dump left out (or the
+        same conversation compacted since)."""
         saver = cls()
         encoded = json.loads(text)
         content = saver.serde.loads_typed((encoded["type"], base64.b64decode(encoded["data"])))
@@ -115,9 +128,6 @@ class TurnCheckpointSaver(InMemorySaver):
     ) -> tuple[str, bytes]:
         if left_out is None:
             return blob
-        if len(history) != left_out:
-            raise ValueError(
-                f"the turn's checkpoint left out {left_out} stored messages, but "
-                f"{len(history)} were given to restore it"
-            )
+        # The conversation the turn started from; a compaction since then may have replaced
+        # part of it with a summary, so `history` need not be `left_out` messages long.
         return self.serde.dumps_typed([*history, *self.serde.loads_typed(blob)])

@@ -25,10 +25,14 @@ def decode_message(framework_item: str) -> BaseMessage:
     return messages_from_dict([json.loads(framework_item)])[0]
 
 
-def stored_messages(turn: AgentTurnContext, messages: Sequence[AgentMessage]) -> list[BaseMessage]:
-    """The stored conversation as LangChain messages, parsed once per session; the graph gets
-    copies, so the shared parsed values are never changed."""
-    return [turn.parsed(m, decode_message).model_copy(deep=True) for m in messages]
+def stored_messages(
+    turn: AgentTurnContext, messages: Sequence[AgentMessage], *, copy: bool = True
+) -> list[BaseMessage]:
+    """The stored conversation as LangChain messages, parsed once per session. The shared
+    parsed values are never changed: the graph gets copies; `copy=False` is for a caller that
+    only reads them (serializes or counts them)."""
+    parsed = [turn.parsed(m, decode_message) for m in messages]
+    return [m.model_copy(deep=True) for m in parsed] if copy else parsed
 
 
 def user_message(text: str) -> FrameworkMessage:

@@ -19,6 +19,8 @@ from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -28,17 +30,22 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.tool_context import running_tool
-from dex_agents.types import AgentToolCall, AgentUsage
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 from pydantic import ValidationError
 
 from .checkpoint import TurnCheckpointSaver
-from .deferral import deferring_graph, is_deferred_call, tool_node_of
+from .compaction import select_cutoff, summary_request, with_summary
+from .deferral import UnsupportedGraphError, deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
 from .policy import framework_effect
+from .retries import agent_model, model_node_without_retries, without_client_retries
+from .tool_step import NO_TURN, injected_call, tool_config
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class _RunState:
     input_count: int
     interrupts: dict[str, str]
     """Interrupt ID by tool call ID."""
+    through_sequence: int | None = None
+    """The last stored message the turn started from."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -54,13 +63,19 @@ class _RunState:
                 "checkpoints": self.checkpoints,
                 "input_count": self.input_count,
                 "interrupts": self.interrupts,
+                "through_sequence": self.through_sequence,
             }
         )
 
     @classmethod
     def from_json(cls, text: str) -> _RunState:
         data = json.loads(text)
-        return cls(data["checkpoints"], data["input_count"], data["interrupts"])
+        return cls(
+            data["checkpoints"],
+            data["input_count"],
+            data["interrupts"],
+            data.get("through_sequence"),
+        )
 
 
 def _usage(messages: Sequence[BaseMessage]) -> AgentUsage:
@@ -85,6 +100,19 @@ def _usage(messages: Sequence[BaseMessage]) -> AgentUsage:
     return total
 
 
+def _reasoning_text(chunk: AIMessageChunk) -> str:
+    """The reasoning a streamed chunk carries: its standard `reasoning` content blocks (the
+    Responses API's reasoning summaries, among others), else the `reasoning_content` that
+    some Chat Completions providers add."""
+    text = "".join(
+        block.get("reasoning", "") for block in chunk.content_blocks if block["type"] == "reasoning"
+    )
+    if text:
+        return text
+    extra = chunk.additional_kwargs.get("reasoning_content")
+    return extra if isinstance(extra, str) else ""
+
+
 def _answer(record: AgentToolCall) -> dict[str, str]:
     status = "success" if record.status == "succeeded" else "error"
     return {"content": model_visible_result(record), "status": status}
@@ -93,12 +121,37 @@ def _answer(record: AgentToolCall) -> dict[str, str]:
 class LangGraphRunner:
     """Runs a LangChain `create_agent` graph as a durable agent session, one model call per
     Step. The graph is not changed: the runner drives a copy whose tool node defers every
-    call and whose checkpointer is the turn's own."""
+    call and whose checkpointer is the turn's own.
 
-    def __init__(self, agent: Pregel[Any, Any, Any, Any]) -> None:
+    `framework_retries` (off by default) lets the chat model's SDK client retry a failed
+    request by itself. Off, the copy's model node sends each request on a copy of the request's
+    model without client retries (OpenAI chat models; another model that retries by itself is
+    refused), so RunModel's attempts, recorded in the Step history, are the only retries
+    (docs/design/retries.md). A graph whose model node is not `create_agent`'s is refused then:
+    its own code calls the model, so give that model `max_retries=0` and pass `True`.
+
+    `summary_model` makes the CompactContext summaries (default: the model `create_agent` was
+    given)."""
+
+    def __init__(
+        self,
+        agent: Pregel[Any, Any, Any, Any],
+        *,
+        framework_retries: bool = False,
+        summary_model: BaseChatModel | None = None,
+    ) -> None:
         self.agent = agent
         self._tools = tool_node_of(agent)
-        self._graph = deferring_graph(agent)
+        graph = deferring_graph(agent)
+        self._graph = graph if framework_retries else model_node_without_retries(graph)
+        model = summary_model if summary_model is not None else agent_model(agent)
+        if model is not None and not framework_retries:
+            model = without_client_retries(model)
+        self._summary_model = model
+
+    tool_steps_read_turn = True
+    """Tool Steps get the turn (ToolStepsReadTurn), whose checkpoint holds the state that
+    `ToolRuntime` and `InjectedState` arguments read."""
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
@@ -106,15 +159,17 @@ class LangGraphRunner:
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
         run_input: Any
+        through = turn.messages[-1].sequence if turn.messages else 0
         if turn.framework_run_state is None:
             saver = TurnCheckpointSaver()
-            history = stored_messages(turn, turn.messages)
-            run_input, input_count = {"messages": history}, len(history)
+            history = _history(turn, None)
+            run_input = {"messages": history}
         else:
             saved = _RunState.from_json(turn.framework_run_state)
-            history = stored_messages(turn, turn.messages[: saved.input_count])
+            history = _history(turn, saved, copy=False)
             saver = TurnCheckpointSaver.load(saved.checkpoints, history)
-            run_input, input_count = _resume(saved, turn.tool_calls), saved.input_count
+            run_input, through = _resume(saved, turn.tool_calls), saved.through_sequence or through
+        input_count = len(history)
         graph = self._graph.copy({"checkpointer": saver})
         before = await _message_count(graph, config, input_count)
         await self._stream(turn, graph, run_input, config)
@@ -128,9 +183,10 @@ class LangGraphRunner:
         if snapshot.interrupts:
             calls = [self._deferred_call(turn, i) for i in snapshot.interrupts]
             state = _RunState(
-                saver.dump(input_count),
+                saver.dump(input_count, new),
                 input_count,
                 {c.tool_call_id: i.id for c, i in zip(calls, snapshot.interrupts, strict=True)},
+                through,
             )
             return ToolCallsRequested(
                 framework_run_state=state.to_json(), tool_calls=calls, usage=usage
@@ -144,15 +200,18 @@ class LangGraphRunner:
         tool = self._tools.tools_by_name.get(record.tool_name)
         if tool is None:
             raise ToolExecutionError(f"the agent has no tool named {record.tool_name!r}")
-        call = {
-            "type": "tool_call",
-            "id": record.tool_call_id,
-            "name": record.tool_name,
-            "args": json.loads(record.arguments or "{}"),
-        }
+        call = ToolCall(
+            type="tool_call",
+            id=record.tool_call_id,
+            name=record.tool_name,
+            args=json.loads(record.arguments or "{}"),
+        )
+        call = await injected_call(
+            self._tools, tool, call, execution, self._state_at_call, self.agent.store
+        )
         with running_tool(execution):
             try:
-                message = await tool.ainvoke(call)
+                message = await tool.ainvoke(call, tool_config(execution))
             except ValidationError as error:
                 raise ToolExecutionError(str(error)) from error
         if not isinstance(message, ToolMessage):
@@ -168,12 +227,9 @@ class LangGraphRunner:
         if turn.framework_run_state is None:
             return []
         saved = _RunState.from_json(turn.framework_run_state)
-        history = stored_messages(turn, turn.messages[: saved.input_count])
-        saver = TurnCheckpointSaver.load(saved.checkpoints, history)
-        graph = self._graph.copy({"checkpointer": saver})
-        config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
-        snapshot = await graph.aget_state(config)
-        new: list[BaseMessage] = list(snapshot.values.get("messages", []))[saved.input_count :]
+        history = _history(turn, saved, copy=False)
+        values = await self._checkpoint_values(turn, saved)
+        new: list[BaseMessage] = list(values.get("messages", []))[len(history) :]
         records = {r.tool_call_id: r for r in turn.tool_calls}
         answered = {m.tool_call_id for m in new if isinstance(m, ToolMessage)}
         for message in list(new):
@@ -191,6 +247,50 @@ class LangGraphRunner:
                 new.append(ToolMessage(content=text, tool_call_id=call["id"], name=call["name"]))
         return project_messages(new)
 
+    async def _checkpoint_values(self, turn: AgentTurnContext, saved: _RunState) -> dict[str, Any]:
+        """The graph's state in the turn's latest checkpoint."""
+        saver = TurnCheckpointSaver.load(saved.checkpoints, _history(turn, saved, copy=False))
+        graph = self._graph.copy({"checkpointer": saver})
+        config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
+        snapshot = await graph.aget_state(config)
+        return dict(snapshot.values)
+
+    # -- compaction (ContextCompactionRunner) ------------------------------------------------
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """LangChain's approximate count of what the next model call sends: the summary, the
+        stored history and the turn's messages so far."""
+        if turn.framework_run_state is None:
+            return count_tokens_approximately(_history(turn, None, copy=False))
+        saved = _RunState.from_json(turn.framework_run_state)
+        saver = TurnCheckpointSaver.load(saved.checkpoints, _history(turn, saved, copy=False))
+        graph = self._graph.copy({"checkpointer": saver})
+        snapshot = graph.get_state({"configurable": {"thread_id": turn.turn_id}})
+        return count_tokens_approximately(list(snapshot.values.get("messages", [])))
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        return select_cutoff(turn, turn.messages, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One call of the summary model on a transcript of the covered messages."""
+        if self._summary_model is None:
+            raise UnsupportedGraphError(
+                "this graph's model is not create_agent's, so the runner has no model to "
+                "summarize with: pass LangGraphRunner(..., summary_model=...)"
+            )
+        answer = await self._summary_model.ainvoke(summary_request(request))
+        return ContextSummaryResult(text=answer.text.strip(), usage=_usage([answer]))
+
+    async def _state_at_call(self, execution: DeferredToolExecution) -> dict[str, Any]:
+        """The graph's state when the model asked for the call: the turn's checkpoint that the
+        RunModel Step requesting it stored."""
+        turn = execution.turn
+        if turn is None or turn.framework_run_state is None:
+            raise ToolExecutionError(NO_TURN.format(name=execution.tool_call.tool_name))
+        return await self._checkpoint_values(turn, _RunState.from_json(turn.framework_run_state))
+
     async def _stream(
         self,
         turn: AgentTurnContext,
@@ -206,11 +306,11 @@ class LangGraphRunner:
                 continue
             message = chunk[0]
             if isinstance(message, AIMessageChunk):
+                reasoning = _reasoning_text(message)
+                if reasoning:
+                    turn.events.write("reasoning_delta", {"text": reasoning})
                 if message.text:
                     turn.events.write("text_delta", {"text": message.text})
-                reasoning = message.additional_kwargs.get("reasoning_content")
-                if isinstance(reasoning, str) and reasoning:
-                    turn.events.write("reasoning_delta", {"text": reasoning})
 
     def _deferred_call(self, turn: AgentTurnContext, interrupt: Interrupt) -> DeferredToolCall:
         value: dict[str, Any] = interrupt.value
@@ -239,6 +339,19 @@ def _foreign_interrupt(interrupt: Interrupt) -> str:
         "the graph interrupted with a value the LangGraph runner did not raise "
         f"({interrupt.value!r:.200}); only interrupts for tool calls can be driven as Steps"
     )
+
+
+def _history(
+    turn: AgentTurnContext, saved: _RunState | None, *, copy: bool = True
+) -> list[BaseMessage]:
+    """The conversation the turn starts from: the summary, then the stored messages up to the
+    turn's start (all of them before the turn's first Step)."""
+    messages: Sequence[AgentMessage] = turn.messages
+    if saved is not None and saved.through_sequence is not None:
+        messages = [m for m in messages if m.sequence <= saved.through_sequence]
+    elif saved is not None:
+        messages = messages[: saved.input_count]
+    return with_summary(turn, stored_messages(turn, messages, copy=copy))
 
 
 def _resume(saved: _RunState, records: Sequence[AgentToolCall]) -> Command[Any]:

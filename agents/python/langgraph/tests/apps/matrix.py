@@ -1,6 +1,6 @@
 """The matrix app (dex_agents.testing.matrix): one LangChain `create_agent` agent with the
 contract's four tools (dex_agents.testing.matrix_app), on ChatOpenAI against the scripted Chat
-Completions server."""
+Completions server; the ChatOpenAI client keeps its default retries."""
 
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ agent = create_agent(
     system_prompt="You help customers.",
 )
 
-
-# The runner has no framework_retries yet (see the README's limits): every flow type runs the
-# same runner, and the matrix's retry test is an expected failure.
-flows = matrix_flows(lambda framework_retries: LangGraphRunner(agent))
+flows = matrix_flows(
+    lambda framework_retries: LangGraphRunner(agent, framework_retries=framework_retries)
+)

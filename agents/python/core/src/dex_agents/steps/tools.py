@@ -16,6 +16,7 @@ from ..runner import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
+    ToolStepsReadTurn,
     ToolTaskCancellation,
     ToolTaskCanceller,
     ToolTaskPending,
@@ -47,6 +48,15 @@ from .common import (
     no_heartbeat,
     poll_interval_seconds,
 )
+from .turns import LoadedTurn, load_turn, turn_context
+
+
+@dataclass(frozen=True)
+class LoadedCall:
+    """What CallTool's begin loads: the record, and the turn for a `ToolStepsReadTurn` runner."""
+
+    record: AgentToolCall
+    turn: LoadedTurn | None = None
 
 
 @dataclass(frozen=True)
@@ -78,7 +88,7 @@ def _ask(record: AgentToolCall, request: ToolInputRequested) -> AgentToolCall:
     )
 
 
-class CallTool(StepHandler[AgentToolCall]):
+class CallTool(StepHandler[LoadedCall]):
     """Runs one read or idempotent_write call; a crash runs it again with the same key."""
 
     step_type = "CallTool"
@@ -86,7 +96,7 @@ class CallTool(StepHandler[AgentToolCall]):
     has_execute = True
     timeout_option = "tool_call_timeout"
 
-    def begin(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> Transition | None:
+    def begin(self, ctx: StepContext[LoadedCall], tx: StepTx) -> Transition | None:
         record = load_record(tx, ctx.step_input)
         if record is None or record.status != "approved":
             return END
@@ -95,13 +105,16 @@ class CallTool(StepHandler[AgentToolCall]):
         if reason is not None:
             abandon_call(tx, record, reason)
             return END
-        ctx.loaded = record
+        runner = ctx.flow.runner
+        reads_turn = isinstance(runner, ToolStepsReadTurn) and runner.tool_steps_read_turn
+        ctx.loaded = LoadedCall(record, load_turn(ctx, tx) if reads_turn else None)
         tx.mark_started()
         _tool_started_event(tx, record)
         return None
 
-    async def execute(self, ctx: StepContext[AgentToolCall]) -> Any:
-        record = ctx.need_loaded()
+    async def execute(self, ctx: StepContext[LoadedCall]) -> Any:
+        loaded = ctx.need_loaded()
+        record = loaded.record
         runner = ctx.flow.runner
         writer = ctx.services.event_writer(ctx, record.turn_id)
         execution = DeferredToolExecution(
@@ -117,6 +130,7 @@ class CallTool(StepHandler[AgentToolCall]):
             heartbeat_checkpoint=ctx.checkpoint,
             input_answers=tuple(record.input_answers),
             supports_tool_tasks=isinstance(runner, ToolTaskPoller),
+            turn=turn_context(ctx, loaded.turn, writer) if loaded.turn else None,
         )
         writer.start()
         try:
@@ -128,7 +142,7 @@ class CallTool(StepHandler[AgentToolCall]):
             await writer.close()
         return _checked_outcome(ctx, outcome, "execute_deferred_tool_call")
 
-    def commit(self, ctx: StepContext[AgentToolCall], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[LoadedCall], tx: StepTx, result: Any) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
@@ -138,7 +152,7 @@ class CallTool(StepHandler[AgentToolCall]):
 
     def _task_started(
         self,
-        ctx: StepContext[AgentToolCall],
+        ctx: StepContext[LoadedCall],
         tx: StepTx,
         record: AgentToolCall,
         started: ToolTaskStarted,

@@ -33,6 +33,7 @@ from ..runner import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
+    ToolStepsReadTurn,
     TurnCompleted,
 )
 from ..types import AgentMessage, AgentToolCall, AgentUsage, ToolEffect
@@ -127,6 +128,8 @@ class RunnerDriver:
     """The session's parsed-item memo, kept across turns as a Worker keeps it."""
     records: list[AgentToolCall] = field(default_factory=list)
     """The active turn's tool call records, settled ones with their outcome."""
+    run_state: str | None = None
+    """The run state of the last model step that requested tool calls."""
 
     def append(self, turn_id: str, message: FrameworkMessage) -> AgentMessage:
         """Stores one message, as the session stores a runner's new messages."""
@@ -167,6 +170,8 @@ class RunnerDriver:
         """One RunModel: calls the runner, stores its new messages, adds its usage."""
         outcome = await self.runner.run_model_step(self.context(turn_id, run_state, records))
         self.outcomes.append(outcome)
+        if isinstance(outcome, ToolCallsRequested):
+            self.run_state = outcome.framework_run_state
         if outcome.usage:
             self.usage = self.usage.plus(outcome.usage)
         for message in outcome.new_messages:
@@ -208,7 +213,15 @@ class RunnerDriver:
             events=self.events,
             heartbeat=lambda: None,
             save_heartbeat_checkpoint=_no_checkpoint,
+            turn=self._tool_step_turn(record),
         )
+
+    def _tool_step_turn(self, record: AgentToolCall) -> AgentTurnContext | None:
+        """The turn a `ToolStepsReadTurn` runner's tool Step reads, as CallTool loads it."""
+        runner = self.runner
+        if not (isinstance(runner, ToolStepsReadTurn) and runner.tool_steps_read_turn):
+            return None
+        return self.context(record.turn_id, self.run_state)
 
     async def execute(self, record: AgentToolCall, attempt: int = 1) -> AgentToolCall:
         """Runs one call as CallTool does: the settled record, `failed` on ToolExecutionError."""

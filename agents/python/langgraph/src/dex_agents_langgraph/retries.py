@@ -1,0 +1,134 @@
+"""RunModel's attempts are the only retries of a model call (docs/design/retries.md).
+
+`create_agent`'s model node keeps the chat model in its closure and sends every request through
+one innermost function, `_execute_model_async(request)`, which the application's
+`wrap_model_call` middleware chain wraps. The runner's copy of the graph gets a model node whose
+innermost function runs the request on a copy of `request.model` without client retries, so a
+model that middleware picks per request is covered too. The application's model is not changed:
+an OpenAI chat model's copy shares its HTTP connection pool (`with_options(max_retries=0)`).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import types
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain_openai.chat_models.base import BaseChatOpenAI
+from langgraph.pregel import Pregel
+
+from .deferral import UnsupportedGraphError
+
+MODEL_NODE = "model"
+_EXECUTE = {"afunc": "_execute_model_async", "func": "_execute_model_sync"}
+
+
+def without_client_retries(model: Any) -> Any:
+    """`model`, or a copy of it whose SDK client sends each request once.
+
+    OpenAI chat models (`ChatOpenAI`, `AzureChatOpenAI`, and every other `BaseChatOpenAI`) get a
+    copy whose clients have `max_retries=0`. Any other model with a `max_retries` above zero is
+    refused: the runner does not know how to turn its client's retries off."""
+    if isinstance(model, BaseChatOpenAI):
+        return _openai_without_retries(model)
+    retries = getattr(model, "max_retries", None)
+    if isinstance(retries, int) and retries > 0:
+        raise UnsupportedGraphError(
+            f"the chat model {type(model).__name__} retries failed requests by itself "
+            f"(max_retries={retries}), which multiplies RunModel's attempts, and the LangGraph "
+            "runner can turn that off only for OpenAI chat models: give the model "
+            "max_retries=0, or pass LangGraphRunner(..., framework_retries=True) to keep them"
+        )
+    return model
+
+
+def _openai_without_retries(model: BaseChatOpenAI) -> BaseChatOpenAI:
+    if model.max_retries == 0:
+        return model
+    update: dict[str, Any] = {"max_retries": 0}
+    if model.root_client is not None:
+        root = model.root_client.with_options(max_retries=0)
+        update |= {"root_client": root, "client": root.chat.completions}
+    if model.root_async_client is not None:
+        root_async = model.root_async_client.with_options(max_retries=0)
+        update |= {"root_async_client": root_async, "async_client": root_async.chat.completions}
+    return model.model_copy(update=update)
+
+
+def model_node_without_retries(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any, Any, Any, Any]:
+    """A copy of a `create_agent` graph whose model node runs every request on a copy of the
+    request's model without client retries; refused when the node is not `create_agent`'s."""
+    node = graph.nodes.get(MODEL_NODE)
+    bound = node.bound if node is not None else None
+    functions = {a: getattr(bound, a, None) for a in _EXECUTE}
+    rebuilt = {a: _with_inner(f, _EXECUTE[a]) if f else None for a, f in functions.items()}
+    if node is None or rebuilt["afunc"] is None:
+        raise UnsupportedGraphError(
+            "the LangGraph runner turns off the chat model's own retries inside the model node "
+            f"of langchain.agents.create_agent ({MODEL_NODE!r}), and this graph has none; give "
+            "the model max_retries=0 and pass LangGraphRunner(..., framework_retries=True)"
+        )
+    _check_closure_model(functions["afunc"])
+    replaced = copy.copy(bound)
+    for attribute, function in rebuilt.items():
+        setattr(replaced, attribute, function)
+    nodes = dict(graph.nodes)
+    nodes[MODEL_NODE] = node.copy({"bound": replaced})
+    return graph.copy({"nodes": nodes})
+
+
+def agent_model(graph: Pregel[Any, Any, Any, Any]) -> Any | None:
+    """The chat model `create_agent` was given (kept in its model node's closure); None for a
+    graph whose model node is not `create_agent`'s."""
+    node = graph.nodes.get(MODEL_NODE)
+    return _closure_model(getattr(node.bound, "afunc", None) if node is not None else None)
+
+
+def _closure_model(function: Any) -> Any | None:
+    code = getattr(function, "__code__", None)
+    if code is None or "model" not in code.co_freevars or function.__closure__ is None:
+        return None
+    return function.__closure__[code.co_freevars.index("model")].cell_contents
+
+
+def _check_closure_model(function: Any) -> None:
+    """Refuse, when the runner is built, the model `create_agent` was given if its client's
+    retries cannot be turned off (a model that middleware picks is checked per request)."""
+    model = _closure_model(function)
+    if model is not None:
+        without_client_retries(model)
+
+
+def _with_inner(function: Callable[..., Any], inner: str) -> Callable[..., Any] | None:
+    """`function` with the closure cell named `inner` (the innermost model call) wrapped so its
+    request runs on a model without client retries; None when it has no such cell."""
+    code = getattr(function, "__code__", None)
+    if code is None or inner not in code.co_freevars or function.__closure__ is None:
+        return None
+    cells = list(function.__closure__)
+    index = code.co_freevars.index(inner)
+    cells[index] = types.CellType(_wrapped_execute(cells[index].cell_contents))
+    rebuilt = types.FunctionType(
+        code, function.__globals__, function.__name__, function.__defaults__, tuple(cells)
+    )
+    rebuilt.__kwdefaults__ = function.__kwdefaults__
+    return rebuilt
+
+
+def _wrapped_execute(execute: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    if inspect.iscoroutinefunction(execute):
+
+        async def run_async(request: Any) -> Any:
+            result: Awaitable[Any] = execute(
+                request.override(model=without_client_retries(request.model))
+            )
+            return await result
+
+        return run_async
+
+    def run(request: Any) -> Any:
+        return execute(request.override(model=without_client_retries(request.model)))
+
+    return run
