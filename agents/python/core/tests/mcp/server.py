@@ -18,10 +18,11 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from task_extension import JOBS, TasksServerExtension
 
 KEY = "io.superdurable.dex/idempotencyKey"
 
-server = MCPServer("dex-test")
+server = MCPServer("dex-test", extensions=[TasksServerExtension()])
 
 
 def _record(tool: str, ctx: Context, **extra: Any) -> Any:
@@ -87,6 +88,34 @@ def _lines() -> list[dict[str, Any]]:
 def long_name() -> str:
     """A tool whose agent name would be too long for model providers."""
     return "never offered"
+
+
+# Task tools: listed here, answered with a task by the tasks extension (task_extension.py).
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def report(topic: str, seconds: float = 2) -> str:
+    """Writes a report on a topic, as a task."""
+    raise ToolError("report runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+def ship(item: str) -> str:
+    """Ships an item, asking whether to ship it express, as a task."""
+    raise ToolError("ship runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+def long_job() -> str:
+    """A job that runs until it is cancelled, as a task."""
+    raise ToolError("long_job runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def survey() -> str:
+    """Asks a two-field form, as a task."""
+    raise ToolError("survey runs as a task")
+
+
+assert set(JOBS) == {"report", "ship", "long_job", "survey"}
 
 
 if __name__ == "__main__":
