@@ -17,7 +17,12 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    ToolAnnotations,
+)
 from task_extension import JOBS, TasksServerExtension
 
 KEY = "io.superdurable.dex/idempotencyKey"
@@ -113,6 +118,17 @@ def long_job() -> str:
 def survey() -> str:
     """Asks a two-field form, as a task."""
     raise ToolError("survey runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def confirm(ctx: Context) -> InputRequiredResult:
+    """Answers tools/call itself with input_required."""
+    _record("confirm", ctx)
+    form = ElicitRequestFormParams(
+        message="Proceed?",
+        requested_schema={"type": "object", "properties": {"proceed": {"type": "boolean"}}},
+    )
+    return InputRequiredResult(input_requests={"proceed": ElicitRequest(params=form)})
 
 
 assert set(JOBS) == {"report", "ship", "long_job", "survey"}

@@ -279,6 +279,19 @@ async def test_any_other_input_request_fails_the_call_and_cancels_the_task(
     assert [run["name"] for run in run_log.runs("task_cancelled")] == ["survey"]
 
 
+async def test_an_input_required_answer_to_tools_call_fails_the_call(
+    remote: McpToolSource, run_log: RunLog
+) -> None:
+    record = record_of(remote, "remote__confirm", {})
+    with pytest.raises(ToolExecutionError) as failed:
+        await remote.execute_deferred_tool_call(execution(record, Recorder()))
+    assert str(failed.value) == (
+        "MCP tool confirm of server remote asked for input the session cannot ask the user "
+        "(a form asking proceed (boolean): 'Proceed?'), so the call was stopped"
+    )
+    assert len(run_log.runs("confirm")) == 1
+
+
 async def test_lost_and_unreachable_tasks_and_cancellation(
     remote: McpToolSource, run_log: RunLog, http_server: HttpServerProcess
 ) -> None:

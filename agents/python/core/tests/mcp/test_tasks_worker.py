@@ -169,3 +169,37 @@ class TestMcpTasks(SharedWorkerSuite):
         history = await run.client.get_step_history(session)
         assert [s.step_type for s in history if s.step_type == "AwaitQuestionAnswer"]
         assert all(s.status == "succeeded" for s in history if s.step_type == "PollToolTask")
+
+    async def test_a_task_the_server_forgot_goes_to_the_failure_route_by_effect(
+        self, run: SessionRun, task_server: HttpServerProcess
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(
+                ("r1", "remote__report", {"topic": "audit", "seconds": 600}),
+                ("w1", "remote__long_job", {}),
+            ),
+            reply_text("Both were lost."),
+        )
+        session = await run.client.start_session("Mcp", "Audit, and run the job.")
+        await run.client.wait_for(
+            session, lambda s: sum(c.status == "waiting_for_task" for c in s.tool_calls) == 2
+        )
+        task_server.stop()  # its tasks live in the process: the new one knows none of them
+        task_server.start()
+        await run.client.wait_for(session, turns_done(1), timeout=60)
+
+        finished = await events_of(run.client, session, "tool_call_finished")
+        assert {f["tool_call_id"]: f["status"] for f in finished} == {
+            "r1": "failed",
+            "w1": "outcome_unknown",
+        }
+        assert "does not know task" in run.tool_outputs(1)["r1"]
+        assert len(created(session)) == 2
+        # A poll during the restart could not reach the server and was tried again; an
+        # unknown task is not: the poll fails at once, then RecordToolFailure records failed
+        # for the read and outcome_unknown for the idempotent write.
+        history = await run.client.get_step_history(session)
+        failed = [s for s in history if s.step_type == "PollToolTask" and s.status == "failed"]
+        assert len(failed) == 2
+        assert all("does not know task" in (s.error or "") for s in failed)
+        assert [s.step_type for s in history].count("RecordToolFailure") == 2
