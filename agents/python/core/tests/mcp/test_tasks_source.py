@@ -14,9 +14,8 @@ import anyio
 import pytest
 
 from dex_agents.errors import McpToolCallInterruptedError
-from dex_agents.mcp import McpToolSource
-from dex_agents.mcp.source import McpTaskUnreachableError
-from dex_agents.mcp.task_poll import Continuation, McpTaskLostError
+from dex_agents.mcp import McpTaskLostError, McpTaskUnreachableError, McpToolSource
+from dex_agents.mcp.task_poll import Continuation
 from dex_agents.runner import (
     DeferredToolExecution,
     ToolExecutionError,

@@ -36,7 +36,7 @@ from .policies import annotation_effect
 from .questions import describe_all
 from .results import result_of
 from .task_calls import TaskCheckpoint, wait_for_task
-from .task_poll import McpTaskLostError, TaskPoller
+from .task_poll import McpTaskLostError, McpTaskUnreachableError, TaskPoller
 from .tasks import TaskCreated, cancel_task, interval_seconds
 
 OutcomeT = TypeVar("OutcomeT")
@@ -220,7 +220,7 @@ class McpToolSource:
         """
         record = call.tool_call
         server_name, mcp_name = self._reference(record.tool_source_reference, record.tool_name)
-        server = self._server(server_name, mcp_name)
+        server = self._server(server_name)
         saved = TaskCheckpoint.load(call.heartbeat_checkpoint)
         if saved is not None and saved.server == server_name and isinstance(server, HttpServer):
             if call.supports_tool_tasks:
@@ -235,9 +235,10 @@ class McpToolSource:
     ) -> ToolExecutionResult:
         """One `tools/call` on a new connection, with the key in `_meta`; a task it starts is
         polled to its end here."""
-        server = self._server(server_name, mcp_name)
+        server = self._server(server_name)
         outcome = await self._call(server, mcp_name, arguments, idempotency_key, None)
-        assert isinstance(outcome, ToolExecutionResult)
+        if not isinstance(outcome, ToolExecutionResult):  # without a call, tasks end here
+            raise TypeError(f"MCP tool {mcp_name} returned {outcome!r}")
         return outcome
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
@@ -272,13 +273,13 @@ class McpToolSource:
         self, record: AgentToolCall
     ) -> tuple[McpServerConfig, Callable[[Client], TaskPoller]]:
         server_name, mcp_name = self._reference(record.tool_source_reference, record.tool_name)
-        server = self._server(server_name, mcp_name)
+        server = self._server(server_name)
         task_id = record.task_id
         if not task_id:
             raise NonRetryableError(f"tool call {record.tool_call_id} has no MCP task")
         return server, lambda client: TaskPoller(client, server_name, mcp_name, task_id)
 
-    def _server(self, server_name: str, mcp_name: str) -> McpServerConfig:
+    def _server(self, server_name: str) -> McpServerConfig:
         server = self.servers.get(server_name)
         if server is None:
             raise ToolExecutionError(f"MCP server {server_name!r} is not configured on this Worker")
@@ -474,7 +475,3 @@ def _poll_error(server: str, task_id: str, error: Exception) -> Exception:
     return McpTaskUnreachableError(
         f"MCP server {server} could not be reached to read task {task_id}: {describe(error)}"
     )
-
-
-class McpTaskUnreachableError(Exception):
-    """A task poll that could not reach its server; the Step's attempts retry it."""

@@ -40,6 +40,11 @@ class McpTaskLostError(NonRetryableError):
     by its effect."""
 
 
+class McpTaskUnreachableError(Exception):
+    """A task poll or cancellation that could not reach its server; the Step's attempts
+    retry it, and the failure route by effect follows the last."""
+
+
 @dataclass(frozen=True)
 class Continuation:
     """What one poll tells the next: the status it saw and the request it asked, answered or
