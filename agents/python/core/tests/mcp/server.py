@@ -109,6 +109,12 @@ def ship(item: str) -> str:
 
 
 @server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+def batches() -> str:
+    """Asks to approve each of two batches, as a task."""
+    raise ToolError("batches runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
 def long_job() -> str:
     """A job that runs until it is cancelled, as a task."""
     raise ToolError("long_job runs as a task")
@@ -131,7 +137,7 @@ def confirm(ctx: Context) -> InputRequiredResult:
     return InputRequiredResult(input_requests={"proceed": ElicitRequest(params=form)})
 
 
-assert set(JOBS) == {"report", "ship", "long_job", "survey"}
+assert set(JOBS) == {"report", "ship", "batches", "long_job", "survey"}
 
 
 if __name__ == "__main__":

@@ -95,6 +95,17 @@ async def _ship(task: ServerTask, arguments: dict[str, Any]) -> None:
     task.complete(f"shipped {arguments.get('item')} express={response['content']['express']}")
 
 
+async def _batches(task: ServerTask, arguments: dict[str, Any]) -> None:
+    """Asks the identical request once per batch, as a new question each time."""
+    form = choice_form("Approve the next batch?", approve={"type": "boolean"})
+    for batch in (1, 2):
+        response = await task.ask("approve", form)
+        if response.get("action") != "accept":
+            task.complete(f"stopped at batch {batch} ({response.get('action')})")
+            return
+    task.complete("approved 2 batches")
+
+
 async def _long_job(task: ServerTask, arguments: dict[str, Any]) -> None:
     await asyncio.sleep(3600)
 
@@ -108,6 +119,7 @@ async def _survey(task: ServerTask, arguments: dict[str, Any]) -> None:
 JOBS: dict[str, Callable[[ServerTask, dict[str, Any]], Awaitable[None]]] = {
     "report": _report,
     "ship": _ship,
+    "batches": _batches,
     "long_job": _long_job,
     "survey": _survey,
 }

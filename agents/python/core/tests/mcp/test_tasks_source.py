@@ -6,6 +6,7 @@ task creation, read, update and cancellation outside the database."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 
 from dex_agents.errors import McpToolCallInterruptedError
 from dex_agents.mcp import McpTaskLostError, McpTaskUnreachableError, McpToolSource
-from dex_agents.mcp.task_poll import Continuation
+from dex_agents.mcp.task_poll import DELIVERY_WINDOW_SECONDS, Continuation
 from dex_agents.runner import (
     DeferredToolExecution,
     ToolExecutionError,
@@ -247,6 +248,42 @@ async def test_a_question_is_asked_answered_once_and_the_task_completes(
     assert len(run_log.runs("task_updated")) == 1
 
 
+async def test_an_identical_later_request_is_a_new_question_after_the_window(
+    remote: McpToolSource, run_log: RunLog
+) -> None:
+    recorder = Recorder()
+    record = record_of(remote, "remote__batches", {})
+    started = await remote.execute_deferred_tool_call(execution(record, recorder))
+    assert isinstance(started, ToolTaskStarted)
+    record = waiting(record, started)
+    first = await _poll_until(remote, record, recorder, ToolInputRequested)
+    assert (first.choices, first.allows_free_text) == (("yes", "no"), False)
+    yes = QuestionAnswer(interrupt_id="call-1-input-1", question=first.question, answer="yes")
+    sent = await remote.poll_tool_task(poll_of(after(record, first), recorder, answer=yes))
+    assert isinstance(sent, ToolTaskPending)
+    sent_at = time.monotonic()
+
+    # The task asks the identical request for batch 2 at once; it reads as working until
+    # 10 s after the send, then it is a new question.
+    second = await _poll_until(remote, after(record, sent), recorder, ToolInputRequested)
+    assert time.monotonic() - sent_at >= DELIVERY_WINDOW_SECONDS
+    assert second.continuation == first.continuation
+    [update] = run_log.runs("task_updated")
+    assert update["responses"] == {"approve": {"action": "accept", "content": {"approve": True}}}
+
+    # A passed deadline is sent as cancel.
+    late = QuestionAnswer(
+        interrupt_id="call-1-input-2",
+        question=second.question,
+        answer="question deadline passed",
+        resolution="deadline_passed",
+    )
+    sent = await remote.poll_tool_task(poll_of(after(record, second), recorder, answer=late))
+    assert isinstance(sent, ToolTaskPending)
+    done = await _poll_until(remote, after(record, sent), recorder, ToolExecutionResult)
+    assert done.output == "stopped at batch 2 (cancel)"
+
+
 async def test_a_declined_question_is_delivered_as_decline(
     remote: McpToolSource, run_log: RunLog
 ) -> None:
@@ -325,14 +362,14 @@ async def test_lost_and_unreachable_tasks_and_cancellation(
 async def _poll_until(
     source: McpToolSource, record: AgentToolCall, recorder: Recorder, kind: type[Any]
 ) -> Any:
-    for _ in range(30):
+    for _ in range(60):
         outcome = await source.poll_tool_task(poll_of(record, recorder))
         if isinstance(outcome, kind):
             return outcome
         assert isinstance(outcome, ToolTaskPending), outcome
         record = after(record, replace(outcome, poll_interval_seconds=0.3))
         await _sleep(0.3)
-    raise AssertionError(f"no {kind.__name__} after 30 polls")
+    raise AssertionError(f"no {kind.__name__} after 60 polls")
 
 
 async def _sleep(seconds: float) -> None:
