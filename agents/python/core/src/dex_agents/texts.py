@@ -22,6 +22,14 @@ TURN_CANCELLED_REJECTION = '{"status":"cancelled","reason":"turn_cancelled_by_us
 CANCELLED_TASK_ERROR = (
     "the turn was cancelled while the tool's task was running; the task may have taken effect"
 )
+# MCP tasks (dex_agents.mcp): errors the model sees for a task that did not end with a result.
+MCP_INPUT_NOT_SUPPORTED = (
+    "MCP tool {tool} of server {server} asked for input the session cannot ask the user "
+    "({requested}), so the call was stopped"
+)
+MCP_TASK_FAILED = "MCP tool {tool} of server {server} failed in its task: {error}"
+MCP_TASK_CANCELLED = "MCP tool {tool} of server {server}: its task was cancelled"
+MCP_TASK_NO_RESULT = "MCP tool {tool} of server {server} completed its task without a result"
 PLAN_APPROVED = (
     "[Dex] The user approved plan revision {revision}. Execute it and keep the task statuses "
     "current with write_todos."

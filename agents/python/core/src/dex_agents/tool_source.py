@@ -13,8 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 from .runner import (
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     PolicyResolver,
-    ToolExecutionResult,
 )
 from .types import AgentToolCall
 
@@ -41,6 +41,8 @@ class ToolSource(Protocol):
         """Whether this source runs the record's call (from its reference, with no listing)."""
         ...
 
-    async def execute_deferred_tool_call(
-        self, call: DeferredToolExecution
-    ) -> ToolExecutionResult: ...
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Runs the call. A source may return ToolTaskStarted only when
+        `call.supports_tool_tasks` is set, and then also implements ToolTaskPoller (and
+        optionally ToolTaskCanceller), which the runner calls for the records it owns."""
+        ...

@@ -17,11 +17,17 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    ToolAnnotations,
+)
+from task_extension import JOBS, TasksServerExtension
 
 KEY = "io.superdurable.dex/idempotencyKey"
 
-server = MCPServer("dex-test")
+server = MCPServer("dex-test", extensions=[TasksServerExtension()])
 
 
 def _record(tool: str, ctx: Context, **extra: Any) -> Any:
@@ -87,6 +93,51 @@ def _lines() -> list[dict[str, Any]]:
 def long_name() -> str:
     """A tool whose agent name would be too long for model providers."""
     return "never offered"
+
+
+# Task tools: listed here, answered with a task by the tasks extension (task_extension.py).
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def report(topic: str, seconds: float = 2) -> str:
+    """Writes a report on a topic, as a task."""
+    raise ToolError("report runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+def ship(item: str) -> str:
+    """Ships an item, asking whether to ship it express, as a task."""
+    raise ToolError("ship runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+def batches() -> str:
+    """Asks to approve each of two batches, as a task."""
+    raise ToolError("batches runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+def long_job() -> str:
+    """A job that runs until it is cancelled, as a task."""
+    raise ToolError("long_job runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def survey() -> str:
+    """Asks a two-field form, as a task."""
+    raise ToolError("survey runs as a task")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def confirm(ctx: Context) -> InputRequiredResult:
+    """Answers tools/call itself with input_required."""
+    _record("confirm", ctx)
+    form = ElicitRequestFormParams(
+        message="Proceed?",
+        requested_schema={"type": "object", "properties": {"proceed": {"type": "boolean"}}},
+    )
+    return InputRequiredResult(input_requests={"proceed": ElicitRequest(params=form)})
+
+
+assert set(JOBS) == {"report", "ship", "batches", "long_job", "survey"}
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ run log."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -75,7 +76,7 @@ class HttpServerProcess:
             [sys.executable, str(SERVER), "http", str(self.port)],
             env={"MCP_TEST_RUN_LOG": str(self.log.path), "PATH": "/usr/bin:/bin"},
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=None if os.environ.get("MCP_TEST_SERVER_STDERR") else subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 20
         while True:

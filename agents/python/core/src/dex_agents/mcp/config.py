@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from typing import Final
 
 DEFAULT_HANDSHAKE_TIMEOUT_SECONDS: Final = 30.0
+# How long a tool Step waits for a task it polls itself (a stdio server's task, or any task
+# when the runner does not poll tasks), per attempt.
+DEFAULT_TASK_WAIT_SECONDS: Final = 600.0
 
 _SERVER_NAME: Final = re.compile(r"^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$")
 
 
-def _check(name: str, handshake_timeout_seconds: float) -> None:
+def _check(name: str, handshake_timeout_seconds: float, task_wait_seconds: float) -> None:
     if not _SERVER_NAME.match(name):
         raise ValueError(
             f"MCP server name {name!r} must be letters, digits, '-' and single '_' between "
@@ -20,6 +23,8 @@ def _check(name: str, handshake_timeout_seconds: float) -> None:
         )
     if handshake_timeout_seconds <= 0:
         raise ValueError(f"MCP server {name}: handshake_timeout_seconds must be positive")
+    if task_wait_seconds <= 0:
+        raise ValueError(f"MCP server {name}: task_wait_seconds must be positive")
 
 
 @dataclass(frozen=True)
@@ -32,9 +37,10 @@ class StdioServer:
     env: Mapping[str, str] | None = None
     cwd: str | None = None
     handshake_timeout_seconds: float = DEFAULT_HANDSHAKE_TIMEOUT_SECONDS
+    task_wait_seconds: float = DEFAULT_TASK_WAIT_SECONDS
 
     def __post_init__(self) -> None:
-        _check(self.name, self.handshake_timeout_seconds)
+        _check(self.name, self.handshake_timeout_seconds, self.task_wait_seconds)
 
 
 @dataclass(frozen=True)
@@ -45,9 +51,10 @@ class HttpServer:
     url: str
     handshake_timeout_seconds: float = DEFAULT_HANDSHAKE_TIMEOUT_SECONDS
     headers: Mapping[str, str] = field(default_factory=dict)
+    task_wait_seconds: float = DEFAULT_TASK_WAIT_SECONDS
 
     def __post_init__(self) -> None:
-        _check(self.name, self.handshake_timeout_seconds)
+        _check(self.name, self.handshake_timeout_seconds, self.task_wait_seconds)
         if not self.url.startswith(("http://", "https://")):
             raise ValueError(f"MCP server {self.name}: url must start with http:// or https://")
 

@@ -12,6 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from .config import HttpServer, McpServerConfig
+from .tasks import TasksExtension
 
 # JSON-RPC errors the SDKs also use for an HTTP error status and an unreadable body; a
 # gateway can send them after the server ran the call, so they count as no result.
@@ -42,7 +43,7 @@ async def connect(server: McpServerConfig) -> AsyncIterator[Client]:
     with anyio.CancelScope() as scope:
         scope.deadline = anyio.current_time() + server.handshake_timeout_seconds
         try:
-            async with Client(_target(server), cache=None) as client:
+            async with Client(_target(server), cache=None, extensions=[TasksExtension()]) as client:
                 connected = True
                 scope.deadline = math.inf
                 yield client

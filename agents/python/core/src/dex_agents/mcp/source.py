@@ -5,26 +5,41 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
-from mcp.types import CallToolResult, RequestParamsMeta, Tool
+from mcp import Client
+from mcp.types import CallToolResult, InputRequiredResult, RequestParamsMeta, Tool
 
+from .. import texts
 from ..errors import McpToolCallInterruptedError
 from ..policy import resolve_tool_policy
 from ..runner import (
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     PolicyResolver,
     ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
 )
+from ..stepkit import NonRetryableError
 from ..types import AgentToolCall, ToolEffect
-from .config import McpServerConfig
+from .config import HttpServer, McpServerConfig
 from .connection import NO_RESULT_CODES, HandshakeFailed, connect, describe, mcp_error
 from .policies import annotation_effect
+from .questions import describe_all
+from .results import result_of
+from .task_calls import TaskCheckpoint, wait_for_task
+from .task_poll import McpTaskLostError, McpTaskUnreachableError, TaskPoller
+from .tasks import TaskCreated, cancel_task, interval_seconds
+
+OutcomeT = TypeVar("OutcomeT")
 
 IDEMPOTENCY_KEY_META: Final = "io.superdurable.dex/idempotencyKey"
 _TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -196,36 +211,164 @@ class McpToolSource:
 
     # -- calls -------------------------------------------------------------------------------
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Runs the call in the tool Step, from the record's reference (no listing)."""
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Runs the call in the tool Step, from the record's reference (no listing).
+
+        A task of a Streamable HTTP server is saved as the attempt's heartbeat checkpoint and
+        becomes ToolTaskStarted when the runner polls tasks; a retried attempt returns the
+        checkpoint's task instead of calling again. Any other task is polled here.
+        """
         record = call.tool_call
-        server, mcp_name = self._reference(record.tool_source_reference, record.tool_name)
+        server_name, mcp_name = self._reference(record.tool_source_reference, record.tool_name)
+        server = self._server(server_name)
+        saved = TaskCheckpoint.load(call.heartbeat_checkpoint)
+        if saved is not None and saved.server == server_name and isinstance(server, HttpServer):
+            if call.supports_tool_tasks:
+                return ToolTaskStarted(saved.task_id, saved.poll_interval_seconds)
+            return await self._wait_on_new_connection(server, mcp_name, saved, call.heartbeat)
         arguments = _arguments(record.arguments, record.tool_name)
         call.heartbeat()
-        return await self.call_tool(server, mcp_name, arguments, call.idempotency_key)
+        return await self._call(server, mcp_name, arguments, call.idempotency_key, call)
 
     async def call_tool(
         self, server_name: str, mcp_name: str, arguments: dict[str, Any], idempotency_key: str
     ) -> ToolExecutionResult:
-        """One `tools/call` on a new connection, with the key in `_meta`."""
+        """One `tools/call` on a new connection, with the key in `_meta`; a task it starts is
+        polled to its end here."""
+        server = self._server(server_name)
+        outcome = await self._call(server, mcp_name, arguments, idempotency_key, None)
+        if not isinstance(outcome, ToolExecutionResult):  # without a call, tasks end here
+            raise TypeError(f"MCP tool {mcp_name} returned {outcome!r}")
+        return outcome
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """One `tasks/get` of the call's task (ToolTaskPoller); delivers a pending answer."""
+        server, poller_of = self._task_of(poll.tool_call)
+        try:
+            async with connect(server) as client:
+                return await _unwrapped(poller_of(client).poll(poll))
+        except (ToolExecutionError, NonRetryableError):
+            raise
+        except Exception as error:
+            raise _poll_error(server.name, poll.tool_call.task_id or "", error) from error
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Sends `tasks/cancel` for the call's task (ToolTaskCanceller); any answer from the
+        server, an error included, counts as done."""
+        if cancellation.tool_call.task_id is None:
+            return
+        server, _ = self._task_of(cancellation.tool_call)
+        try:
+            async with connect(server) as client:
+                await cancel_task(client, cancellation.tool_call.task_id)
+        except Exception as error:
+            found = mcp_error(error)
+            if found is None or found.code in NO_RESULT_CODES:
+                raise McpTaskUnreachableError(
+                    f"MCP server {server.name} could not be reached to cancel task "
+                    f"{cancellation.tool_call.task_id}: {describe(error)}"
+                ) from error
+
+    def _task_of(
+        self, record: AgentToolCall
+    ) -> tuple[McpServerConfig, Callable[[Client], TaskPoller]]:
+        server_name, mcp_name = self._reference(record.tool_source_reference, record.tool_name)
+        server = self._server(server_name)
+        task_id = record.task_id
+        if not task_id:
+            raise NonRetryableError(f"tool call {record.tool_call_id} has no MCP task")
+        return server, lambda client: TaskPoller(client, server_name, mcp_name, task_id)
+
+    def _server(self, server_name: str) -> McpServerConfig:
         server = self.servers.get(server_name)
         if server is None:
             raise ToolExecutionError(f"MCP server {server_name!r} is not configured on this Worker")
+        return server
+
+    async def _call(
+        self,
+        server: McpServerConfig,
+        mcp_name: str,
+        arguments: dict[str, Any],
+        idempotency_key: str,
+        call: DeferredToolExecution | None,
+    ) -> DeferredToolOutcome:
         sent = False
         try:
             async with connect(server) as client:
                 sent = True
-                result = await client.call_tool(
-                    mcp_name, arguments, meta=_key_meta(idempotency_key)
+                result = await client.session.call_tool(
+                    mcp_name,
+                    arguments,
+                    meta=_key_meta(idempotency_key),
+                    allow_input_required=True,
+                    allow_claimed=True,
                 )
+                if isinstance(result, TaskCreated):
+                    return await _unwrapped(self._started(client, server, mcp_name, result, call))
         except HandshakeFailed as error:
             raise ToolExecutionError(
-                f"MCP server {server_name} could not be reached, so {mcp_name} was not "
+                f"MCP server {server.name} could not be reached, so {mcp_name} was not "
                 f"called: {error}"
             ) from error
+        except (ToolExecutionError, NonRetryableError, McpToolCallInterruptedError):
+            raise
         except Exception as error:
-            raise _call_error(server_name, mcp_name, error, sent) from error
-        return _result(server_name, mcp_name, result)
+            raise _call_error(server.name, mcp_name, error, sent) from error
+        if isinstance(result, InputRequiredResult):
+            raise ToolExecutionError(
+                texts.MCP_INPUT_NOT_SUPPORTED.format(
+                    tool=mcp_name,
+                    server=server.name,
+                    requested=_requested(result),
+                )
+            )
+        if not isinstance(result, CallToolResult):
+            raise ToolExecutionError(
+                f"MCP tool {mcp_name} of server {server.name} answered with an unknown result"
+            )
+        return result_of(server.name, mcp_name, result)
+
+    async def _started(
+        self,
+        client: Client,
+        server: McpServerConfig,
+        mcp_name: str,
+        created: TaskCreated,
+        call: DeferredToolExecution | None,
+    ) -> DeferredToolOutcome:
+        """A task started by tools/call: saved first, then handed to the session to poll, or
+        polled here."""
+        interval = interval_seconds(created.poll_interval_ms)
+        remote = isinstance(server, HttpServer)
+        if call is not None and remote:
+            saved = TaskCheckpoint(server.name, created.task_id, interval)
+            await call.save_heartbeat_checkpoint(saved.dump())
+            if call.supports_tool_tasks:
+                return ToolTaskStarted(created.task_id, interval)
+        poller = TaskPoller(client, server.name, mcp_name, created.task_id)
+        heartbeat = call.heartbeat if call is not None else _no_heartbeat
+        return await wait_for_task(poller, interval, server.task_wait_seconds, heartbeat)
+
+    async def _wait_on_new_connection(
+        self,
+        server: HttpServer,
+        mcp_name: str,
+        saved: TaskCheckpoint,
+        heartbeat: Callable[[], None],
+    ) -> ToolExecutionResult:
+        try:
+            async with connect(server) as client:
+                poller = TaskPoller(client, server.name, mcp_name, saved.task_id)
+                return await _unwrapped(
+                    wait_for_task(
+                        poller, saved.poll_interval_seconds, server.task_wait_seconds, heartbeat
+                    )
+                )
+        except (ToolExecutionError, NonRetryableError, McpToolCallInterruptedError):
+            raise
+        except Exception as error:
+            raise _poll_error(server.name, saved.task_id, error) from error
 
     def _reference(self, reference: str | None, tool_name: str) -> tuple[str, str]:
         if reference is None:
@@ -286,18 +429,49 @@ def _call_error(server: str, tool: str, error: Exception, sent: bool) -> Excepti
     )
 
 
-def _result(server: str, tool: str, result: CallToolResult) -> ToolExecutionResult:
-    text = _content_text(result)
-    if result.is_error:
-        raise ToolExecutionError(text or f"MCP tool {tool} of server {server} failed")
-    return ToolExecutionResult(text)
+def _no_heartbeat() -> None:
+    pass
 
 
-def _content_text(result: CallToolResult) -> str:
-    parts: list[str] = []
-    for block in result.content:
-        text = getattr(block, "text", None)
-        parts.append(text if isinstance(text, str) else block.model_dump_json(by_alias=True))
-    if not parts and result.structured_content is not None:
-        return json.dumps(result.structured_content)
-    return "\n".join(parts)
+def _requested(result: InputRequiredResult) -> str:
+    raw = {
+        key: request.model_dump(by_alias=True)
+        for key, request in (result.input_requests or {}).items()
+    }
+    return describe_all(raw, dict(result.input_requests or {}))
+
+
+async def _unwrapped(work: Awaitable[OutcomeT]) -> OutcomeT:
+    """Runs `work`; the call's own outcome errors leave unwrapped from anyio's groups."""
+    try:
+        return await work
+    except BaseExceptionGroup as group:
+        own = _own_error(group)
+        if own is not None:
+            raise own from None
+        raise
+
+
+def _own_error(error: BaseException) -> BaseException | None:
+    if isinstance(error, (ToolExecutionError, NonRetryableError, McpToolCallInterruptedError)):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _own_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _poll_error(server: str, task_id: str, error: Exception) -> Exception:
+    """An unknown task goes to the failure route at once; an unreachable server fails the
+    attempt, so the Step's attempts decide."""
+    own = _own_error(error)
+    if own is not None and isinstance(own, Exception):
+        return own
+    found = mcp_error(error)
+    if found is not None and found.code not in NO_RESULT_CODES:
+        return McpTaskLostError(f"MCP server {server} does not know task {task_id}: {found}")
+    return McpTaskUnreachableError(
+        f"MCP server {server} could not be reached to read task {task_id}: {describe(error)}"
+    )

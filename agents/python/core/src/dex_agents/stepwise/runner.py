@@ -18,12 +18,16 @@ from ..runner import (
     ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
     ToolCallsRequested,
     ToolExecutionError,
-    ToolExecutionResult,
-    ToolInputRequested,
     ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskCanceller,
+    ToolTaskPoll,
+    ToolTaskPoller,
+    ToolTaskPollOutcome,
     TurnCompleted,
     TurnContinued,
 )
@@ -118,9 +122,7 @@ class StepwiseRunner:
             items + tool_result_items(items, turn.tool_calls, strict=False)
         )
 
-    async def execute_deferred_tool_call(
-        self, call: DeferredToolExecution
-    ) -> ToolExecutionResult | ToolInputRequested:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         record = call.tool_call
         source = self._source_of(record)
         if source is not None:
@@ -131,6 +133,19 @@ class StepwiseRunner:
         # The tool Step sets it too; this serves a runner driven on its own (tests).
         with running_tool(call):
             return await tool.run(record.arguments)
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Polls a task that a tool source started (ToolTaskPoller)."""
+        source = self._source_of(poll.tool_call)
+        if not isinstance(source, ToolTaskPoller):
+            raise ToolExecutionError(f"tool {poll.tool_call.tool_name} has no task to poll")
+        return await source.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancels a source's task that cancel_turn abandoned (ToolTaskCanceller)."""
+        source = self._source_of(cancellation.tool_call)
+        if isinstance(source, ToolTaskCanceller):
+            await source.cancel_tool_task(cancellation)
 
     # -- compaction --------------------------------------------------------------------------
 
