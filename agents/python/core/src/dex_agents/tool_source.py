@@ -15,6 +15,7 @@ from .runner import (
     DeferredToolExecution,
     DeferredToolOutcome,
     PolicyResolver,
+    ToolExecutionResult,
 )
 from .types import AgentToolCall
 
@@ -46,3 +47,16 @@ class ToolSource(Protocol):
         `call.supports_tool_tasks` is set, and then also implements ToolTaskPoller (and
         optionally ToolTaskCanceller), which the runner calls for the records it owns."""
         ...
+
+
+async def run_source_call(source: ToolSource, call: DeferredToolExecution) -> ToolExecutionResult:
+    """A source's call in the tool Step of a runner that polls no tool tasks
+    (`call.supports_tool_tasks` is off): the source waits for a task inside the Step, so any
+    other outcome than a result is the source's defect."""
+    outcome: object = await source.execute_deferred_tool_call(call)
+    if not isinstance(outcome, ToolExecutionResult):
+        raise TypeError(
+            f"tool source {type(source).__name__} returned {type(outcome).__name__} for a "
+            "runner that polls no tool tasks"
+        )
+    return outcome

@@ -49,7 +49,7 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.tool_context import running_tool
-from dex_agents.tool_source import ToolSource
+from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
 
 from .gating import GatedAgentGraph
@@ -66,7 +66,7 @@ from .items import (
 from .policy import framework_effect, framework_requires_approval
 from .recorded import recorded_results
 from .stream import StreamForwarder
-from .tool_sources import SourceTools, run_source_call
+from .tool_sources import SourceTools
 from .tool_step import run_function_tool
 from .turn_state import TurnState
 from .usage import run_usage, usage_since

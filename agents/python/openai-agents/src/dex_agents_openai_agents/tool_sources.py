@@ -17,8 +17,6 @@ from agents import FunctionTool
 from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolCall,
-    DeferredToolExecution,
-    ToolExecutionResult,
 )
 from dex_agents.tool_source import ToolSource
 from dex_agents.types import AgentToolCall
@@ -120,16 +118,3 @@ class SourceTools:
             )
             self._tools[tool.name] = tool
         return tool
-
-
-async def run_source_call(source: ToolSource, call: DeferredToolExecution) -> ToolExecutionResult:
-    """The source runs the call in the tool Step. This runner polls no tool tasks
-    (`supports_tool_tasks` is off), so the source waits for a task inside the Step and any
-    other outcome is a source's bug."""
-    outcome: object = await source.execute_deferred_tool_call(call)
-    if not isinstance(outcome, ToolExecutionResult):
-        raise TypeError(
-            f"tool source {type(source).__name__} returned {type(outcome).__name__} for a "
-            "runner that polls no tool tasks"
-        )
-    return outcome

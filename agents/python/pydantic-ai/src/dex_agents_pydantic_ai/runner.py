@@ -27,7 +27,7 @@ from dex_agents.runner import (
 )
 from dex_agents.texts import OUTCOME_UNKNOWN_TEXT
 from dex_agents.tool_context import running_tool
-from dex_agents.tool_source import ToolSource
+from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentToolCall
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied, UserError
 from pydantic_ai.messages import (
@@ -46,7 +46,7 @@ from .heartbeat import heartbeat_every
 from .messages import ParsedItem, load_history, parse_item, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
-from .tool_sources import SourceOffer, SourceTools, run_source_call
+from .tool_sources import SourceOffer, SourceTools
 from .tool_step import ToolStepRun
 
 DepsT = TypeVar("DepsT")
