@@ -296,6 +296,9 @@ class McpToolSource:
         sent = False
         try:
             async with connect(server) as client:
+                # Listed on the call's own connection, which the SDK needs to send a tool's
+                # `Mcp-Param-*` headers (and to check its output schema after the call).
+                await client.list_tools()
                 sent = True
                 result = await client.session.call_tool(
                     mcp_name,

@@ -101,16 +101,14 @@ def test_applicable_client_scenario_passes(suite: Path, scenario: str, tmp_path:
     assert returncode == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the SDK mirrors x-mcp-header arguments into Mcp-Param-* headers only for a tool "
-    "listed on the same connection, and a call's new connection does not list",
-)
 def test_custom_headers_are_mirrored(suite: Path, tmp_path: Path) -> None:
+    """The SDK mirrors x-mcp-header arguments into Mcp-Param-* headers only for a tool listed
+    on the same connection: a call lists on its own connection first."""
     returncode, checks = run_scenario(suite, "http-custom-headers", tmp_path)
 
     failures = [c for c in checks if c["status"] == "FAILURE"]
     assert failures == [], json.dumps(failures, indent=2)
+    assert any(c["status"] == "SUCCESS" for c in checks)
     assert returncode == 0
 
 
