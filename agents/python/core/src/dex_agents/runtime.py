@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from dbos import DBOS, Queue, SetWorkflowID
@@ -44,6 +44,9 @@ from .stepkit import (
     Transition,
 )
 from .types import AgentMessage
+
+if TYPE_CHECKING:
+    from .otel import StepTracer
 
 log = logging.getLogger("dex_agents")
 
@@ -499,6 +502,7 @@ class Runtime:
         *,
         wake_poll_interval: float = WAKE_POLL_SECONDS,
         retry_backoff_seconds: float = 0.5,
+        tracer: StepTracer | None = None,
     ) -> None:
         self.flows = {flow.flow_type: flow for flow in flows}
         self.step_handlers = step_handlers
@@ -510,6 +514,8 @@ class Runtime:
         self.waker = Waker(database, wake_poll_interval)
         self.messages = MessageCache()
         self.retry_backoff_seconds = retry_backoff_seconds
+        # OpenTelemetry spans of the Steps (dex_agents.otel); None while tracing is off.
+        self.tracer: StepTracer | None = tracer
         self._running: dict[str, dict[str, asyncio.Task[Any]]] = defaultdict(dict)
         self._background: set[asyncio.Task[None]] = set()
         self._flow_types: dict[str, str] = {}
@@ -613,12 +619,28 @@ class Runtime:
             return begun.next_steps
         ctx.attempt = begun.attempt
         try:
-            result = await self._execute(ctx, handler)
+            if self.tracer is None:
+                result = await self._execute(ctx, handler)
+            else:
+                result = await self._traced_execute(ctx, handler, self.tracer)
         except StepCancelled:
             return []
         except Exception as error:
             return await self._record_failed_attempt(ctx, handler, error)
         return await self._commit_result(ctx, handler, result)
+
+    async def _traced_execute(
+        self, ctx: StepContext[Any], handler: StepHandler[Any], tracer: StepTracer
+    ) -> Any:
+        """Execute inside the attempt's span: it ends, with the outcome, before the commit."""
+        span = tracer.attempt(ctx)
+        try:
+            result = await self._execute(ctx, handler)
+        except BaseException as error:
+            span.end(None, error)
+            raise
+        span.end(result, None)
+        return result
 
     async def drain(self, timeout: float) -> int:
         """Begins no more attempts and waits up to `timeout` for the running ones to commit,
@@ -730,6 +752,8 @@ class Runtime:
         transition = handler.begin(ctx, tx)
         if transition is not None:
             return Begun(next_steps=self._finish(tx, transition, "succeeded"))
+        if self.tracer is not None:
+            ctx.trace_context = session.trace_context
         if tx.progress_started:
             store.update_step(conn, ctx.session_id, ctx.step_execution_id, progress_started=True)
         self._flush(tx)

@@ -123,6 +123,7 @@ def begin_turn(
         # The queued message that began the turn, so its sender can find the turn.
         payload["message_id"] = str(message_id)
     tx.event("turn_started", payload, turn_id=turn_id)
+    tx.activate()
     return go(("RunModel", None))
 
 
