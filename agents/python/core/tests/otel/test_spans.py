@@ -4,13 +4,16 @@ Worker restart, a retried model call, compaction."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.trace import NoOpTracerProvider
 
 from dex_agents import Worker
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
@@ -222,3 +225,80 @@ async def test_compaction_emits_the_summary_call_under_the_turns_root(
     assert summary.attributes["gen_ai.usage.input_tokens"] == 7
     assert summary.attributes["gen_ai.usage.output_tokens"] == 3
     assert summary.attributes["dex.input.messages.first_sequence"] == 1
+
+
+class BrokenProcessor(SpanProcessor):
+    """An exporter pipeline that fails on every span."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        raise RuntimeError("the collector is on fire")
+
+
+async def test_a_failing_tracing_pipeline_fails_and_retries_no_step(
+    monkeypatch, model, client, database_url, tool_log, caplog
+):
+    monkeypatch.setenv(MODEL_URL_ENV, model.base_url)
+    monkeypatch.setattr(app, "LOG", tool_log)
+    broken = TracerProvider()
+    broken.add_span_processor(BrokenProcessor())
+    model.enqueue(reply_tools(("r1", "get_weather", {"city": "Lima"})), reply_text("Sunny."))
+    async with Worker(app.flows, database_url=database_url, tracing=broken):
+        session = await client.start_session("Traced", "Weather in Lima?")
+        await client.wait_for(session, turns_done(1))
+
+    history = await client.get_step_history(session)
+    assert [(s.step_type, s.status, s.attempts) for s in history] == [
+        ("StartAgentSession", "succeeded", 1),
+        ("RunModel", "succeeded", 1),
+        ("CallTool", "succeeded", 1),
+        ("ResumeTurn", "succeeded", 1),
+        ("RunModel", "succeeded", 1),
+        ("AwaitUserMessage", "waiting", 0),
+    ]
+    assert tool_log.count("get_weather") == 1
+    skipped = [r.getMessage() for r in caplog.records if r.name == "dex_agents.otel"]
+    assert any(m.startswith("tracing: skipped the invoke_agent span") for m in skipped)
+    assert any(m.startswith("tracing: skipped the span of RunModel") for m in skipped)
+
+
+async def test_content_is_captured_only_when_asked(
+    traced_worker, monkeypatch, model, client, spans
+):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    model.enqueue(reply_tools(("r1", "get_weather", {"city": "Lima"})), reply_text("Sunny."))
+    async with traced_worker():
+        session = await client.start_session("Traced", "Weather in Lima?")
+        await client.wait_for(session, turns_done(1))
+
+    _, chat1, tool, _ = spans(session)
+    assert json.loads(chat1.attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "Weather in Lima?"}]}
+    ]
+    assert tool.attributes["gen_ai.tool.call.arguments"] == '{"city": "Lima"}'
+    assert json.loads(tool.attributes["gen_ai.tool.call.result"]) == {
+        "city": "Lima",
+        "forecast": "sunny",
+    }
+
+
+async def test_the_stored_root_follows_the_sampling_decision(
+    monkeypatch, model, client, database_url, exporter
+):
+    monkeypatch.setenv(MODEL_URL_ENV, model.base_url)
+    model.enqueue(reply_text("one"), reply_text("two"))
+    unsampled = TracerProvider(sampler=ALWAYS_OFF)
+    unsampled.add_span_processor(SimpleSpanProcessor(exporter))
+    async with Worker(app.flows, database_url=database_url, tracing=unsampled):
+        session = await client.start_session("Traced", "Hello")
+        await client.wait_for(session, turns_done(1))
+    # Not sampled, yet valid: stored, so the activation's spans share the decision.
+    stored = stored_trace_context(database_url, session)
+    assert stored is not None and stored.startswith("00-")
+    assert int(stored.rsplit("-", 1)[1], 16) & 1 == 0  # the sampled flag is off
+    assert exporter.get_finished_spans() == ()
+
+    # A tracer whose root has no valid context (the API's no-op) deletes the stored value.
+    async with Worker(app.flows, database_url=database_url, tracing=NoOpTracerProvider()):
+        assert await client.send_user_message(session, "Again")
+        await client.wait_for(session, turns_done(2))
+    assert stored_trace_context(database_url, session) is None
