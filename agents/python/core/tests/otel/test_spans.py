@@ -302,3 +302,24 @@ async def test_the_stored_root_follows_the_sampling_decision(
         assert await client.send_user_message(session, "Again")
         await client.wait_for(session, turns_done(2))
     assert stored_trace_context(database_url, session) is None
+
+
+async def test_a_start_without_a_message_is_an_activation_of_its_own(
+    traced_worker, model, client, spans
+):
+    model.enqueue(reply_text("Hi."))
+    async with traced_worker():
+        session = await client.start_session("Traced")
+        await client.wait_for(session, lambda s: s.state is not None)
+        assert await client.send_user_message(session, "Hello")
+        await client.wait_for(session, turns_done(1))
+
+    start, turn, chat = spans(session)
+    assert [s.step for s in (start, turn, chat)] == [
+        ("StartAgentSession", "invoke_agent Traced"),
+        ("AwaitUserMessage", "invoke_agent Traced"),
+        ("RunModel", "chat scripted-model"),
+    ]
+    assert "dex.agent.turn.id" not in start.attributes  # no turn yet
+    assert turn.links == ((start.trace_id, start.span_id),)
+    assert (chat.trace_id, chat.parent_id) == (turn.trace_id, turn.span_id)

@@ -177,6 +177,7 @@ class StartAgentSession(StepHandler[None]):
             session.session_settings = settings
         if start.initial_message and start.initial_message.strip():
             return begin_turn(ctx, tx, [AgentUserMessage(text=start.initial_message)])
+        tx.activate()  # the start input, without a turn
         return go(("AwaitUserMessage", None))
 
 
