@@ -270,9 +270,25 @@ async def test_content_is_captured_only_when_asked(
         session = await client.start_session("Traced", "Weather in Lima?")
         await client.wait_for(session, turns_done(1))
 
-    _, chat1, tool, _ = spans(session)
+    _, chat1, tool, chat2 = spans(session)
     assert json.loads(chat1.attributes["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "Weather in Lima?"}]}
+    ]
+    assert json.loads(chat1.attributes["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "r1",
+                    "name": "get_weather",
+                    "arguments": '{"city": "Lima"}',
+                }
+            ],
+        }
+    ]
+    assert json.loads(chat2.attributes["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Sunny."}]}
     ]
     assert tool.attributes["gen_ai.tool.call.arguments"] == '{"city": "Lima"}'
     assert json.loads(tool.attributes["gen_ai.tool.call.result"]) == {

@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..runner import ModelCallMetadata, ToolCallsRequested, ToolExecutionResult
+from ..runner import (
+    ContextSummaryResult,
+    FrameworkMessage,
+    ModelCallMetadata,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    TurnCompleted,
+    TurnContinued,
+)
 from ..steps.tools import ToolFailed
 from ..types import AgentMessage, AgentToolCall, AgentUsage
 
@@ -95,7 +103,7 @@ def chat(
 
 def chat_content(loaded: Any, outcome: Any, capture: bool) -> Attributes:
     """By reference: the sequences of the stored messages the call saw and the IDs of the
-    tool calls it asked for; with capture on, the messages themselves."""
+    tool calls it asked for; with capture on, the messages themselves and the model's reply."""
     messages: list[AgentMessage] = list(getattr(loaded, "messages", None) or [])
     found: Attributes = {}
     if messages:
@@ -105,10 +113,38 @@ def chat_content(loaded: Any, outcome: Any, capture: bool) -> Attributes:
         found["dex.tool_call.ids"] = [call.tool_call_id for call in outcome.tool_calls]
     if capture and messages:
         found["gen_ai.input.messages"] = json.dumps([_message(m) for m in messages])
+    output = _output(outcome) if capture else None
+    if output:
+        found["gen_ai.output.messages"] = json.dumps(output)
     return found
 
 
-def _message(message: AgentMessage) -> dict[str, Any]:
+def _output(outcome: Any) -> list[dict[str, Any]]:
+    """The model's reply: the calls it asked for, its trailing assistant messages, a summary."""
+    if isinstance(outcome, ToolCallsRequested):
+        parts = [
+            {
+                "type": "tool_call",
+                "id": c.tool_call_id,
+                "name": c.tool_name,
+                "arguments": c.arguments,
+            }
+            for c in outcome.tool_calls
+        ]
+        return [{"role": "assistant", "parts": parts}]
+    if isinstance(outcome, TurnCompleted | TurnContinued):
+        reply: list[FrameworkMessage] = []
+        for message in reversed(outcome.new_messages):
+            if message.role != "assistant":
+                break
+            reply.insert(0, message)
+        return [_message(m) for m in reply]
+    if isinstance(outcome, ContextSummaryResult):
+        return [{"role": "assistant", "parts": [{"type": "text", "content": outcome.text}]}]
+    return []
+
+
+def _message(message: AgentMessage | FrameworkMessage) -> dict[str, Any]:
     if message.role == "tool" or message.tool_output is not None:
         part: dict[str, Any] = {
             "type": "tool_call_response",
