@@ -20,6 +20,7 @@ from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 from dex_agents.testing.scripted_runner import MODEL_URL_ENV
 from dex_agents.testing.sessions import pending_interrupt, turns_done
 
+from ..apps import tasks as tasks_app
 from . import app
 from .spans import (
     SpanView,
@@ -339,3 +340,32 @@ async def test_a_start_without_a_message_is_an_activation_of_its_own(
     assert "dex.agent.turn.id" not in start.attributes  # no turn yet
     assert turn.links == ((start.trace_id, start.span_id),)
     assert (chat.trace_id, chat.parent_id) == (turn.trace_id, turn.span_id)
+
+
+async def test_a_polled_task_has_a_tool_span_per_poll(
+    monkeypatch, model, client, database_url, tool_log, tmp_path, spans, provider
+):
+    tasks = tmp_path / "tasks.json"
+    monkeypatch.setenv(MODEL_URL_ENV, model.base_url)
+    monkeypatch.setattr(tasks_app, "LOG", tool_log)
+    monkeypatch.setattr(tasks_app, "TASKS", tasks)
+    model.enqueue(reply_tools(("t1", "start_job", {"name": "build"})), reply_text("Built."))
+    async with Worker(tasks_app.flows, database_url=database_url, tracing=provider):
+        session = await client.start_session("Tasks", "Build it")
+        await client.wait_for(
+            session, lambda s: any(c.status == "waiting_for_task" for c in s.tool_calls)
+        )
+        tasks.write_text(json.dumps({"job-build": "done"}))
+        await client.wait_for(session, turns_done(1))
+
+    found = spans(session)
+    root = found[0]
+    tools = [s for s in found if s.name == "execute_tool start_job"]
+    assert [s.attributes["dex.step.type"] for s in tools] == ["CallTool"] + ["PollToolTask"] * (
+        tool_log.count("poll")
+    )
+    assert tool_log.count("poll") >= 1
+    for span in tools:
+        assert (span.trace_id, span.parent_id) == (root.trace_id, root.span_id)
+        assert span.attributes["gen_ai.tool.call.id"] == "t1"
+        check_common(span, session)
