@@ -33,6 +33,7 @@ FLOW_QUEUE = "dex_agents_steps:Assistant"
 VERSIONS = [
     (1, "baseline, adopted: written before schema versioning"),
     (2, "Step workflows move to the queue of their flow type"),
+    (3, "sessions keep the trace context of their activation"),
 ]
 
 
@@ -174,7 +175,7 @@ def test_a_fresh_database_gets_exactly_the_tables_db_py_declares(database_url):
     finally:
         database.close()
     assert dex_tables(database_url) == declared_tables()
-    assert [v for v, _ in versions(database_url)] == [1, 2]
+    assert [v for v, _ in versions(database_url)] == [v for v, _ in VERSIONS]
 
 
 def test_migration_2_names_the_queues_the_runtime_uses():
@@ -202,7 +203,7 @@ def test_processes_migrating_at_once_migrate_once(database_url):
     for database in databases:
         database.close()
     assert len(found) == len(databases)  # none raised
-    assert [v for v, _ in versions(database_url)] == [1, 2]
+    assert [v for v, _ in versions(database_url)] == [v for v, _ in VERSIONS]
     assert dex_tables(database_url) == declared_tables()
 
 
@@ -247,7 +248,7 @@ async def test_two_workers_starting_at_once_on_a_fresh_database_migrate_it_once(
     first.stop()
     second.stop()
 
-    assert [v for v, _ in versions(database_url)] == [1, 2]
+    assert [v for v, _ in versions(database_url)] == [v for v, _ in VERSIONS]
     assert snapshot.messages[-1].text == "Hello."
     assert "Traceback" not in first.log() + second.log()
 

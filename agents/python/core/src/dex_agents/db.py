@@ -87,6 +87,8 @@ sessions = sa.Table(
     sa.Column("features", LosslessText()),
     sa.Column("step_counter", sa.Integer, nullable=False, default=0),
     sa.Column("event_counter", sa.Integer, nullable=False, default=0),
+    # AgentTraceContext, written only while tracing is on (dex_agents.otel).
+    sa.Column("trace_context", sa.Text),
 )
 
 messages = sa.Table(

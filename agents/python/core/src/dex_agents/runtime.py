@@ -22,7 +22,7 @@ from bisect import bisect_right
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from dbos import DBOS, Queue, SetWorkflowID
@@ -45,6 +45,9 @@ from .stepkit import (
     Transition,
 )
 from .types import AgentMessage
+
+if TYPE_CHECKING:
+    from .otel import StepTracer
 
 log = logging.getLogger("dex_agents")
 
@@ -532,6 +535,7 @@ class Runtime:
         *,
         wake_poll_interval: float = WAKE_POLL_SECONDS,
         retry_backoff_seconds: float = 0.5,
+        tracer: StepTracer | None = None,
     ) -> None:
         self.flows = {flow.flow_type: flow for flow in flows}
         self.step_handlers = step_handlers
@@ -543,6 +547,8 @@ class Runtime:
         self.waker = Waker(database, wake_poll_interval)
         self.messages = MessageCache()
         self.retry_backoff_seconds = retry_backoff_seconds
+        # OpenTelemetry spans of the Steps (dex_agents.otel); None while tracing is off.
+        self.tracer: StepTracer | None = tracer
         self._running: dict[str, dict[str, asyncio.Task[Any]]] = defaultdict(dict)
         self._background: set[asyncio.Task[None]] = set()
         self._flow_types: dict[str, str] = {}
@@ -678,7 +684,10 @@ class Runtime:
             return begun.next_steps
         ctx.attempt = begun.attempt
         try:
-            result = await self._execute(ctx, handler)
+            if self.tracer is None:
+                result = await self._execute(ctx, handler)
+            else:
+                result = await self._traced_execute(ctx, handler, self.tracer)
         except StepCancelled:
             await self._write_unflushed(ctx)
             return []
@@ -694,6 +703,19 @@ class Runtime:
                 lambda conn: store.append_events_unlocked(conn, ctx.session_id, records)
             )
             ctx.unflushed.clear()
+
+    async def _traced_execute(
+        self, ctx: StepContext[Any], handler: StepHandler[Any], tracer: StepTracer
+    ) -> Any:
+        """Execute inside the attempt's span: it ends, with the outcome, before the commit."""
+        span = tracer.attempt(ctx)
+        try:
+            result = await self._execute(ctx, handler)
+        except BaseException as error:
+            span.end(None, error)
+            raise
+        span.end(result, None)
+        return result
 
     async def drain(self, timeout: float) -> int:
         """Begins no more attempts and waits up to `timeout` for the running ones to commit,
@@ -803,6 +825,8 @@ class Runtime:
                 conn, ctx.session_id, ctx.step_execution_id, attempts=attempt, **started
             )
             return Begun(next_steps=self._finish(tx, transition, "succeeded"))
+        if self.tracer is not None:
+            ctx.trace_context = session.trace_context
         if tx.progress_started:
             started["progress_started"] = True
         store.update_step(

@@ -314,11 +314,21 @@ def _flow_types(conn: Connection, session_ids: list[str]) -> list[tuple[str, str
     ]
 
 
+# Migration 3 --------------------------------------------------------------------------------
+
+
+def _add_trace_context(conn: Connection) -> None:
+    """AgentTraceContext: the traceparent of the session's current activation root, written
+    only while tracing is on (see dex_agents.otel)."""
+    conn.execute(sa.text("ALTER TABLE dex_sessions ADD COLUMN trace_context TEXT"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables of dex-agents 0.2", _create_baseline),
     Migration(
         2, "Step workflows move to the queue of their flow type", _move_steps_to_flow_type_queues
     ),
+    Migration(3, "sessions keep the trace context of their activation", _add_trace_context),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 assert [m.version for m in MIGRATIONS] == list(range(1, LATEST_VERSION + 1))

@@ -22,6 +22,7 @@ from .types import AgentMessage
 
 if TYPE_CHECKING:
     from .flow import AgentSessionFlow
+    from .otel import StepTracer
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,11 @@ class StepServices(Protocol):
 
     def checkpoint_saver(self, ctx: StepContext[Any]) -> Callable[[str], Awaitable[None]]: ...
 
+    @property
+    def tracer(self) -> StepTracer | None:
+        """The Worker's tracer; None while tracing is off."""
+        ...
+
 
 # What a Step's `begin` loads for its Execute and commit (a frozen value per Step type).
 LoadedT = TypeVar("LoadedT")
@@ -144,6 +150,8 @@ class StepContext(Generic[LoadedT]):
     unflushed: list[EventRecord] = field(default_factory=list)
     # The rows of the successors the Step's last commit scheduled (for the driver).
     successors: dict[str, store.StepRow] = field(default_factory=dict)
+    # The session's AgentTraceContext as the attempt began; read only while tracing is on.
+    trace_context: str | None = None
 
     def need_loaded(self) -> LoadedT:
         """The value `begin` loaded; Execute and commit run only after a begin that loads it."""
@@ -191,6 +199,13 @@ class StepTx:
 
     def publish(self, channel: str, payload: str, key: str = "") -> int:
         return store.publish(self.conn, self.session.session_id, channel, payload, key)
+
+    def activate(self) -> str | None:
+        """This Step consumed an input from outside the session: with tracing on, it emits
+        the activation's root span and stores its traceparent in the session (returned);
+        None while tracing is off or when the root has no valid context."""
+        tracer = self.ctx.services.tracer
+        return None if tracer is None else tracer.activate(self)
 
     def mark_started(self) -> None:
         """The attempt passed its point of no return (a tool may now take effect)."""

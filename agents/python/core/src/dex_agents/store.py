@@ -110,6 +110,8 @@ class Session:
     features: dict[str, Any] | None
     step_counter: int
     event_counter: int
+    # AgentTraceContext: written only while tracing is on (dex_agents.otel).
+    trace_context: str | None = None
     dirty: set[str] = field(default_factory=set)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -147,6 +149,7 @@ _SAVED_ATTRIBUTES = frozenset(
         "pending_plan_execution",
         "context_summary",
         "features",
+        "trace_context",
     }
 )
 
@@ -176,6 +179,7 @@ def _session_from_row(row: Any) -> Session:
         features=json.loads(row.features) if row.features else None,
         step_counter=row.step_counter,
         event_counter=row.event_counter,
+        trace_context=row.trace_context,
     )
 
 

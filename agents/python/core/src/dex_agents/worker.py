@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS
 from sqlalchemy.engine import make_url
@@ -37,6 +37,7 @@ from .db import (
 from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
+from .otel import make_tracer
 from .runtime import (
     DRIVER_VERSION,
     STEP_WORKFLOW,
@@ -45,6 +46,9 @@ from .runtime import (
     step_queue_name,
 )
 from .steps import STEP_HANDLERS
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 log = logging.getLogger("dex_agents")
 
@@ -78,7 +82,11 @@ class Worker:
         queue_poll_interval: float | None = None,
         lease_seconds: float | None = None,
         drain_seconds: float | None = None,
+        tracing: bool | TracerProvider | None = None,
     ) -> None:
+        """`tracing`: OpenTelemetry GenAI spans of every activation, model call and tool
+        call (the `otel` extra). True uses the global TracerProvider, a TracerProvider that
+        one, False none; None (the default) turns it on when DEX_AGENTS_TRACING is 1."""
         self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
         if not self.flows:
             raise ValueError("a Worker needs at least one AgentSessionFlow")
@@ -102,6 +110,7 @@ class Worker:
             if drain_seconds is not None
             else float(os.environ.get(DRAIN_SECONDS_ENV, DEFAULT_DRAIN_SECONDS))
         )
+        self.tracer = make_tracer(tracing)
         self._stop_now = asyncio.Event()
         self._stopped = asyncio.Event()
         self._ready = asyncio.Event()
@@ -116,7 +125,11 @@ class Worker:
             return  # stopped before the database answered
         database.create_schema()
         runtime = Runtime(
-            self.flows, database, STEP_HANDLERS, wake_poll_interval=self.wake_poll_interval
+            self.flows,
+            database,
+            STEP_HANDLERS,
+            wake_poll_interval=self.wake_poll_interval,
+            tracer=self.tracer,
         )
         runtime.waker.bind(asyncio.get_running_loop())
         self.runtime = runtime_module._runtime = runtime

@@ -155,7 +155,7 @@ class RunModel(StepHandler[LoadedTurn]):
             if built_in:
                 record = built_in_record(call, turn_id, order)
             else:
-                record = self._record(ctx, call, turn_id, order)
+                record = self._record(ctx, call, turn_id, order, session.trace_context)
             store.insert_tool_call(tx.conn, ctx.session_id, record)
             tx.event(
                 "tool_call_deferred",
@@ -203,8 +203,14 @@ class RunModel(StepHandler[LoadedTurn]):
         return None
 
     def _record(
-        self, ctx: StepContext[LoadedTurn], call: DeferredToolCall, turn_id: str, order: int
+        self,
+        ctx: StepContext[LoadedTurn],
+        call: DeferredToolCall,
+        turn_id: str,
+        order: int,
+        trace_context: str | None,
     ) -> AgentToolCall:
+        """The call's record; its tool Step's span joins `trace_context`, the activation's."""
         options = ctx.flow.options
         given = call.policy
         policy = resolve_tool_policy(
@@ -225,6 +231,7 @@ class RunModel(StepHandler[LoadedTurn]):
             status="awaiting_approval" if policy.requires_approval else "approved",
             deferral_order=order,
             tool_source_reference=call.tool_source_reference,
+            trace_context=trace_context,
         )
 
 

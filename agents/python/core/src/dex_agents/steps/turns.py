@@ -123,6 +123,7 @@ def begin_turn(
         # The queued message that began the turn, so its sender can find the turn.
         payload["message_id"] = str(message_id)
     tx.event("turn_started", payload, turn_id=turn_id)
+    tx.activate()
     return go(("RunModel", None))
 
 
@@ -176,6 +177,7 @@ class StartAgentSession(StepHandler[None]):
             session.session_settings = settings
         if start.initial_message and start.initial_message.strip():
             return begin_turn(ctx, tx, [AgentUserMessage(text=start.initial_message)])
+        tx.activate()  # the start input, without a turn
         return go(("AwaitUserMessage", None))
 
 

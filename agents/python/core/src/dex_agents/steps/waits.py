@@ -70,6 +70,15 @@ def _woken(conn: Connection, session_id: str, channel: str, key: str) -> bool:
     return store.count(conn, session_id, channel, key) > 0
 
 
+def _activated(tx: StepTx, record: AgentToolCall) -> AgentToolCall:
+    """An approval's answer (or its deadline) starts an activation: with tracing on, the
+    call's tool span joins the approval's own root instead of the model call's."""
+    root = tx.activate()
+    if root is None and record.trace_context is None:
+        return record
+    return record.model_copy(update={"trace_context": root})
+
+
 class AwaitToolApproval(StepHandler[None]):
     step_type = "AwaitToolApproval"
     cancelled_by_cancel_turn = True
@@ -95,7 +104,7 @@ class AwaitToolApproval(StepHandler[None]):
         taken = store.consume(tx.conn, ctx.session_id, INTERRUPT_RESOLUTIONS, call_id)
         if taken:  # an answer that committed first wins
             resolution = AgentInterruptResolution.model_validate_json(taken[0].payload)
-            return self._apply(tx, record, resolution)
+            return self._apply(tx, _activated(tx, record), resolution)
         store.consume(tx.conn, ctx.session_id, TOOL_CALL_CANCELLATIONS, call_id)
         reason = control_reason(tx)
         if reason is not None:
@@ -103,6 +112,7 @@ class AwaitToolApproval(StepHandler[None]):
             return END
         interrupt = pending_interrupt(tx.session, call_id)
         if interrupt is not None and deadline_passed(interrupt.deadline):
+            record = _activated(tx, record)
             remove_interrupt(tx, interrupt)
             tx.event(
                 "interrupt_resolved",

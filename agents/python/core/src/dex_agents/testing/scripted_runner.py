@@ -23,6 +23,7 @@ from ..runner import (
     DeferredToolExecution,
     DeferredToolOutcome,
     FrameworkMessage,
+    ModelCallMetadata,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
@@ -74,7 +75,7 @@ class ScriptedRunner:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        reply, usage = await self._stream(request, turn)
+        reply, usage, metadata = await self._stream(request, turn)
         if reply.get("tool_calls"):
             calls = [
                 DeferredToolCall(
@@ -85,8 +86,17 @@ class ScriptedRunner:
                 for call in reply["tool_calls"]
             ]
             state = json.dumps({"items": [*pending, reply]})
-            return ToolCallsRequested(framework_run_state=state, tool_calls=calls, usage=usage)
-        return TurnCompleted(new_messages=self._to_messages([*pending, reply]), usage=usage)
+            return ToolCallsRequested(
+                framework_run_state=state,
+                tool_calls=calls,
+                usage=usage,
+                model_call_metadata=metadata,
+            )
+        return TurnCompleted(
+            new_messages=self._to_messages([*pending, reply]),
+            usage=usage,
+            model_call_metadata=metadata,
+        )
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
@@ -184,8 +194,10 @@ class ScriptedRunner:
 
     async def _stream(
         self, request: dict[str, Any], turn: AgentTurnContext
-    ) -> tuple[dict[str, Any], AgentUsage | None]:
+    ) -> tuple[dict[str, Any], AgentUsage | None, ModelCallMetadata]:
         text: list[str] = []
+        # The response's id, model and finish reasons, which name the model call's span.
+        answer: dict[str, Any] = {"finish_reasons": []}
         calls: dict[int, dict[str, Any]] = {}
         usage: AgentUsage | None = None
         # ASCII JSON, so texts with an unpaired surrogate (which UTF-8 cannot encode) still go.
@@ -203,6 +215,8 @@ class ScriptedRunner:
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
                 chunk = json.loads(line[6:])
+                answer.setdefault("id", chunk.get("id"))
+                answer.setdefault("model", chunk.get("model"))
                 if chunk.get("usage"):
                     usage = _usage(chunk["usage"])
                 for choice in chunk.get("choices", []):
@@ -212,10 +226,19 @@ class ScriptedRunner:
                         turn.events.write("text_delta", {"text": delta["content"]})
                     for part in delta.get("tool_calls") or []:
                         _merge_tool_call(calls, part)
+                    if choice.get("finish_reason"):
+                        answer["finish_reasons"].append(choice["finish_reason"])
         reply: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
         if calls:
             reply["tool_calls"] = [calls[i] for i in sorted(calls)]
-        return reply, usage
+        metadata = ModelCallMetadata(
+            request_model=self.model,
+            response_model=answer.get("model"),
+            provider_name="openai",
+            response_id=answer.get("id"),
+            finish_reasons=tuple(answer["finish_reasons"]),
+        )
+        return reply, usage, metadata
 
 
 def _merge_tool_call(calls: dict[int, dict[str, Any]], part: dict[str, Any]) -> None:
