@@ -18,6 +18,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode, TracerProvid
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ..runner import ContextSummaryResult, ToolCallsRequested, TurnCompleted, TurnContinued
+from ..steps.tools import LoadedCall
 from ..types import AgentToolCall
 from . import attributes as attrs
 
@@ -116,7 +117,8 @@ class OtelStepTracer:
     def emit_tool(
         self, ctx: StepContext[Any], start: int, result: object, error: BaseException | None
     ) -> None:
-        record = ctx.loaded
+        loaded = ctx.loaded
+        record = loaded.record if isinstance(loaded, LoadedCall) else loaded
         if not isinstance(record, AgentToolCall):
             return  # the Step ended before it loaded its call: no tool ran
         attributes = attrs.common(ctx, record.turn_id)
