@@ -567,6 +567,9 @@ class StepRow:
         return json.loads(self.input)
 
 
+_INSERT_STEP = db.steps.insert()
+
+
 def schedule_step(
     conn: Connection,
     session: Session,
@@ -591,9 +594,7 @@ def schedule_step(
         next_steps=[],
         scheduled_at=now_text(),
     )
-    values = asdict(row)
-    values["next_steps"] = "[]"
-    conn.execute(db.steps.insert().values(**values))
+    conn.execute(_INSERT_STEP, {**asdict(row), "next_steps": "[]"})
     return row
 
 
