@@ -15,6 +15,8 @@ from dex_agents.testing import reply_text
 from .helpers import no_failed_workflows, turns_done, wait_until
 
 SESSIONS = 8
+# A loaded machine may need several turns to hand sessions over (see below).
+MAX_TURNS = 10
 FAST_BALANCE = {"DEX_AGENTS_BALANCE_SECONDS": "0.2"}
 
 
@@ -39,7 +41,7 @@ async def next_turn(client: AgentClient, sessions: list[str], turn: int) -> None
 async def test_a_worker_that_joins_takes_turns_over_from_the_busy_one(
     make_worker, model, client, database_url
 ):
-    model.enqueue(*(reply_text(f"answer {n}") for n in range(SESSIONS * 6)))
+    model.enqueue(*(reply_text(f"answer {n}") for n in range(SESSIONS * MAX_TURNS)))
     with make_worker(DEX_AGENTS_WORKER_ID="worker-a", **FAST_BALANCE) as worker_a:
         sessions = [await client.start_session("Assistant", "turn 1") for _ in range(SESSIONS)]
         await asyncio.gather(*(client.wait_for(s, turns_done(1)) for s in sessions))
@@ -55,7 +57,7 @@ async def test_a_worker_that_joins_takes_turns_over_from_the_busy_one(
             # A loaded machine may let worker-a's own queue poll claim back a session it
             # handed over before worker-b does: later turns hand over again.
             turns = 2
-            while turns < 6:
+            while turns < MAX_TURNS:
                 turns += 1
                 await next_turn(client, sessions, turns)
                 moved = [s for s in sessions if "worker-b" in executors(database_url, s).values()]
