@@ -1,0 +1,318 @@
+"""The dex-agents runner for Google ADK agents, in Step mode.
+
+Every tool of the agent is gated (see `gate.py`), and the app is resumable, so each
+`run_model_step` runs the invocation until the model answers or asks for tools: one model
+call, after which ADK pauses on the gates' `adk_request_confirmation` calls. The turn's events
+are the framework run state; the next `run_model_step` restores them into an in-memory
+session and resumes the invocation with one confirmation per call, each carrying the call's
+recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from contextlib import aclosing
+from typing import Any
+
+from dex_agents.results import model_visible_result
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    TurnCompleted,
+)
+from dex_agents.tool_context import running_tool
+from dex_agents.types import AgentToolCall, AgentUsage
+from google.adk.agents import BaseAgent, InvocationContext, RunConfig
+from google.adk.agents.run_config import StreamingMode
+from google.adk.apps import App, ResumabilityConfig
+from google.adk.events import Event
+from google.adk.flows.llm_flows.functions import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService, Session
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.function_tool import FunctionTool
+from google.adk.tools.tool_confirmation import ToolConfirmation
+from google.adk.tools.tool_context import ToolContext
+from google.genai import types
+
+from .events import (
+    decode_event,
+    project_events,
+    response_text,
+    stored_events,
+    user_message,
+)
+from .gate import PAYLOAD_RESULT, UnsupportedAgentError, gated_agent
+from .policy import framework_effect
+from .retries import agent_without_client_retries
+from .run_state import USER_ID, RunState, new_session_service, session_of
+
+APP_NAME = "dex_agents"
+
+
+class AdkRunner:
+    """Runs a Google ADK `LlmAgent` (or the root agent of an `App`) as a durable agent session,
+    one model call per Step. The agent is not changed: the runner drives a copy whose tools
+    are gated, in a copy of the app made resumable.
+
+    `framework_retries` (off by default) lets the model's client retry a failed request by
+    itself. Off, the copy's model sends each request once (LiteLlm and Gemini models; another
+    model is refused), so RunModel's attempts are the only retries."""
+
+    tool_steps_read_turn = True
+    """Tool Steps get the turn, whose events make the session a tool's ToolContext reads."""
+
+    def __init__(self, agent: BaseAgent | App, *, framework_retries: bool = False) -> None:
+        app = agent if isinstance(agent, App) else App(name=APP_NAME, root_agent=agent)
+        gated, self._tools = gated_agent(app.root_agent)
+        if not framework_retries:
+            gated = agent_without_client_retries(gated)
+        self.agent = app.root_agent
+        self._app = app.model_copy(
+            update={
+                "root_agent": gated,
+                "resumability_config": ResumabilityConfig(is_resumable=True),
+            }
+        )
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return user_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        service = new_session_service()
+        if turn.framework_run_state is None:
+            history, start = _split_turn(turn)
+            session = await session_of(service, self._app.name, turn.flow_id, history)
+            before = len(session.events)
+            through = turn.messages[-1].sequence - 1 if turn.messages else 0
+            await self._run(turn, service, session, new_message=start)
+        else:
+            saved = RunState.from_json(turn.framework_run_state)
+            history = _history(turn, saved.through_sequence)
+            session = await session_of(
+                service, self._app.name, turn.flow_id, [*history, *saved.events]
+            )
+            before, through = len(history), saved.through_sequence
+            await self._run(
+                turn,
+                service,
+                session,
+                new_message=_confirmations(saved, turn.tool_calls),
+                invocation_id=saved.invocation_id,
+            )
+        stored = await service.get_session(
+            app_name=self._app.name, user_id=USER_ID, session_id=turn.flow_id
+        )
+        assert stored is not None
+        events = stored.events[before:]
+        usage = _usage(events[-_new_count(events, turn) :] if turn.framework_run_state else events)
+        pending = _pending_confirmations(events)
+        if pending:
+            calls = [self._deferred_call(turn, call) for call in pending.values()]
+            state = RunState(
+                events[-1].invocation_id,
+                events,
+                {call_id: conf_id for conf_id, call_id in _conf_targets(pending).items()},
+                through,
+            )
+            return ToolCallsRequested(
+                framework_run_state=state.to_json(), tool_calls=calls, usage=usage
+            )
+        return TurnCompleted(
+            new_messages=project_events(e for e in events if e.author != "user"), usage=usage
+        )
+
+    async def _run(
+        self,
+        turn: AgentTurnContext,
+        service: InMemorySessionService,
+        session: Session,
+        *,
+        new_message: types.Content,
+        invocation_id: str | None = None,
+    ) -> None:
+        runner = Runner(app=self._app, session_service=service, auto_create_session=False)
+        config = RunConfig(streaming_mode=StreamingMode.SSE)
+        stream = runner.run_async(
+            user_id=USER_ID,
+            session_id=session.id,
+            invocation_id=invocation_id,
+            new_message=new_message,
+            run_config=config,
+        )
+        async with aclosing(stream) as events:
+            async for event in events:
+                turn.heartbeat()
+                if event.partial:
+                    _write_deltas(turn, event)
+
+    async def execute_deferred_tool_call(
+        self, execution: DeferredToolExecution
+    ) -> ToolExecutionResult:
+        record = execution.tool_call
+        tool = self._tools.get(record.tool_name)
+        if tool is None:
+            raise ToolExecutionError(f"the agent has no tool named {record.tool_name!r}")
+        context = await self._tool_context(execution)
+        with running_tool(execution):
+            result = await tool.run_async(
+                args=json.loads(record.arguments or "{}"), tool_context=context
+            )
+        return ToolExecutionResult(output=_result_text(result))
+
+    async def _tool_context(self, execution: DeferredToolExecution) -> ToolContext:
+        """A real ToolContext on the session as it was when the model asked for the call, the
+        call already confirmed (dex-agents ran its approval)."""
+        service = new_session_service()
+        events: list[Event] = []
+        turn = execution.turn
+        if turn is not None and turn.framework_run_state is not None:
+            saved = RunState.from_json(turn.framework_run_state)
+            events = [*_history(turn, saved.through_sequence), *saved.events]
+        session = await session_of(service, self._app.name, execution.flow_id, events)
+        invocation = InvocationContext(
+            session_service=service,
+            invocation_id=events[-1].invocation_id if events else execution.turn_id,
+            agent=self._app.root_agent,
+            session=session,
+            run_config=RunConfig(),
+        )
+        context = ToolContext(invocation, function_call_id=execution.tool_call.tool_call_id)
+        context.tool_confirmation = ToolConfirmation(confirmed=True)
+        return context
+
+    def _deferred_call(self, turn: AgentTurnContext, call: types.FunctionCall) -> DeferredToolCall:
+        name = call.name or ""
+        tool = self._tools.get(name)
+        policy = turn.resolve_tool_policy(
+            name,
+            framework_effect(tool) if tool else None,
+            _requires_confirmation(tool),
+        )
+        return DeferredToolCall(
+            tool_call_id=call.id or "",
+            tool_name=name,
+            arguments=json.dumps(call.args or {}, ensure_ascii=False),
+            policy=policy,
+        )
+
+
+def _requires_confirmation(tool: BaseTool | None) -> bool | None:
+    """A FunctionTool made with `require_confirmation=True` asks for an approval."""
+    if isinstance(tool, FunctionTool) and tool._require_confirmation is True:
+        return True
+    return None
+
+
+def _split_turn(turn: AgentTurnContext) -> tuple[list[Event], types.Content]:
+    """The stored events before the turn's last user message, and that message's content."""
+    if not turn.messages:
+        raise UnsupportedAgentError("a turn needs a user message to start the ADK invocation")
+    *history, last = turn.messages
+    event = decode_event(last.framework_item)
+    if event.content is None:
+        raise UnsupportedAgentError("the turn's user message has no content")
+    return stored_events(turn, history), event.content
+
+
+def _history(turn: AgentTurnContext, through_sequence: int) -> list[Event]:
+    return stored_events(turn, [m for m in turn.messages if m.sequence <= through_sequence])
+
+
+def _confirmations(saved: RunState, records: Sequence[AgentToolCall]) -> types.Content:
+    """The user's answer to the pending confirmations: each carries the call's final record's
+    model-visible result (its output, its failure, or the rejection text)."""
+    by_id = {record.tool_call_id: record for record in records}
+    parts: list[types.Part] = []
+    for call_id, confirmation_id in saved.confirmations.items():
+        record = by_id.get(call_id)
+        if record is None or not record.is_final:
+            raise RuntimeError(f"tool call {call_id!r} has no final record to resume the turn with")
+        confirmation = ToolConfirmation(
+            confirmed=record.status != "rejected",
+            payload={PAYLOAD_RESULT: model_visible_result(record)},
+        )
+        parts.append(
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=confirmation_id,
+                    name=REQUEST_CONFIRMATION_FUNCTION_CALL_NAME,
+                    response=confirmation.model_dump(by_alias=True, exclude_none=True),
+                )
+            )
+        )
+    return types.Content(role="user", parts=parts)
+
+
+def _pending_confirmations(events: Sequence[Event]) -> dict[str, types.FunctionCall]:
+    """The turn's unanswered `adk_request_confirmation` calls, by their ID."""
+    asked = {
+        call.id: call
+        for event in events
+        for call in event.get_function_calls()
+        if call.name == REQUEST_CONFIRMATION_FUNCTION_CALL_NAME and call.id
+    }
+    answered = {r.id for event in events for r in event.get_function_responses()}
+    originals: dict[str, types.FunctionCall] = {}
+    for conf_id, call in asked.items():
+        if conf_id in answered:
+            continue
+        original = (call.args or {}).get("originalFunctionCall")
+        if not isinstance(original, dict):
+            raise UnsupportedAgentError(f"confirmation {conf_id!r} names no function call")
+        originals[conf_id] = types.FunctionCall.model_validate(original)
+    return originals
+
+
+def _conf_targets(pending: dict[str, types.FunctionCall]) -> dict[str, str]:
+    return {conf_id: call.id or "" for conf_id, call in pending.items()}
+
+
+def _new_count(events: Sequence[Event], turn: AgentTurnContext) -> int:
+    """How many of the turn's events this Step added (after the saved ones)."""
+    assert turn.framework_run_state is not None
+    return len(events) - len(RunState.from_json(turn.framework_run_state).events)
+
+
+def _usage(events: Sequence[Event]) -> AgentUsage:
+    """The usage of the model calls that made `events` (one per model response)."""
+    total = AgentUsage()
+    for event in events:
+        if event.partial or event.content is None or event.content.role != "model":
+            continue
+        usage = event.usage_metadata
+        total = total.plus(
+            AgentUsage(
+                model_calls=1,
+                input_tokens=(usage.prompt_token_count or 0) if usage else 0,
+                output_tokens=(usage.candidates_token_count or 0) if usage else 0,
+                cached_input_tokens=(usage.cached_content_token_count or 0) if usage else 0,
+                reasoning_tokens=(usage.thoughts_token_count or 0) if usage else 0,
+            )
+        )
+    return total
+
+
+def _write_deltas(turn: AgentTurnContext, event: Event) -> None:
+    for part in event.content.parts or [] if event.content else []:
+        if part.text and part.thought:
+            turn.events.write("reasoning_delta", {"text": part.text})
+        elif part.text:
+            turn.events.write("text_delta", {"text": part.text})
+
+
+def _result_text(result: Any) -> str:
+    """A tool's return value as the text the model reads (ADK wraps a plain value as
+    `{"result": value}`)."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, dict):
+        return response_text(result)
+    return response_text({"result": result})
