@@ -123,3 +123,14 @@ def project_event(event: Event) -> FrameworkMessage:
 
 def project_events(events: Iterable[Event]) -> list[FrameworkMessage]:
     return [project_event(e) for e in kept_events(events)]
+
+
+def function_response_event(call_event: Event, call: types.FunctionCall, text: str) -> Event:
+    """The response to `call` that a tool returning `text` makes, as ADK records it."""
+    response = types.FunctionResponse(id=call.id, name=call.name, response={"result": text})
+    return Event(
+        author=call_event.author,
+        invocation_id=call_event.invocation_id,
+        branch=call_event.branch,
+        content=types.Content(role="user", parts=[types.Part(function_response=response)]),
+    )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from contextlib import aclosing
 from typing import Any
 
+from dex_agents import texts
 from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
@@ -44,6 +45,9 @@ from google.genai import types
 
 from .events import (
     decode_event,
+    function_response_event,
+    kept_events,
+    project_event,
     project_events,
     response_text,
     stored_events,
@@ -128,6 +132,30 @@ class AdkRunner:
         return TurnCompleted(
             new_messages=project_events(e for e in events if e.author != "user"), usage=usage
         )
+
+    async def build_unfinished_turn_messages(
+        self, turn: AgentTurnContext
+    ) -> Sequence[FrameworkMessage]:
+        """The turn's messages so far, with a function response for every call the model
+        made: its final record's result, else the outcome-unknown text."""
+        if turn.framework_run_state is None:
+            return []
+        saved = RunState.from_json(turn.framework_run_state)
+        kept = kept_events(e for e in saved.events if e.author != "user")
+        answered = {r.id for e in kept for r in e.get_function_responses()}
+        records = {r.tool_call_id: r for r in turn.tool_calls}
+        for event in list(kept):
+            for call in event.get_function_calls():
+                if call.id is None or call.id in answered:
+                    continue
+                record = records.get(call.id)
+                text = (
+                    model_visible_result(record)
+                    if record is not None and record.is_final
+                    else texts.OUTCOME_UNKNOWN_TEXT
+                )
+                kept.append(function_response_event(event, call, text))
+        return [project_event(e) for e in kept]
 
     async def _run(
         self,
