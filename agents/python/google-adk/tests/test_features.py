@@ -90,6 +90,12 @@ async def test_model_and_tool_callbacks_run_in_model_steps_and_see_the_recorded_
     ) -> None:
         seen.append(("after_tool", tool_response))
 
+    def before_agent(callback_context: CallbackContext) -> None:
+        seen.append(("before_agent", None))
+
+    def after_agent(callback_context: CallbackContext) -> None:
+        seen.append(("after_agent", None))
+
     agent = LlmAgent(
         name="helper",
         model=lite_llm(model),
@@ -97,6 +103,8 @@ async def test_model_and_tool_callbacks_run_in_model_steps_and_see_the_recorded_
         before_model_callback=before_model,
         after_model_callback=after_model,
         after_tool_callback=after_tool,
+        before_agent_callback=before_agent,
+        after_agent_callback=after_agent,
     )
     driver = RunnerDriver(AdkRunner(agent), default_tool_effect="read")
     model.enqueue(reply_tools(("c1", "get_weather", {"city": "Oslo"})), reply_text("Cold."))
@@ -106,6 +114,8 @@ async def test_model_and_tool_callbacks_run_in_model_steps_and_see_the_recorded_
     assert [s for s in seen if s[0] == "before_model"] == [("before_model", 1), ("before_model", 3)]
     tool_responses = [s[1] for s in seen if s[0] == "after_tool"]
     assert tool_responses[-1] == "sunny in Oslo"
+    agent_hooks = [s[0] for s in seen if s[0].endswith("_agent")]
+    assert agent_hooks == ["before_agent", "after_agent"] * 2  # once per RunModel Step
 
 
 class Forecast(BaseModel):
@@ -169,3 +179,35 @@ async def test_a_tool_step_gives_the_tool_a_tool_context_on_the_turns_session(
     result = await driver.turn("My discount?")
     assert seen == [("d1", "gold")]
     assert result.new_messages[-1].text == "You get 10%."
+
+
+async def test_a_before_tool_callback_answer_skips_the_gate_and_agent_callbacks_run_per_step(
+    model: ScriptedModelServer,
+) -> None:
+    agent_runs: list[str] = []
+
+    def canned(tool: BaseTool, args: dict[str, Any], tool_context: ToolContext) -> dict[str, Any]:
+        return {"result": "canned weather"}
+
+    def before_agent(callback_context: CallbackContext) -> None:
+        agent_runs.append("before")
+
+    agent = LlmAgent(
+        name="helper",
+        model=lite_llm(model),
+        tools=[get_weather],
+        before_tool_callback=canned,
+        before_agent_callback=before_agent,
+    )
+    driver = RunnerDriver(AdkRunner(agent), default_tool_effect="read")
+    model.enqueue(reply_tools(("c1", "get_weather", {"city": "Oslo"})), reply_text("Cold."))
+    result = await driver.turn("Weather?")
+    assert result.records == [] and runs == []
+    assert json.loads(tool_results_of(model, 1)["c1"]) == {"result": "canned weather"}
+    assert result.new_messages[-1].text == "Cold."
+    assert agent_runs == ["before"]  # one RunModel Step: the canned answer made no pause
+
+
+def tool_results_of(model: ScriptedModelServer, index: int) -> dict[str, str]:
+    messages = model.requests[index].body["messages"]
+    return {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
