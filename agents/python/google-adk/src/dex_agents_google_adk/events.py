@@ -18,8 +18,6 @@ from google.adk.events import Event
 from google.adk.flows.llm_flows.functions import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
 from google.genai import types
 
-from .gate import PENDING
-
 
 def encode_event(event: Event) -> str:
     return event.model_dump_json(exclude_none=True, by_alias=True)
@@ -55,13 +53,16 @@ def response_text(response: dict[str, Any] | None) -> str:
     return json.dumps(response, ensure_ascii=False)
 
 
-def _is_bookkeeping(part: types.Part) -> bool:
+def _is_bookkeeping(event: Event, part: types.Part) -> bool:
+    """A confirmation call or answer, or a gate's pending response (the response of a call
+    whose confirmation the event requests)."""
     call, response = part.function_call, part.function_response
     if call is not None and call.name == REQUEST_CONFIRMATION_FUNCTION_CALL_NAME:
         return True
     if response is not None:
         return (
-            response.name == REQUEST_CONFIRMATION_FUNCTION_CALL_NAME or response.response == PENDING
+            response.name == REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
+            or response.id in event.actions.requested_tool_confirmations
         )
     return False
 
@@ -72,7 +73,7 @@ def kept_events(events: Iterable[Event]) -> list[Event]:
     for event in events:
         if event.partial or event.content is None or not event.content.parts:
             continue
-        parts = [p for p in event.content.parts if not _is_bookkeeping(p)]
+        parts = [p for p in event.content.parts if not _is_bookkeeping(event, p)]
         if not parts:
             continue
         if all(p.function_response is not None for p in parts) and len(parts) > 1:

@@ -1,21 +1,17 @@
-"""The ADK run state of a paused turn, and the in-memory session a Step runs ADK on.
+"""The ADK run state of a paused turn.
 
 The run state holds only the turn's own events (the invocation's, with its confirmation
 bookkeeping) and the calls it waits for; the conversation before the turn is the stored
-messages, which every Step appends to a fresh `InMemorySessionService` session. So the run
+messages, which every Step appends to a fresh session (`session_service.py`). So the run
 state's size depends on the turn, not on the session's history.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from google.adk.events import Event
-from google.adk.sessions import InMemorySessionService, Session
-
-USER_ID = "dex-agents"
 
 
 @dataclass(frozen=True)
@@ -49,20 +45,3 @@ class RunState:
             data["confirmations"],
             data["through_sequence"],
         )
-
-
-def new_session_service() -> InMemorySessionService:
-    return InMemorySessionService()  # type: ignore[no-untyped-call]
-
-
-async def session_of(
-    service: InMemorySessionService, app_name: str, session_id: str, events: Sequence[Event]
-) -> Session:
-    """A new session of `service` holding `events` (their state deltas applied, as ADK's own
-    session services apply them)."""
-    session = await service.create_session(
-        app_name=app_name, user_id=USER_ID, session_id=session_id
-    )
-    for event in events:
-        await service.append_event(session, event)
-    return session

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 from dex_agents import texts
@@ -36,7 +37,6 @@ from google.adk.apps import App, ResumabilityConfig
 from google.adk.events import Event
 from google.adk.flows.llm_flows.functions import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
 from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService, Session
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
@@ -56,9 +56,22 @@ from .events import (
 from .gate import PAYLOAD_RESULT, UnsupportedAgentError, gated_agent
 from .policy import framework_effect
 from .retries import agent_without_client_retries
-from .run_state import USER_ID, RunState, new_session_service, session_of
+from .run_state import RunState
+from .session_service import USER_ID, StepSessionService, step_session
 
 APP_NAME = "dex_agents"
+
+
+@dataclass(frozen=True)
+class _Step:
+    service: StepSessionService
+    new_message: types.Content
+    invocation_id: str | None
+    history_length: int
+    """How many of the session's events are the stored conversation before the turn."""
+    session_length: int
+    """How many events the session held before this Step ran the invocation."""
+    through_sequence: int
 
 
 class AdkRunner:
@@ -90,48 +103,59 @@ class AdkRunner:
         return user_message(text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        service = new_session_service()
-        if turn.framework_run_state is None:
-            history, start = _split_turn(turn)
-            session = await session_of(service, self._app.name, turn.flow_id, history)
-            before = len(session.events)
-            through = turn.messages[-1].sequence - 1 if turn.messages else 0
-            await self._run(turn, service, session, new_message=start)
-        else:
-            saved = RunState.from_json(turn.framework_run_state)
-            history = _history(turn, saved.through_sequence)
-            session = await session_of(
-                service, self._app.name, turn.flow_id, [*history, *saved.events]
-            )
-            before, through = len(history), saved.through_sequence
-            await self._run(
-                turn,
-                service,
-                session,
-                new_message=_confirmations(saved, turn.tool_calls),
-                invocation_id=saved.invocation_id,
-            )
-        stored = await service.get_session(
-            app_name=self._app.name, user_id=USER_ID, session_id=turn.flow_id
-        )
-        assert stored is not None
-        events = stored.events[before:]
-        usage = _usage(events[-_new_count(events, turn) :] if turn.framework_run_state else events)
+        step = await self._start_step(turn)
+        await self._run(turn, step)
+        session = step.service.session
+        events = session.events[step.history_length :]
+        usage = _usage(session.events[step.session_length :])
         pending = _pending_confirmations(events)
         if pending:
-            calls = [self._deferred_call(turn, call) for call in pending.values()]
             state = RunState(
                 events[-1].invocation_id,
                 events,
-                {call_id: conf_id for conf_id, call_id in _conf_targets(pending).items()},
-                through,
+                {call.id or "": conf_id for conf_id, call in pending.items()},
+                step.through_sequence,
             )
             return ToolCallsRequested(
-                framework_run_state=state.to_json(), tool_calls=calls, usage=usage
+                framework_run_state=state.to_json(),
+                tool_calls=[self._deferred_call(turn, call) for call in pending.values()],
+                usage=usage,
             )
         return TurnCompleted(
             new_messages=project_events(e for e in events if e.author != "user"), usage=usage
         )
+
+    async def _start_step(self, turn: AgentTurnContext) -> _Step:
+        """The session this Step runs on, and what it sends: the turn's user message, or the
+        answers to the pending confirmations of the invocation it resumes."""
+        if turn.framework_run_state is None:
+            history, start = _split_turn(turn)
+            service = await step_session(self._app.name, turn.flow_id, history)
+            through = turn.messages[-2].sequence if len(turn.messages) > 1 else 0
+            return _Step(service, start, None, len(history), len(history), through)
+        saved = RunState.from_json(turn.framework_run_state)
+        history = _history(turn, saved.through_sequence)
+        events = [*history, *saved.events]
+        service = await step_session(self._app.name, turn.flow_id, events)
+        answers = _confirmations(saved, turn.tool_calls)
+        return _Step(
+            service, answers, saved.invocation_id, len(history), len(events), saved.through_sequence
+        )
+
+    async def _run(self, turn: AgentTurnContext, step: _Step) -> None:
+        runner = Runner(app=self._app, session_service=step.service, auto_create_session=False)
+        stream = runner.run_async(
+            user_id=USER_ID,
+            session_id=step.service.session.id,
+            invocation_id=step.invocation_id,
+            new_message=step.new_message,
+            run_config=RunConfig(streaming_mode=StreamingMode.SSE),
+        )
+        async with aclosing(stream) as events:
+            async for event in events:
+                turn.heartbeat()
+                if event.partial:
+                    _write_deltas(turn, event)
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
@@ -157,30 +181,6 @@ class AdkRunner:
                 kept.append(function_response_event(event, call, text))
         return [project_event(e) for e in kept]
 
-    async def _run(
-        self,
-        turn: AgentTurnContext,
-        service: InMemorySessionService,
-        session: Session,
-        *,
-        new_message: types.Content,
-        invocation_id: str | None = None,
-    ) -> None:
-        runner = Runner(app=self._app, session_service=service, auto_create_session=False)
-        config = RunConfig(streaming_mode=StreamingMode.SSE)
-        stream = runner.run_async(
-            user_id=USER_ID,
-            session_id=session.id,
-            invocation_id=invocation_id,
-            new_message=new_message,
-            run_config=config,
-        )
-        async with aclosing(stream) as events:
-            async for event in events:
-                turn.heartbeat()
-                if event.partial:
-                    _write_deltas(turn, event)
-
     async def execute_deferred_tool_call(
         self, execution: DeferredToolExecution
     ) -> ToolExecutionResult:
@@ -198,18 +198,17 @@ class AdkRunner:
     async def _tool_context(self, execution: DeferredToolExecution) -> ToolContext:
         """A real ToolContext on the session as it was when the model asked for the call, the
         call already confirmed (dex-agents ran its approval)."""
-        service = new_session_service()
         events: list[Event] = []
         turn = execution.turn
         if turn is not None and turn.framework_run_state is not None:
             saved = RunState.from_json(turn.framework_run_state)
             events = [*_history(turn, saved.through_sequence), *saved.events]
-        session = await session_of(service, self._app.name, execution.flow_id, events)
+        service = await step_session(self._app.name, execution.flow_id, events)
         invocation = InvocationContext(
             session_service=service,
             invocation_id=events[-1].invocation_id if events else execution.turn_id,
             agent=self._app.root_agent,
-            session=session,
+            session=service.session,
             run_config=RunConfig(),
         )
         context = ToolContext(invocation, function_call_id=execution.tool_call.tool_call_id)
@@ -297,16 +296,6 @@ def _pending_confirmations(events: Sequence[Event]) -> dict[str, types.FunctionC
             raise UnsupportedAgentError(f"confirmation {conf_id!r} names no function call")
         originals[conf_id] = types.FunctionCall.model_validate(original)
     return originals
-
-
-def _conf_targets(pending: dict[str, types.FunctionCall]) -> dict[str, str]:
-    return {conf_id: call.id or "" for conf_id, call in pending.items()}
-
-
-def _new_count(events: Sequence[Event], turn: AgentTurnContext) -> int:
-    """How many of the turn's events this Step added (after the saved ones)."""
-    assert turn.framework_run_state is not None
-    return len(events) - len(RunState.from_json(turn.framework_run_state).events)
 
 
 def _usage(events: Sequence[Event]) -> AgentUsage:
