@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from dex_agents.runner import ToolCallsRequested, ToolPolicy
+from dex_agents.runner import ToolCallsRequested, ToolExecutionError, ToolPolicy
 from dex_agents.testing import Reject, RunnerDriver, ScriptedModelServer, reply_text, reply_tools
-from google.adk.agents import LlmAgent
+from google.adk.agents import LlmAgent, SequentialAgent
 from google.adk.models.lite_llm import LiteLlm
 from google.adk.tools import FunctionTool, ToolContext
+from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
+from mcp import StdioServerParameters
 
 from dex_agents_google_adk import AdkRunner, UnsupportedAgentError, current_tool_execution
+
+MCP = StdioConnectionParams(server_params=StdioServerParameters(command="true"))
 
 
 class Log:
@@ -149,3 +153,29 @@ def test_an_agent_with_sub_agents_is_refused(model: ScriptedModelServer, log: Lo
     parent = make_agent(model, log).clone(update={"sub_agents": [child]})
     with pytest.raises(UnsupportedAgentError, match="AgentTool"):
         AdkRunner(parent)
+
+
+def test_workflow_agents_and_toolsets_are_refused(model: ScriptedModelServer, log: Log) -> None:
+    with pytest.raises(UnsupportedAgentError, match="drives an LlmAgent"):
+        AdkRunner(SequentialAgent(name="steps", sub_agents=[]))
+    agent = make_agent(model, log).clone(update={"tools": [McpToolset(connection_params=MCP)]})
+    with pytest.raises(UnsupportedAgentError, match="toolset McpToolset"):
+        AdkRunner(agent)
+
+
+async def test_a_tool_that_raises_fails_and_the_model_reads_the_failure(
+    model: ScriptedModelServer,
+) -> None:
+    def flaky(city: str) -> str:
+        """Always fails."""
+        raise ToolExecutionError(f"no station in {city}")
+
+    llm = LiteLlm(model="openai/gpt-test", api_base=model.base_url, api_key="test")
+    agent = LlmAgent(name="helper", model=llm, tools=[flaky])
+    driver = RunnerDriver(AdkRunner(agent), default_tool_effect="read")
+    model.enqueue(reply_tools(("f1", "flaky", {"city": "Oslo"})), reply_text("Sorry."))
+    result = await driver.turn("Weather?")
+    assert [r.status for r in result.records] == ["failed"]
+    seen = json.loads(tool_results(model.requests[1].body)["f1"])["result"]
+    assert "no station in Oslo" in seen
+    assert result.new_messages[-1].text == "Sorry."
