@@ -30,12 +30,10 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.tool_context import running_tool
-from dex_agents.types import AgentToolCall, AgentUsage
 from google.adk.agents import BaseAgent, InvocationContext, RunConfig
 from google.adk.agents.run_config import StreamingMode
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.events import Event
-from google.adk.flows.llm_flows.functions import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
 from google.adk.runners import Runner
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
@@ -43,6 +41,7 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from .confirmations import confirmation_answers, pending_confirmations
 from .events import (
     decode_event,
     function_response_event,
@@ -53,8 +52,9 @@ from .events import (
     stored_events,
     user_message,
 )
-from .gate import PAYLOAD_RESULT, UnsupportedAgentError, gated_agent
+from .gate import UnsupportedAgentError, gated_agent
 from .policy import framework_effect
+from .reporting import usage_of, write_deltas
 from .retries import agent_without_client_retries
 from .run_state import RunState
 from .session_service import USER_ID, StepSessionService, step_session
@@ -107,8 +107,8 @@ class AdkRunner:
         await self._run(turn, step)
         session = step.service.session
         events = session.events[step.history_length :]
-        usage = _usage(session.events[step.session_length :])
-        pending = _pending_confirmations(events)
+        usage = usage_of(session.events[step.session_length :])
+        pending = pending_confirmations(events)
         if pending:
             state = RunState(
                 events[-1].invocation_id,
@@ -137,7 +137,7 @@ class AdkRunner:
         history = _history(turn, saved.through_sequence)
         events = [*history, *saved.events]
         service = await step_session(self._app.name, turn.flow_id, events)
-        answers = _confirmations(saved, turn.tool_calls)
+        answers = confirmation_answers(saved, turn.tool_calls)
         return _Step(
             service, answers, saved.invocation_id, len(history), len(events), saved.through_sequence
         )
@@ -155,7 +155,7 @@ class AdkRunner:
             async for event in events:
                 turn.heartbeat()
                 if event.partial:
-                    _write_deltas(turn, event)
+                    write_deltas(turn, event)
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
@@ -251,78 +251,6 @@ def _split_turn(turn: AgentTurnContext) -> tuple[list[Event], types.Content]:
 
 def _history(turn: AgentTurnContext, through_sequence: int) -> list[Event]:
     return stored_events(turn, [m for m in turn.messages if m.sequence <= through_sequence])
-
-
-def _confirmations(saved: RunState, records: Sequence[AgentToolCall]) -> types.Content:
-    """The user's answer to the pending confirmations: each carries the call's final record's
-    model-visible result (its output, its failure, or the rejection text)."""
-    by_id = {record.tool_call_id: record for record in records}
-    parts: list[types.Part] = []
-    for call_id, confirmation_id in saved.confirmations.items():
-        record = by_id.get(call_id)
-        if record is None or not record.is_final:
-            raise RuntimeError(f"tool call {call_id!r} has no final record to resume the turn with")
-        confirmation = ToolConfirmation(
-            confirmed=record.status != "rejected",
-            payload={PAYLOAD_RESULT: model_visible_result(record)},
-        )
-        parts.append(
-            types.Part(
-                function_response=types.FunctionResponse(
-                    id=confirmation_id,
-                    name=REQUEST_CONFIRMATION_FUNCTION_CALL_NAME,
-                    response=confirmation.model_dump(by_alias=True, exclude_none=True),
-                )
-            )
-        )
-    return types.Content(role="user", parts=parts)
-
-
-def _pending_confirmations(events: Sequence[Event]) -> dict[str, types.FunctionCall]:
-    """The turn's unanswered `adk_request_confirmation` calls, by their ID."""
-    asked = {
-        call.id: call
-        for event in events
-        for call in event.get_function_calls()
-        if call.name == REQUEST_CONFIRMATION_FUNCTION_CALL_NAME and call.id
-    }
-    answered = {r.id for event in events for r in event.get_function_responses()}
-    originals: dict[str, types.FunctionCall] = {}
-    for conf_id, call in asked.items():
-        if conf_id in answered:
-            continue
-        original = (call.args or {}).get("originalFunctionCall")
-        if not isinstance(original, dict):
-            raise UnsupportedAgentError(f"confirmation {conf_id!r} names no function call")
-        originals[conf_id] = types.FunctionCall.model_validate(original)
-    return originals
-
-
-def _usage(events: Sequence[Event]) -> AgentUsage:
-    """The usage of the model calls that made `events` (one per model response)."""
-    total = AgentUsage()
-    for event in events:
-        if event.partial or event.content is None or event.content.role != "model":
-            continue
-        usage = event.usage_metadata
-        total = total.plus(
-            AgentUsage(
-                model_calls=1,
-                input_tokens=(usage.prompt_token_count or 0) if usage else 0,
-                output_tokens=(usage.candidates_token_count or 0) if usage else 0,
-                cached_input_tokens=(usage.cached_content_token_count or 0) if usage else 0,
-                reasoning_tokens=(usage.thoughts_token_count or 0) if usage else 0,
-            )
-        )
-    return total
-
-
-def _write_deltas(turn: AgentTurnContext, event: Event) -> None:
-    for part in event.content.parts or [] if event.content else []:
-        if part.text and part.thought:
-            turn.events.write("reasoning_delta", {"text": part.text})
-        elif part.text:
-            turn.events.write("text_delta", {"text": part.text})
 
 
 def _result_text(result: Any) -> str:
