@@ -16,6 +16,7 @@ READMES = sorted(ROOT.glob("agents/python/*/README.md"))
 # What each package's README installs, and a module that must then import.
 IMPORTS = {
     "core": "dex_agents.stepwise",
+    "google-adk": "dex_agents_google_adk",
     "langgraph": "dex_agents_langgraph",
     "openai-agents": "dex_agents_openai_agents",
     "pydantic-ai": "dex_agents_pydantic_ai",

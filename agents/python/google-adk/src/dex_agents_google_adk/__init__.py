@@ -1,0 +1,8 @@
+"""Durable Google ADK agents: every model call and every tool call is a durable Step."""
+
+from dex_agents import current_tool_execution
+
+from .gate import GatedTool, UnsupportedAgentError
+from .runner import AdkRunner
+
+__all__ = ["AdkRunner", "GatedTool", "UnsupportedAgentError", "current_tool_execution"]

@@ -1,0 +1,263 @@
+"""The dex-agents runner for Google ADK agents, in Step mode.
+
+Every tool of the agent is gated (see `gate.py`), and the app is resumable, so each
+`run_model_step` runs the invocation until the model answers or asks for tools: one model
+call, after which ADK pauses on the gates' `adk_request_confirmation` calls. The turn's events
+are the framework run state; the next `run_model_step` restores them into an in-memory
+session and resumes the invocation with one confirmation per call, each carrying the call's
+recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from dex_agents import texts
+from dex_agents.results import model_visible_result
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    TurnCompleted,
+)
+from dex_agents.tool_context import running_tool
+from google.adk.agents import BaseAgent, InvocationContext, RunConfig
+from google.adk.agents.run_config import StreamingMode
+from google.adk.apps import App, ResumabilityConfig
+from google.adk.events import Event
+from google.adk.runners import Runner
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.function_tool import FunctionTool
+from google.adk.tools.tool_confirmation import ToolConfirmation
+from google.adk.tools.tool_context import ToolContext
+from google.genai import types
+
+from .confirmations import confirmation_answers, pending_confirmations
+from .events import (
+    decode_event,
+    function_response_event,
+    kept_events,
+    project_event,
+    project_events,
+    response_text,
+    stored_events,
+    user_message,
+)
+from .gate import UnsupportedAgentError, gated_agent
+from .policy import framework_effect
+from .reporting import usage_of, write_deltas
+from .retries import agent_without_client_retries
+from .run_state import RunState
+from .session_service import USER_ID, StepSessionService, step_session
+
+APP_NAME = "dex_agents"
+
+
+@dataclass(frozen=True)
+class _Step:
+    service: StepSessionService
+    new_message: types.Content
+    invocation_id: str | None
+    history_length: int
+    """How many of the session's events are the stored conversation before the turn."""
+    session_length: int
+    """How many events the session held before this Step ran the invocation."""
+    through_sequence: int
+
+
+class AdkRunner:
+    """Runs a Google ADK `LlmAgent` (or the root agent of an `App`) as a durable agent session,
+    one model call per Step. The agent is not changed: the runner drives a copy whose tools
+    are gated, in a copy of the app made resumable.
+
+    `framework_retries` (off by default) lets the model's client retry a failed request by
+    itself. Off, the copy's model sends each request once (LiteLlm and Gemini models; another
+    model is refused), so RunModel's attempts are the only retries."""
+
+    tool_steps_read_turn = True
+    """Tool Steps get the turn, whose events make the session a tool's ToolContext reads."""
+
+    def __init__(self, agent: BaseAgent | App, *, framework_retries: bool = False) -> None:
+        app = agent if isinstance(agent, App) else App(name=APP_NAME, root_agent=agent)
+        gated, self._tools = gated_agent(app.root_agent)
+        if not framework_retries:
+            gated = agent_without_client_retries(gated)
+        self.agent = app.root_agent
+        self._app = app.model_copy(
+            update={
+                "root_agent": gated,
+                "resumability_config": ResumabilityConfig(is_resumable=True),
+            }
+        )
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return user_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        step = await self._start_step(turn)
+        await self._run(turn, step)
+        session = step.service.session
+        events = session.events[step.history_length :]
+        usage = usage_of(session.events[step.session_length :])
+        pending = pending_confirmations(events)
+        if pending:
+            state = RunState(
+                events[-1].invocation_id,
+                events,
+                {call.id or "": conf_id for conf_id, call in pending.items()},
+                step.through_sequence,
+            )
+            return ToolCallsRequested(
+                framework_run_state=state.to_json(),
+                tool_calls=[self._deferred_call(turn, call) for call in pending.values()],
+                usage=usage,
+            )
+        return TurnCompleted(
+            new_messages=project_events(e for e in events if e.author != "user"), usage=usage
+        )
+
+    async def _start_step(self, turn: AgentTurnContext) -> _Step:
+        """The session this Step runs on, and what it sends: the turn's user message, or the
+        answers to the pending confirmations of the invocation it resumes."""
+        if turn.framework_run_state is None:
+            history, start = _split_turn(turn)
+            service = await step_session(self._app.name, turn.flow_id, history)
+            through = turn.messages[-2].sequence if len(turn.messages) > 1 else 0
+            return _Step(service, start, None, len(history), len(history), through)
+        saved = RunState.from_json(turn.framework_run_state)
+        history = _history(turn, saved.through_sequence)
+        events = [*history, *saved.events]
+        service = await step_session(self._app.name, turn.flow_id, events)
+        answers = confirmation_answers(saved, turn.tool_calls)
+        return _Step(
+            service, answers, saved.invocation_id, len(history), len(events), saved.through_sequence
+        )
+
+    async def _run(self, turn: AgentTurnContext, step: _Step) -> None:
+        runner = Runner(app=self._app, session_service=step.service, auto_create_session=False)
+        stream = runner.run_async(
+            user_id=USER_ID,
+            session_id=step.service.session.id,
+            invocation_id=step.invocation_id,
+            new_message=step.new_message,
+            run_config=RunConfig(streaming_mode=StreamingMode.SSE),
+        )
+        async with aclosing(stream) as events:
+            async for event in events:
+                turn.heartbeat()
+                if event.partial:
+                    write_deltas(turn, event)
+
+    async def build_unfinished_turn_messages(
+        self, turn: AgentTurnContext
+    ) -> Sequence[FrameworkMessage]:
+        """The turn's messages so far, with a function response for every call the model
+        made: its final record's result, else the outcome-unknown text."""
+        if turn.framework_run_state is None:
+            return []
+        saved = RunState.from_json(turn.framework_run_state)
+        kept = kept_events(e for e in saved.events if e.author != "user")
+        answered = {r.id for e in kept for r in e.get_function_responses()}
+        records = {r.tool_call_id: r for r in turn.tool_calls}
+        for event in list(kept):
+            for call in event.get_function_calls():
+                if call.id is None or call.id in answered:
+                    continue
+                record = records.get(call.id)
+                text = (
+                    model_visible_result(record)
+                    if record is not None and record.is_final
+                    else texts.OUTCOME_UNKNOWN_TEXT
+                )
+                kept.append(function_response_event(event, call, text))
+        return [project_event(e) for e in kept]
+
+    async def execute_deferred_tool_call(
+        self, execution: DeferredToolExecution
+    ) -> ToolExecutionResult:
+        record = execution.tool_call
+        tool = self._tools.get(record.tool_name)
+        if tool is None:
+            raise ToolExecutionError(f"the agent has no tool named {record.tool_name!r}")
+        context = await self._tool_context(execution)
+        with running_tool(execution):
+            result = await tool.run_async(
+                args=json.loads(record.arguments or "{}"), tool_context=context
+            )
+        return ToolExecutionResult(output=_result_text(result))
+
+    async def _tool_context(self, execution: DeferredToolExecution) -> ToolContext:
+        """A real ToolContext on the session as it was when the model asked for the call, the
+        call already confirmed (dex-agents ran its approval)."""
+        events: list[Event] = []
+        turn = execution.turn
+        if turn is not None and turn.framework_run_state is not None:
+            saved = RunState.from_json(turn.framework_run_state)
+            events = [*_history(turn, saved.through_sequence), *saved.events]
+        service = await step_session(self._app.name, execution.flow_id, events)
+        invocation = InvocationContext(
+            session_service=service,
+            invocation_id=events[-1].invocation_id if events else execution.turn_id,
+            agent=self._app.root_agent,
+            session=service.session,
+            run_config=RunConfig(),
+        )
+        context = ToolContext(invocation, function_call_id=execution.tool_call.tool_call_id)
+        context.tool_confirmation = ToolConfirmation(confirmed=True)
+        return context
+
+    def _deferred_call(self, turn: AgentTurnContext, call: types.FunctionCall) -> DeferredToolCall:
+        name = call.name or ""
+        tool = self._tools.get(name)
+        policy = turn.resolve_tool_policy(
+            name,
+            framework_effect(tool) if tool else None,
+            _requires_confirmation(tool),
+        )
+        return DeferredToolCall(
+            tool_call_id=call.id or "",
+            tool_name=name,
+            arguments=json.dumps(call.args or {}, ensure_ascii=False),
+            policy=policy,
+        )
+
+
+def _requires_confirmation(tool: BaseTool | None) -> bool | None:
+    """A FunctionTool made with `require_confirmation=True` asks for an approval."""
+    if isinstance(tool, FunctionTool) and tool._require_confirmation is True:
+        return True
+    return None
+
+
+def _split_turn(turn: AgentTurnContext) -> tuple[list[Event], types.Content]:
+    """The stored events before the turn's last user message, and that message's content."""
+    if not turn.messages:
+        raise UnsupportedAgentError("a turn needs a user message to start the ADK invocation")
+    *history, last = turn.messages
+    event = decode_event(last.framework_item)
+    if event.content is None:
+        raise UnsupportedAgentError("the turn's user message has no content")
+    return stored_events(turn, history), event.content
+
+
+def _history(turn: AgentTurnContext, through_sequence: int) -> list[Event]:
+    return stored_events(turn, [m for m in turn.messages if m.sequence <= through_sequence])
+
+
+def _result_text(result: Any) -> str:
+    """A tool's return value as the text the model reads (ADK wraps a plain value as
+    `{"result": value}`)."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, dict):
+        return response_text(result)
+    return response_text({"result": result})

@@ -1,0 +1,67 @@
+"""The Worker app of tests/test_worker_features.py: ADK agents on LiteLlm against the scripted
+Chat Completions server, one with an AgentTool whose agent has a tool of its own and a model
+callback that writes session state which the tools read. Tools record their runs to the
+ToolRunLog at $TOOL_LOG."""
+
+from __future__ import annotations
+
+import os
+
+from dex_agents import AgentSessionFlow, AgentSessionOptions
+from dex_agents.testing import MODEL_URL_ENV
+from dex_agents.testing.tool_log import ToolRunLog
+from google.adk.agents import LlmAgent
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.models import LlmRequest
+from google.adk.models.lite_llm import LiteLlm
+from google.adk.tools.agent_tool import AgentTool
+from google.adk.tools.tool_context import ToolContext
+
+from dex_agents_google_adk import AdkRunner, current_tool_execution
+
+
+def _log() -> ToolRunLog:
+    return ToolRunLog(os.environ["TOOL_LOG"])
+
+
+def _model() -> LiteLlm:
+    return LiteLlm(model="openai/gpt-test", api_base=os.environ[MODEL_URL_ENV], api_key="test")
+
+
+def get_weather(city: str, tool_context: ToolContext) -> str:
+    """The weather in a city."""
+    _log().record(
+        "get_weather",
+        city=city,
+        key=current_tool_execution().idempotency_key,
+        unit=tool_context.state.get("unit"),
+    )
+    return f"Sunny in {city}"
+
+
+def remember_unit(callback_context: CallbackContext, llm_request: LlmRequest) -> None:
+    callback_context.state["unit"] = "celsius"
+
+
+expert = LlmAgent(
+    name="weather_expert",
+    description="Answers weather questions.",
+    model=_model(),
+    tools=[get_weather],
+)
+
+agent = LlmAgent(
+    name="concierge",
+    model=_model(),
+    instruction="You help travellers.",
+    tools=[AgentTool(expert), get_weather],
+    before_model_callback=remember_unit,
+)
+
+flows = [
+    AgentSessionFlow(
+        AdkRunner(agent),
+        flow_type="Concierge",
+        options=AgentSessionOptions(default_tool_effect="read"),
+    )
+]

@@ -1,0 +1,58 @@
+"""The README's complete example runs as written: its Worker module and its client script,
+with ADK's LiteLlm client pointed at the scripted server through OPENAI_BASE_URL."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from dex_agents.testing import ScriptedModelServer, WorkerProcess, reply_text, reply_tools
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def test_the_readme_example_refunds_after_an_approval(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    app, chat = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[:2]
+    (tmp_path / "support_app.py").write_text(app)
+    (tmp_path / "chat.py").write_text(chat)
+    model.enqueue(
+        reply_tools(("c1", "get_order", {"order_id": "o-42"})),
+        reply_tools(("c2", "refund", {"order_id": "o-42"})),
+        reply_text("Order o-42 is refunded."),
+    )
+    env = {
+        "OPENAI_BASE_URL": model.base_url,
+        "OPENAI_API_KEY": "test",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    with WorkerProcess(
+        "support_app:flows",
+        database_url="sqlite:///support.sqlite",
+        env=env,
+        cwd=tmp_path,
+        log_path=tmp_path / "worker.log",
+    ):
+        chat_run = subprocess.run(
+            [sys.executable, "chat.py"], cwd=tmp_path, capture_output=True, text=True, timeout=240
+        )
+
+    assert chat_run.returncode == 0, chat_run.stderr
+    assert chat_run.stdout.splitlines() == [
+        'approving refund {"order_id": "o-42"}',
+        "Order o-42 is refunded.",
+    ]
+    tool_results = {
+        m["tool_call_id"]: json.loads(m["content"])
+        for m in model.requests[-1].body["messages"]
+        if m["role"] == "tool"
+    }
+    assert tool_results == {
+        "c1": {"result": "order o-42: paid"},
+        "c2": {"result": "refunded o-42"},
+    }
+    assert len(model.requests) == 3

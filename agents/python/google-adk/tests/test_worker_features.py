@@ -1,0 +1,68 @@
+"""ADK specifics through one shared real Worker (the spec matrix is test_matrix.py): an
+AgentTool runs its agent inside its tool Step, a tool reads the session state a model
+callback wrote, and a call of a tool the agent does not have ends the turn with ADK's error;
+the Step shape of each turn comes from the Step history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
+from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+
+from .adk_view import adk_chat_completions
+
+ROOT = Path(__file__).parent.parent
+
+
+class TestAdkWorker(SharedWorkerSuite):
+    app = WorkerApp(
+        worker_target="tests.apps.features:flows",
+        worker_cwd=ROOT,
+        model_view=adk_chat_completions,
+        worker_env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+
+    async def test_an_agent_tool_runs_its_agent_in_one_tool_step(self, run: SessionRun) -> None:
+        run.model.enqueue(
+            reply_tools(("a1", "weather_expert", {"request": "Oslo?"})),
+            reply_tools(("w1", "get_weather", {"city": "Oslo"})),
+            reply_text("Sunny in Oslo, says the tool."),
+            reply_text("The expert says it is sunny."),
+        )
+        session = await run.client.start_session("Concierge", "Ask the expert about Oslo.")
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        assert snapshot.messages[-1].text == "The expert says it is sunny."
+        assert (await step_types(run.client, session))[-5:] == [
+            "RunModel",
+            "CallTool",
+            "ResumeTurn",
+            "RunModel",
+            "AwaitUserMessage",
+        ]
+        # The expert's own call ran inside the AgentTool's Step, with no key of its own.
+        [entry] = run.tool_log.entries("get_weather")
+        assert (entry["city"], entry["key"]) == ("Oslo", f"{session}/turn-1/a1")
+        assert run.tool_outputs(3) == {"a1": "Sunny in Oslo, says the tool."}
+
+    async def test_a_tool_reads_the_state_a_model_callback_wrote(self, run: SessionRun) -> None:
+        run.model.enqueue(reply_tools(("w1", "get_weather", {"city": "Rome"})), reply_text("Warm."))
+        session = await run.client.start_session("Concierge", "Rome?")
+        await run.client.wait_for(session, turns_done(1))
+
+        [entry] = run.tool_log.entries("get_weather")
+        assert (entry["unit"], entry["key"]) == ("celsius", f"{session}/turn-1/w1")
+        assert run.tool_outputs(1) == {"w1": "Sunny in Rome"}
+
+    async def test_a_call_of_an_unknown_tool_ends_the_turn_with_adks_error(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(*[reply_tools(("x1", "teleport", {"to": "Mars"}))] * 3)
+        session = await run.client.start_session("Concierge", "Take me to Mars.")
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        assert snapshot.state is not None
+        assert "Tool 'teleport' not found" in (snapshot.state.last_turn_error or "")
+        assert run.tool_log.entries("get_weather") == []
+        assert len(run.requests) == 3  # one per RunModel attempt, each failing the same way
