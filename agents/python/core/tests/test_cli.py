@@ -260,6 +260,9 @@ def test_events_follow_streams_until_interrupted(make_worker, model, database_ur
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # Ctrl-C as in a terminal, even when these tests run as a background job (which
+            # starts with SIGINT ignored, and a child inherits that).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         try:
             lines = []
