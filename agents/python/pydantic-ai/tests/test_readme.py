@@ -153,6 +153,9 @@ async def test_the_root_readme_snippet_serves_sessions(
             env=model_env(model),
             stdout=log,
             stderr=subprocess.STDOUT,
+            # Ctrl-C as in a terminal, even when the tests run as a background job (which
+            # starts with SIGINT ignored, and a child inherits that).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
     try:
         async with AgentClient(f"sqlite:///{tmp_path / 'dex_agents.sqlite'}") as client:
