@@ -448,20 +448,22 @@ def send(database_url: str | None, session_id: str, message: str) -> None:
 
     The session takes MESSAGE at once when no turn is running, or when the running turn ends."""
 
-    async def call(client: AgentClient) -> AgentSnapshot | None:
-        if not await client.send_user_message(session_id, message):
+    async def call(client: AgentClient) -> tuple[str, AgentSnapshot] | None:
+        queued = await client.send_user_message_for_turn(session_id, message)
+        if queued is None:
             return None
-        return await client.get_agent_snapshot(session_id)
+        return queued.message_id, await client.get_agent_snapshot(session_id)
 
-    snapshot = _call(database_url, call)
-    if snapshot is None:
+    sent = _call(database_url, call)
+    if sent is None:
         raise CliError("the message is blank; nothing was queued (send some text)")
+    queued_id, snapshot = sent
     state = snapshot.state
-    if state is None or state.active_turn_id is None:
+    still_queued = any(q.message_id == queued_id for q in snapshot.queued_messages)
+    if state is None or state.active_turn_id is None or not still_queued:
+        # No turn runs, or the Worker has already begun this message's turn.
         click.echo("sent; it starts a turn")
         return
-    mine = [q.message_id for q in snapshot.queued_messages if q.message.text == message]
-    queued_id = mine[-1] if mine else "ID"
     click.echo(
         f"queued behind the running turn {state.active_turn_id} as {queued_id}; it starts the "
         f"next turn (dex-agents steer {session_id} --queued {queued_id} redirects the running "
