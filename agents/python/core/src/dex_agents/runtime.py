@@ -625,12 +625,11 @@ class Runtime:
             checkpoint=row.checkpoint,
             scheduled_at=row.scheduled_at,
         )
-        look_in_commit = likely_ready and handler.options.waits and not handler.has_execute
+        # Whether the next commit looks at the wait condition itself (only the first one).
+        check = likely_ready and handler.options.waits and not handler.has_execute
         while True:
-            if handler.options.waits and not look_in_commit and not await self._wait(ctx, handler):
+            if handler.options.waits and not check and not await self._wait(ctx, handler):
                 return StepDone(())
-            check = look_in_commit
-            look_in_commit = False
             if handler.has_execute:
                 return self._done(ctx, await self._run_attempts(ctx, handler), may_move)
             committed = await self.database.write(
@@ -638,6 +637,7 @@ class Runtime:
             )
             if committed is not None:
                 return self._done(ctx, committed, may_move)
+            check = False
 
     def _done(self, ctx: StepContext[Any], next_steps: Sequence[str], may_move: bool) -> StepDone:
         """The driver's end; keeps the rows of the successors its commit scheduled, which
