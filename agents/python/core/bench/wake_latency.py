@@ -60,9 +60,14 @@ async def listen(url: str, count: int) -> None:
     latencies = sorted((woken[s] - t) * 1000 for s, t in committed.items() if s in woken)
     missed = len(committed) - len(latencies)
     p95 = latencies[int(len(latencies) * 0.95) - 1]
-    kind = "sqlite" if database.sqlite else "postgres"
+    if not database.sqlite:
+        kind = "postgres (LISTEN/NOTIFY)"
+    elif database.wake_directory is not None and database.wake_directory.is_dir():
+        kind = "sqlite (datagrams)"
+    else:
+        kind = f"sqlite ({interval * 1000:g} ms probe)"
     print(
-        f"{kind}: poll interval {interval * 1000:g} ms; commit-to-wake median "
+        f"{kind}: commit-to-wake median "
         f"{statistics.median(latencies):.2f} ms, p95 {p95:.2f} ms, max {latencies[-1]:.2f} ms "
         f"({len(latencies)} wake-ups, {missed} missed); idle CPU {idle * 100:.2f}% of a core"
     )

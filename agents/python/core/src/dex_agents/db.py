@@ -28,6 +28,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from . import schema
 from .errors import DatabaseUnavailable
+from .wake_socket import WakeSender, wake_directory
 
 log = logging.getLogger("dex_agents")
 
@@ -292,11 +293,15 @@ _NOTIFY_MAX_BYTES = 7000
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :payload)")
 
 
-def wake_payload(origin: str, sessions: set[str]) -> str:
+def wake_names(sessions: set[str]) -> str:
+    """The woken session IDs, one a line, or "*" (every session) when they would not fit in
+    one notification."""
     names = "\n".join(sorted(sessions))
-    if len(names.encode()) > _NOTIFY_MAX_BYTES:
-        names = "*"
-    return f"{origin}\n{names}"
+    return "*" if len(names.encode()) > _NOTIFY_MAX_BYTES else names
+
+
+def wake_payload(origin: str, sessions: set[str]) -> str:
+    return f"{origin}\n{wake_names(sessions)}"
 
 
 # The longest pause between two tries of a transaction while the database is unavailable, so
@@ -347,6 +352,15 @@ class Database:
         # Called with the sessions a committed transaction woke (from a pool thread).
         self.on_wake: Callable[[set[str]], None] | None = None
         self.origin = uuid.uuid4().hex
+        # SQLite: the other processes of the file hear of this process's commits by datagram.
+        path = self._sqlite_path() if self.sqlite else ""
+        self.wake_directory = wake_directory(path) if path not in ("", ":memory:") else None
+        self._wake_sender = (
+            WakeSender(self.wake_directory, self.origin) if self.wake_directory else None
+        )
+
+    def _sqlite_path(self) -> str:
+        return sa.engine.make_url(self.url).database or ""
 
     def change_counter(self) -> Callable[[], int] | None:
         """A cheap probe that changes whenever another connection commits to this SQLite file
@@ -354,8 +368,7 @@ class Database:
         None for Postgres."""
         if not self.sqlite:
             return None
-        path = sa.engine.make_url(self.url).database or ""
-        probe = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        probe = sqlite3.connect(self._sqlite_path(), check_same_thread=False, isolation_level=None)
 
         def data_version() -> int:
             value: int = probe.execute("PRAGMA data_version").fetchone()[0]
@@ -394,6 +407,8 @@ class Database:
                 # Delivered to listeners when (and only if) this transaction commits.
                 payload = wake_payload(self.origin, woken)
                 conn.execute(_NOTIFY, {"channel": WAKE_CHANNEL, "payload": payload})
+        if woken and self._wake_sender is not None:
+            self._wake_sender.send(wake_names(woken))
         if woken and self.on_wake is not None:
             self.on_wake(woken)
         return result
@@ -486,6 +501,8 @@ class Database:
         self.engine.dispose()
         if self._inline_engine is not None:
             self._inline_engine.dispose()
+        if self._wake_sender is not None:
+            self._wake_sender.close()
 
 
 class Outage:

@@ -45,6 +45,7 @@ from .stepkit import (
     Transition,
 )
 from .types import AgentMessage
+from .wake_socket import FALLBACK_POLL_SECONDS, WakeListener
 
 if TYPE_CHECKING:
     from .otel import StepTracer
@@ -232,9 +233,11 @@ class Waker:
 
     Commits in this process wake at once. Commits in other processes wake by their commit:
     on Postgres a NOTIFY sent in the committing transaction reaches a dedicated LISTEN
-    connection; on SQLite a probe of `PRAGMA data_version` (which changes only when another
-    connection committed) runs every few milliseconds and reads the wake-up table only when
-    it moved. Generations make a wake between a check and its wait impossible to miss.
+    connection; on SQLite a datagram that the committing process sends right after its
+    commit (wake_socket.py), with a probe of `PRAGMA data_version` (which changes only when
+    another connection committed) that reads the wake-up table when the file changed, once a
+    second as a fallback, or every few milliseconds where no socket can be bound.
+    Generations make a wake between a check and its wait impossible to miss.
     """
 
     def __init__(self, database: Database, poll_interval: float, *, prune: bool = True) -> None:
@@ -331,6 +334,14 @@ class Waker:
         assert changes is not None
         loop = asyncio.get_running_loop()
         changed = asyncio.Event()
+        # Other processes' commits arrive by datagram (wake_socket.py); the probe then only
+        # catches a commit whose datagram never came, and runs seldom.
+        directory = self._database.wake_directory
+        listener = WakeListener.open(directory, self._database.origin) if directory else None
+        interval = self._poll_interval
+        if listener is not None:
+            interval = max(interval, FALLBACK_POLL_SECONDS)
+            loop.add_reader(listener.fileno(), self._on_datagrams, listener, changed)
         # Set from the probe's scheduling of a look until the loop takes it, so a loop that
         # does not run for a while (a SyncAgentClient between calls) gets one callback.
         scheduled = threading.Event()
@@ -339,7 +350,7 @@ class Waker:
         def probe() -> None:
             # A thread, not the event loop: a probe costs microseconds, a loop wake-up more.
             seen = None
-            while not stop.wait(self._poll_interval):
+            while not stop.wait(interval):
                 try:
                     version = changes()
                 except Exception:
@@ -376,6 +387,22 @@ class Waker:
                     log.exception("polling for wake-ups failed; trying again")
         finally:
             stop.set()
+            if listener is not None:
+                loop.remove_reader(listener.fileno())
+                listener.close()
+
+    def _on_datagrams(self, listener: WakeListener, changed: asyncio.Event) -> None:
+        notes, lost = listener.receive()
+        sessions: set[str] = set()
+        for note in notes:
+            if note.sessions is None:
+                self.wake_all()
+            else:
+                sessions |= note.sessions
+        if sessions:
+            self.notify(sessions, remote=True)
+        if lost:
+            changed.set()  # read the wake-up rows: a datagram may have been dropped
 
     async def _listen_postgres(self) -> None:
         import psycopg

@@ -1,0 +1,149 @@
+"""Wake-ups across the processes of one SQLite file: datagrams, the gap check that reads the
+wake-up rows after a dropped datagram, stale sockets, and the fallback probe for a commit that
+no datagram announced. Two `Database`s on one file stand for two processes (each has its own
+origin and socket); a datagram that is not sent or dropped is caught only by the rows."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dex_agents import runtime, store, wake_socket
+from dex_agents.db import Database
+from dex_agents.runtime import Waker
+from dex_agents.wake_socket import WakeListener, WakeSender
+
+
+def test_a_sender_reaches_every_other_listener_of_the_file(tmp_path: Path) -> None:
+    directory = tmp_path / "wake"
+    first = WakeListener.open(directory, "a" * 32)
+    second = WakeListener.open(directory, "b" * 32)
+    assert first is not None and second is not None
+    sender = WakeSender(directory, "a" * 32)  # the first listener's own process
+    sender.send("s1\ns2")
+    sender.send("*")
+    notes, lost = second.receive()
+    assert [n.sessions for n in notes] == [frozenset({"s1", "s2"}), None]
+    assert lost is (wake_socket._QUEUE_LIMIT is None)  # elsewhere every drain reads the rows
+    assert first.receive() == ([], False)  # a process never wakes itself by datagram
+    for closing in (first, second, sender):
+        closing.close()
+
+
+@pytest.mark.skipif(wake_socket._QUEUE_LIMIT is None, reason="Linux's datagram queue limit")
+def test_a_datagram_dropped_by_a_full_queue_is_noticed(tmp_path: Path) -> None:
+    directory = tmp_path / "wake"
+    listener = WakeListener.open(directory, "l" * 32)
+    assert listener is not None
+    sender = WakeSender(directory, "s" * 32)
+    for i in range(200):  # more than any listener queue holds (Linux: 10 datagrams)
+        sender.send(f"session-{i}")
+    notes, lost = listener.receive()
+    assert lost and len(notes) < 200  # the drain itself tells: it met a full queue
+    sender.send("after")  # its number shows the gap too: one more read, to be safe
+    notes, lost = listener.receive()
+    assert [n.sessions for n in notes] == [frozenset({"after"})] and lost
+    sender.send("again")
+    notes, lost = listener.receive()
+    assert [n.sessions for n in notes] == [frozenset({"again"})] and not lost
+    listener.close()
+    sender.close()
+
+
+def test_the_socket_of_a_killed_process_is_removed_by_the_next_sender(tmp_path: Path) -> None:
+    directory = tmp_path / "wake"
+    directory.mkdir()
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    dead.bind(str(directory / "deadbeefdeadbeef"))
+    dead.close()  # the file stays, as after SIGKILL
+    sender = WakeSender(directory, "s" * 32)
+    sender.send("s1")
+    assert list(directory.iterdir()) == []
+    sender.close()
+
+
+async def _woken(waker: Waker, sessions: list[str], before: dict[str, int]) -> set[str]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        woken = {s for s in sessions if waker.generation(s) != before[s]}
+        if woken == set(sessions):
+            return woken
+        await asyncio.sleep(0.01)
+    return {s for s in sessions if waker.generation(s) != before[s]}
+
+
+def _wake(*sessions: str) -> Callable[..., None]:
+    def write(conn: object) -> None:
+        for session_id in sessions:
+            store.wake(conn, session_id)  # type: ignore[arg-type]
+
+    return write
+
+
+async def test_another_process_commit_wakes_by_datagram_without_the_probe(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(runtime, "FALLBACK_POLL_SECONDS", 3600.0)
+    url = f"sqlite:///{tmp_path / 'wake.sqlite'}"
+    waiting, committing = Database(url), Database(url)
+    waiting.create_schema()
+    waker = Waker(waiting, 3600.0, prune=False)  # no probe: only datagrams and the rows
+    waker.bind(asyncio.get_running_loop())
+    feed = asyncio.create_task(waker.poll_forever())
+    try:
+        await asyncio.sleep(0.2)
+        before = {"s1": waker.generation("s1")}
+        await committing.write(_wake("s1"))
+        assert await _woken(waker, ["s1"], before) == {"s1"}
+
+        # A burst while the waiting process's loop is busy overflows its queue: the gap
+        # makes it read the rows, so every session still wakes.
+        sessions = [f"burst-{i}" for i in range(40)]
+        before = {s: waker.generation(s) for s in sessions}
+        for session_id in sessions:
+            committing.write_sync(_wake(session_id))  # the loop does not run meanwhile
+        assert await _woken(waker, sessions, before) == set(sessions)
+    finally:
+        feed.cancel()
+        await asyncio.gather(feed, return_exceptions=True)
+        waiting.close()
+        committing.close()
+
+
+async def test_a_commit_no_datagram_announced_wakes_through_the_fallback_probe(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(runtime, "FALLBACK_POLL_SECONDS", 0.05)
+    path = tmp_path / "wake.sqlite"
+    waiting = Database(f"sqlite:///{path}")
+    waiting.create_schema()
+    waker = Waker(waiting, runtime.WAKE_POLL_SECONDS, prune=False)
+    waker.bind(asyncio.get_running_loop())
+    feed = asyncio.create_task(waker.poll_forever())
+    try:
+        await asyncio.sleep(0.2)
+        before = {"s1": waker.generation("s1")}
+        # A process that committed and died before its send (or a release without sockets).
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "insert into dex_wakeups (session_id, created, origin) values (?, ?, ?)",
+                ("s1", time.time(), "f" * 32),
+            )
+        assert await _woken(waker, ["s1"], before) == {"s1"}
+    finally:
+        feed.cancel()
+        await asyncio.gather(feed, return_exceptions=True)
+        waiting.close()
+
+
+def test_wake_directories_differ_per_file_and_fit_a_socket_path(tmp_path: Path) -> None:
+    first = wake_socket.wake_directory(str(tmp_path / "a.sqlite"))
+    second = wake_socket.wake_directory(str(tmp_path / "deep" / ("x" * 200) / "b.sqlite"))
+    assert first != second
+    assert len(str(second / ("0" * 16)).encode()) < 104  # the shortest limit (macOS)
