@@ -16,9 +16,13 @@ Contenders:
 - Pydantic AI's DBOSAgent on SQLite (in this process, as DBOS runs);
 - LangGraph via langchain `create_agent` with a SqliteSaver checkpointer (in this process);
 - the baselines: each framework alone, in-process, no durability, same model server, the
-  caller keeping the history: Pydantic AI, OpenAI Agents, LangGraph without a checkpointer.
+  caller keeping the history: Pydantic AI, OpenAI Agents, LangGraph without a checkpointer;
+  and Pydantic AI and OpenAI Agents alone streaming their model calls, as dex-agents does for
+  its `text_delta` events.
 
-Overhead of a turn = contender's turn time - its framework-alone time at the same turn. CPU of
+Overhead of a turn = contender's turn time - its framework-alone time at the same turn. For
+dex-agents, "vs stream" is the overhead over its framework alone streaming: the durability's
+own cost, without streaming's. CPU of
 a turn = CPU of this process (client) + of the contender's Worker process during the turn.
 Bytes of a turn, over a window divided by its turns: "stored", growth of the pages in use of
 the contender's SQLite database as a reader sees it (WAL included; on Postgres,
@@ -130,6 +134,9 @@ def _file_bytes(path: Path) -> int:
 class Contender:
     name: str
     baseline: str | None = None  # the name of its framework alone
+    # dex-agents streams every model call (for text_delta events): its framework alone,
+    # streaming too, is a second baseline that leaves only the durability's cost.
+    streaming_baseline: str | None = None
     peer_of: str | None = None  # for a peer: the framework it stands on
     times: list[float] = field(default_factory=list)
     cpus: list[float] = field(default_factory=list)
@@ -164,6 +171,19 @@ class PydanticAiAlone(Contender):
         self.history = result.all_messages()
 
 
+class PydanticAiAloneStreaming(PydanticAiAlone):
+    async def turn(self, k: int) -> None:
+        async def consume(_ctx: Any, events: Any) -> None:
+            async for _ in events:
+                pass
+
+        result = await self.agent.run(
+            f"question {k}", message_history=self.history, event_stream_handler=consume
+        )
+        assert result.output == e2e_app.ANSWER, result.output
+        self.history = result.all_messages()
+
+
 class OpenAIAgentsAlone(Contender):
     async def setup(self, model: ModelServer) -> None:
         self.agent = e2e_app.openai_agents_agent()
@@ -175,6 +195,18 @@ class OpenAIAgentsAlone(Contender):
 
         items = [*self.items, {"role": "user", "content": f"question {k}"}]
         result = await Runner.run(self.agent, items, run_config=self.run_config)
+        assert result.final_output == e2e_app.ANSWER, result.final_output
+        self.items = result.to_input_list()
+
+
+class OpenAIAgentsAloneStreaming(OpenAIAgentsAlone):
+    async def turn(self, k: int) -> None:
+        from agents import Runner
+
+        items = [*self.items, {"role": "user", "content": f"question {k}"}]
+        result = Runner.run_streamed(self.agent, items, run_config=self.run_config)
+        async for _ in result.stream_events():
+            pass
         assert result.final_output == e2e_app.ANSWER, result.final_output
         self.items = result.to_input_list()
 
@@ -350,12 +382,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         PydanticAiAlone("Pydantic AI alone"),
         OpenAIAgentsAlone("OpenAI Agents alone"),
         LangGraphAlone("LangGraph alone"),
+        PydanticAiAloneStreaming("Pydantic AI alone, streaming"),
+        OpenAIAgentsAloneStreaming("OpenAI Agents alone, streaming"),
         DexAgents(
             "dex-agents + Pydantic AI",
             "e2e_app:pydantic_ai_flows",
             "BenchPydanticAi",
             f"sqlite:///{tmp / 'dex-pydantic-ai.sqlite'}",
             baseline="Pydantic AI alone",
+            streaming_baseline="Pydantic AI alone, streaming",
         ),
         DexAgents(
             "dex-agents + OpenAI Agents",
@@ -363,6 +398,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "BenchOpenAIAgents",
             f"sqlite:///{tmp / 'dex-openai-agents.sqlite'}",
             baseline="OpenAI Agents alone",
+            streaming_baseline="OpenAI Agents alone, streaming",
         ),
         DBOSAgentPeer(
             "Pydantic AI DBOSAgent",
@@ -379,13 +415,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ]
     if args.postgres:
         contenders.insert(
-            5,
+            7,
             DexAgents(
                 "dex-agents + Pydantic AI (Postgres)",
                 "e2e_app:pydantic_ai_flows",
                 "BenchPydanticAi",
                 args.postgres,
                 baseline="Pydantic AI alone",
+                streaming_baseline="Pydantic AI alone, streaming",
             ),
         )
     model = ModelServer()
@@ -394,8 +431,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for c in contenders:
             await c.setup(model)
         if args.profile_worker:
-            target = contenders[3]
-            assert isinstance(target, DexAgents)
+            target = next(c for c in contenders if isinstance(c, DexAgents))
             profiler = subprocess.Popen(
                 [
                     str(Path(sys.executable).with_name("py-spy")),
@@ -506,6 +542,12 @@ def report(contenders: list[Contender], args: argparse.Namespace, seconds: float
                 over = [a - b for a, b in zip(times, base, strict=True)]
                 row["overhead_ms_median"] = statistics.median(over) * 1000
                 row["overhead_ms_p95"] = _pct(over, 0.95) * 1000
+                if c.streaming_baseline:
+                    streamed = by_name[c.streaming_baseline].times[sl]
+                    row["overhead_vs_streaming_ms_median"] = (
+                        statistics.median(a - b for a, b in zip(times, streamed, strict=True))
+                        * 1000
+                    )
                 base_cpu = by_name[c.baseline].cpus[sl]
                 row["cpu_overhead_ms_per_turn"] = (
                     statistics.mean(c.cpus[sl]) - statistics.mean(base_cpu)
@@ -529,7 +571,7 @@ def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
     durable = [c for c in contenders if c.baseline]
     peers = [c for c in durable if c.peer_of]
     head = (
-        f"{'contender':38} {'turn ms':>8} {'overhead ms':>12} {'p95 ms':>8} "
+        f"{'contender':38} {'turn ms':>8} {'overhead ms':>12} {'p95 ms':>8} {'vs stream':>9} "
         f"{'CPU ms':>8} {'Worker':>7} {'CPU over':>9} {'stored B':>10} {'files B':>10}"
     )
     for window, rows in result["windows"].items():
@@ -538,16 +580,19 @@ def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
         for c in contenders:
             r = rows[c.name]
             if c.baseline:
+                streamed = r.get("overhead_vs_streaming_ms_median")
                 print(
                     f"{c.name:38} {r['turn_ms_median']:8.1f} {r['overhead_ms_median']:12.1f} "
-                    f"{r['overhead_ms_p95']:8.1f} {r['cpu_ms_per_turn']:8.1f} "
+                    f"{r['overhead_ms_p95']:8.1f} "
+                    f"{'' if streamed is None else f'{streamed:.1f}':>9} "
+                    f"{r['cpu_ms_per_turn']:8.1f} "
                     f"{r['worker_cpu_ms_per_turn']:7.1f} "
                     f"{r['cpu_overhead_ms_per_turn']:9.1f} {r['bytes_per_turn']:10,.0f} "
                     f"{r['file_bytes_per_turn']:10,.0f}"
                 )
             else:
                 print(
-                    f"{c.name:38} {r['turn_ms_median']:8.1f} {'(baseline)':>12} {'':>8} "
+                    f"{c.name:38} {r['turn_ms_median']:8.1f} {'(baseline)':>12} {'':>8} {'':>9} "
                     f"{r['cpu_ms_per_turn']:8.1f}"
                 )
         for c in durable:

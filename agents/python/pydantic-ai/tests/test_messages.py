@@ -21,7 +21,12 @@ from pydantic_ai.messages import (
 from pydantic_ai.usage import RequestUsage
 
 from dex_agents_pydantic_ai.deferral import framework_effect
-from dex_agents_pydantic_ai.messages import load_history, to_framework_messages, user_message
+from dex_agents_pydantic_ai.messages import (
+    load_history,
+    parse_item,
+    to_framework_messages,
+    user_message,
+)
 from dex_agents_pydantic_ai.run_state import RunState
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -146,3 +151,26 @@ def test_run_state_refuses_an_unknown_version() -> None:
 )
 def test_effects_from_tool_metadata(metadata: dict[str, object] | None, effect: str | None) -> None:
     assert framework_effect(ToolDefinition(name="t", metadata=metadata)) == effect
+
+
+def test_history_from_shared_parsed_items_never_shares_what_a_run_may_change() -> None:
+    response = ModelResponse(
+        parts=[TextPart("done")],
+        provider_details={"finish_reason": "stop", "logprobs": [{"token": "done"}]},
+        metadata={"pydantic_ai": {"context": {"input_tokens": 3}}},
+    )
+    (stored,) = to_framework_messages([response])
+    parsed = parse_item(stored.framework_item)  # a Worker shares this between Steps
+
+    (first,) = load_history([stored], lambda _: parsed)
+    assert isinstance(first, ModelResponse)
+    assert first.provider_details is not None and first.metadata is not None
+    first.provider_details["logprobs"][0]["token"] = "changed"
+    first.metadata["pydantic_ai"]["context"]["input_tokens"] = 99
+    first.parts.append(TextPart("more"))
+
+    (second,) = load_history([stored], lambda _: parsed)
+    assert isinstance(second, ModelResponse)
+    assert second.provider_details == {"finish_reason": "stop", "logprobs": [{"token": "done"}]}
+    assert second.metadata == {"pydantic_ai": {"context": {"input_tokens": 3}}}
+    assert [part.content for part in second.parts if isinstance(part, TextPart)] == ["done"]

@@ -99,6 +99,9 @@ def load_history(
     return history
 
 
+ObjectT = TypeVar("ObjectT")
+
+
 def _fresh(message: ModelMessage) -> ModelMessage:
     """A copy Pydantic AI may change: a run sets fields of history messages (timestamp,
     run_id, instructions, parts) and updates their metadata in place. Parts are shared:
@@ -106,15 +109,23 @@ def _fresh(message: ModelMessage) -> ModelMessage:
     fresh = _shallow_copy(message)
     fresh.parts = list(message.parts)  # type: ignore[assignment]
     if message.metadata:
-        fresh.metadata = copy.deepcopy(message.metadata)
+        fresh.metadata = _containers_copied(message.metadata)
     if isinstance(message, ModelResponse) and isinstance(fresh, ModelResponse):
         fresh.usage = _shallow_copy(message.usage)
         if message.provider_details:
-            fresh.provider_details = copy.deepcopy(message.provider_details)
+            fresh.provider_details = _containers_copied(message.provider_details)
     return fresh
 
 
-ObjectT = TypeVar("ObjectT")
+def _containers_copied(value: ObjectT) -> ObjectT:
+    """`copy.deepcopy` of parsed JSON (dicts, lists, and immutable leaves such as strings,
+    numbers and datetimes), at a fraction of its cost: every message of the history pays it
+    on every model call."""
+    if isinstance(value, dict):
+        return {key: _containers_copied(item) for key, item in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [_containers_copied(item) for item in value]  # type: ignore[return-value]
+    return value
 
 
 def _shallow_copy(value: ObjectT) -> ObjectT:
