@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import json
 import logging
@@ -102,6 +103,11 @@ def worker(target: str, database_url: str | None, worker_id: str | None, debug: 
 def _run_worker(target: str, database_url: str | None, worker_id: str | None) -> None:
     flows = load_flows(target)
     runner = Worker(flows, database_url=database_url, worker_id=worker_id)
+    # What the imports built lives as long as the process: kept out of the collector's full
+    # passes, which otherwise walk those some 250,000 objects every few turns (about 170 ms
+    # of CPU each).
+    gc.collect()
+    gc.freeze()
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
