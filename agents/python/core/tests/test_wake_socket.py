@@ -34,6 +34,7 @@ def test_a_sender_reaches_every_other_listener_of_the_file(tmp_path: Path) -> No
     assert first.receive() == ([], False)  # a process never wakes itself by datagram
     for closing in (first, second, sender):
         closing.close()
+    assert not directory.exists()  # the last listener out removes it
 
 
 @pytest.mark.skipif(wake_socket._QUEUE_LIMIT is None, reason="Linux's datagram queue limit")

@@ -147,16 +147,18 @@ class WakeListener:
         if sock is None:
             return None
         path = directory / _socket_name(origin)
-        try:
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            sock.bind(str(path))
-        except OSError as error:
-            log.debug("no wake-up socket at %s (%s): probing the file instead", path, error)
-            sock.close()
-            return None
-        return cls(sock, path)
+        for _ in range(3):  # another process's close may remove the directory in between
+            try:
+                directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                sock.bind(str(path))
+                return cls(sock, path)
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                log.debug("no wake-up socket at %s (%s): probing the file instead", path, error)
+                break
+        sock.close()
+        return None
 
     def fileno(self) -> int:
         return self._socket.fileno()
@@ -197,3 +199,5 @@ class WakeListener:
         self._socket.close()
         with contextlib.suppress(OSError):
             self._path.unlink()
+        with contextlib.suppress(OSError):
+            self._path.parent.rmdir()  # the last one out (only an empty directory goes)
