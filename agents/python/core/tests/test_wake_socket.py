@@ -148,3 +148,22 @@ def test_wake_directories_differ_per_file_and_fit_a_socket_path(tmp_path: Path) 
     second = wake_socket.wake_directory(str(tmp_path / "deep" / ("x" * 200) / "b.sqlite"))
     assert first != second
     assert len(str(second / ("0" * 16)).encode()) < 104  # the shortest limit (macOS)
+
+
+def test_no_socket_in_a_directory_others_may_write_to(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # as if another user had made it first, writable by all
+    directory = shared / "wake"
+    assert WakeListener.open(directory, "l" * 32) is None
+
+    directory.mkdir()
+    eavesdropper = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    eavesdropper.bind(str(directory / "eavesdropper0000"))
+    eavesdropper.setblocking(False)
+    sender = WakeSender(directory, "s" * 32)
+    sender.send("secret-session")
+    with pytest.raises(BlockingIOError):
+        eavesdropper.recv(2048)  # nothing was sent into it
+    eavesdropper.close()
+    sender.close()

@@ -63,6 +63,19 @@ def _linux_queue_limit() -> int | None:
 _QUEUE_LIMIT = _linux_queue_limit()
 
 
+def _ours(*directories: Path) -> bool:
+    """Whether this user owns the directories and nobody else may write to them: another
+    user's directory could collect the session IDs sent into it."""
+    try:
+        for path in directories:
+            info = path.stat()
+            if info.st_uid != os.getuid() or info.st_mode & 0o022:
+                return False
+    except OSError:
+        return False
+    return True
+
+
 def _socket_name(origin: str) -> str:
     return origin[:16]
 
@@ -96,6 +109,7 @@ class WakeSender:
         self._own = _socket_name(origin)
         self._socket = _datagram_socket()
         self._sequences: dict[str, int] = {}
+        self._checked: Path | None = None  # the directory once found safe to send into
 
     def send(self, names: str) -> None:
         """`names`: the woken session IDs, one a line, or "*" for every session."""
@@ -107,6 +121,9 @@ class WakeSender:
             listeners = os.listdir(self._directory)
         except OSError:
             return  # nobody listens yet
+        if self._checked != self._directory and not _ours(self._directory.parent, self._directory):
+            return
+        self._checked = self._directory
         for name in listeners:
             if name == self._own:
                 continue
@@ -149,7 +166,12 @@ class WakeListener:
         path = directory / _socket_name(origin)
         for _ in range(3):  # another process's close may remove the directory in between
             try:
-                directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                directory.parent.mkdir(exist_ok=True, mode=0o700)
+                if _ours(directory.parent):
+                    directory.mkdir(exist_ok=True, mode=0o700)
+                if not _ours(directory.parent, directory):
+                    log.debug("%s is not this user's alone: probing the file instead", directory)
+                    break
                 sock.bind(str(path))
                 return cls(sock, path)
             except FileNotFoundError:
