@@ -15,13 +15,18 @@ if [ ${#packages[@]} -eq 0 ]; then
   done
 fi
 
+# Bytecode is compiled once at install (and for the packages' own sources), so that the many
+# Worker and CLI processes the tests start import it instead of compiling every module from
+# source each time (an environment with PYTHONDONTWRITEBYTECODE set never keeps it otherwise):
+# 2 s instead of 4 s per process for the OpenAI Agents adapter.
 status=0
 for dir in "${packages[@]}"; do
   echo "=== $dir"
   # Chained with && : errexit does not apply inside a command tested with ||.
   (
     cd "$dir" &&
-      uv sync --locked --all-extras --quiet &&
+      uv sync --locked --all-extras --quiet --compile-bytecode &&
+      uv run --quiet python -m compileall -q src >/dev/null &&
       uv run --quiet ruff check . &&
       uv run --quiet ruff format --check . &&
       uv run --quiet mypy &&
