@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from typing import Any
@@ -110,3 +111,15 @@ def test_errors_and_hanging_replies() -> None:
         thread.join(5)
         assert result == ["late"]
         assert http.post("/v1/messages", content=b"[1]").status_code == 400
+
+
+def test_a_client_that_leaves_a_hanging_response_is_counted_as_dropped() -> None:
+    with ScriptedAnthropicServer() as server:
+        server.enqueue(anthropic_text("never", hang=True))
+        with (
+            httpx.Client(base_url=server.base_url, timeout=0.5) as http,
+            contextlib.suppress(httpx.ReadTimeout),
+        ):
+            http.post("/v1/messages", json={"messages": []})
+        server.wait_for_dropped(1, timeout=5)
+        assert server.dropped == 1

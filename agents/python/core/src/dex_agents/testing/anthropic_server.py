@@ -18,7 +18,8 @@ shift the script. Token counting is answered from the request size and not recor
 messages request. Anything else gets a 404.
 
 A reply with ``hang=True`` holds its response (after ``message_start``) until
-:meth:`ScriptedAnthropicServer.release` or :meth:`ScriptedAnthropicServer.stop`.
+:meth:`ScriptedAnthropicServer.release` or :meth:`ScriptedAnthropicServer.stop`; a client that
+goes away meanwhile is counted in :attr:`ScriptedAnthropicServer.dropped`.
 
 Standard library only: an :class:`http.server.ThreadingHTTPServer` in a daemon thread.
 """
@@ -26,6 +27,8 @@ Standard library only: an :class:`http.server.ThreadingHTTPServer` in a daemon t
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -211,6 +214,14 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+def _client_gone(sock: socket.socket) -> bool:
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 def _pieces(text: str, count: int) -> list[str]:
     if not text:
         return []
@@ -331,6 +342,7 @@ class ScriptedAnthropicServer:
         self._replies: deque[AnthropicReply] = deque()
         self._requests: list[AnthropicRequest] = []
         self._hanging: list[threading.Event] = []
+        self._dropped = 0
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -413,6 +425,20 @@ class ScriptedAnthropicServer:
                 )
             return [r for r in self._requests if not r.side]
 
+    @property
+    def dropped(self) -> int:
+        """How many clients went away while their response hung."""
+        with self._lock:
+            return self._dropped
+
+    def wait_for_dropped(self, count: int, timeout: float = 30.0) -> None:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._dropped >= count, timeout):
+                raise TimeoutError(
+                    f"scripted Anthropic server: expected {count} dropped response(s) within "
+                    f"{timeout}s, got {self._dropped}"
+                )
+
     def release(self) -> None:
         with self._lock:
             hanging, self._hanging = self._hanging, []
@@ -486,20 +512,25 @@ class ScriptedAnthropicServer:
         message = _Message(reply, number)
         exchange = _Exchange(handler)
         if not stream:
-            self._hold(reply)
+            self._hold(handler, reply)
             exchange.send_json(200, message.whole())
             return
         exchange.start_stream()
         exchange.send_event(message.opening())
-        self._hold(reply)
+        self._hold(handler, reply)
         for event in message.body_events():
             exchange.send_event(event)
         exchange.end_stream()
 
-    def _hold(self, reply: AnthropicReply) -> None:
+    def _hold(self, handler: _Handler, reply: AnthropicReply) -> None:
         if not reply.hang or self._stopping.is_set():
             return
         event = threading.Event()
         with self._lock:
             self._hanging.append(event)
-        event.wait()
+        while not event.wait(_POLL_SECONDS):
+            if _client_gone(handler.connection):
+                with self._changed:
+                    self._dropped += 1
+                    self._changed.notify_all()
+                raise _ClientGone
