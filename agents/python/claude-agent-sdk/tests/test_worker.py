@@ -93,3 +93,28 @@ async def test_sigkill_during_the_harness_reruns_the_turn_and_its_read_tool(
     assert len(run_model) == 1 and run_model[0].status == "succeeded"
     assert [m.text for m in snapshot.messages if m.role == "assistant" and m.text] == ["Found it."]
     assert [m.tool_output for m in snapshot.messages if m.role == "tool"] == ["found slow"]
+
+
+async def test_cancel_turn_ends_the_cli_run_and_the_session_goes_on(
+    make_worker: MakeWorker,
+    anthropic_model: ScriptedAnthropicServer,
+    client: AgentClient,
+) -> None:
+    anthropic_model.enqueue(anthropic_text("A very long essay", hang=True), anthropic_text("Next."))
+    with make_worker(ANTHROPIC_BASE_URL=anthropic_model.base_url):
+        session = await client.start_session(FLOW_TYPE, "Write an essay")
+        anthropic_model.wait_for_requests(1)
+        assert await client.cancel_turn(session)
+        anthropic_model.wait_for_dropped(1)  # the CLI's model call was really aborted
+        await client.wait_for(session, turns_done(1), timeout=60)
+        assert await client.send_user_message(session, "Short one")
+        snapshot = await client.wait_for(session, turns_done(2), timeout=120)
+
+    assert [m.text for m in snapshot.messages] == ["Write an essay", "Short one", "Next."]
+    history = await client.get_step_history(session)
+    assert [(s.step_type, s.status) for s in history[:2]] == [
+        ("StartAgentSession", "succeeded"),
+        ("RunModel", "cancelled"),
+    ]
+    # The next turn's CLI run starts a new CLI session: the cancelled turn left no transcript.
+    assert anthropic_model.requests[-1].texts()[-1] == "Write an essay\n\nShort one"
