@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[4]
 READMES = sorted(ROOT.glob("agents/python/*/README.md"))
 # What each package's README installs, and a module that must then import.
 IMPORTS = {
+    "claude-agent-sdk": "dex_agents_claude_agent_sdk",
     "core": "dex_agents.stepwise",
     "google-adk": "dex_agents_google_adk",
     "langgraph": "dex_agents_langgraph",

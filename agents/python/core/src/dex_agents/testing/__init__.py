@@ -3,6 +3,14 @@ server processes, an in-memory runner driver, and waits on a session. The adapte
 matrix is `dex_agents.testing.matrix` (it imports pytest)."""
 
 from ..tool_context import current_tool_execution
+from .anthropic_server import (
+    AnthropicReply,
+    AnthropicRequest,
+    AnthropicToolUse,
+    ScriptedAnthropicServer,
+    anthropic_text,
+    anthropic_tools,
+)
 from .driver import Decide, Decision, RecordingEvents, Reject, RunnerDriver, TurnResult
 from .model_server import (
     RecordedRequest,
@@ -20,12 +28,16 @@ from .tool_log import ToolRunLog
 
 __all__ = [
     "MODEL_URL_ENV",
+    "AnthropicReply",
+    "AnthropicRequest",
+    "AnthropicToolUse",
     "Decide",
     "Decision",
     "RecordedRequest",
     "RecordingEvents",
     "Reject",
     "RunnerDriver",
+    "ScriptedAnthropicServer",
     "ScriptedModelServer",
     "ScriptedReply",
     "ScriptedRunner",
@@ -35,6 +47,8 @@ __all__ = [
     "ToolRunLog",
     "TurnResult",
     "WorkerProcess",
+    "anthropic_text",
+    "anthropic_tools",
     "current_tool_execution",
     "events_of",
     "pending_interrupt",

@@ -5,7 +5,8 @@
 
 - `database_url`: a fresh database per test, SQLite and, when `DEX_AGENTS_TEST_POSTGRES_URL`
   names a Postgres server, Postgres too (a new database per test, dropped after it);
-- `model`: a `ScriptedModelServer` on loopback; `tool_log`: a `ToolRunLog`;
+- `model`: a `ScriptedModelServer` on loopback; `anthropic_model`: a
+  `ScriptedAnthropicServer` (the Anthropic Messages API) on loopback; `tool_log`: a `ToolRunLog`;
 - `client`: an `AgentClient` on `database_url`;
 - `make_worker(target=None, **env)`: a `WorkerProcess` on `database_url`, its model pointed at
   `model` and its tools at `tool_log`, killed after the test. Its default target and working
@@ -25,6 +26,7 @@ import sqlalchemy as sa
 
 from ..client import AgentClient
 from ..db import normalize_url
+from .anthropic_server import ScriptedAnthropicServer, no_tools
 from .model_server import ScriptedModelServer
 from .processes import WorkerProcess
 from .scripted_runner import MODEL_URL_ENV
@@ -63,6 +65,13 @@ def fresh_postgres_database(test_name: str) -> Iterator[str]:
 @pytest.fixture
 def model() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def anthropic_model() -> Iterator[ScriptedAnthropicServer]:
+    """Requests that offer no tools (a client's own side calls) do not consume the script."""
+    with ScriptedAnthropicServer(side=no_tools) as server:
         yield server
 
 

@@ -1,0 +1,81 @@
+"""The Claude Code transcript as the session's records carry it.
+
+The turn's final assistant message carries, in its framework item, the transcript entries the
+CLI wrote during the turn (by subpath: "" is the main transcript, others are subagents'), the
+session ID the CLI resumes by, and the turn's cost. The whole transcript is the entries of all
+earlier turns, in order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from claude_agent_sdk import SessionStoreEntry
+from dex_agents.types import AgentMessage
+
+KIND = "claude_agent_sdk.turn"
+USER_KIND = "claude_agent_sdk.user"
+
+
+@dataclass(frozen=True)
+class TurnTranscript:
+    session_id: str
+    entries: dict[str, list[SessionStoreEntry]]
+    cost_usd: float | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "kind": KIND,
+                "session_id": self.session_id,
+                "entries": self.entries,
+                "cost_usd": self.cost_usd,
+                "result": self.result,
+            }
+        )
+
+
+def parse_turn(framework_item: str) -> TurnTranscript | None:
+    """The transcript part a stored message carries, or None for any other message."""
+    try:
+        data = json.loads(framework_item)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        return None
+    return TurnTranscript(
+        session_id=str(data["session_id"]),
+        entries={str(k): list(v) for k, v in dict(data["entries"]).items()},
+        cost_usd=data.get("cost_usd"),
+        result=dict(data.get("result") or {}),
+    )
+
+
+@dataclass(frozen=True)
+class History:
+    """What the stored messages say about the CLI session before this turn."""
+
+    session_id: str | None
+    entries: dict[str, list[SessionStoreEntry]]
+    prompt: str
+
+
+def history_of(messages: Sequence[AgentMessage]) -> History:
+    """The transcript of the earlier turns, and the user text since the last of them."""
+    session_id: str | None = None
+    entries: dict[str, list[SessionStoreEntry]] = {}
+    prompt: list[str] = []
+    for message in messages:
+        turn = parse_turn(message.framework_item) if message.role == "assistant" else None
+        if turn is not None:
+            session_id = turn.session_id
+            for subpath, part in turn.entries.items():
+                entries.setdefault(subpath, []).extend(part)
+            prompt = []
+        elif message.role == "user" and message.text:
+            prompt.append(message.text)
+    return History(session_id, entries, "\n\n".join(prompt))

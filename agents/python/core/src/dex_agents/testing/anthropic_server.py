@@ -1,0 +1,536 @@
+"""A scripted Anthropic Messages API server for tests.
+
+The Claude Code CLI (bundled in the ``claude-agent-sdk`` wheel) and the ``anthropic`` SDK call
+it through ``ANTHROPIC_BASE_URL`` (:attr:`ScriptedAnthropicServer.base_url`) without a model
+key. Script replies with :meth:`ScriptedAnthropicServer.enqueue` (:func:`anthropic_text`,
+:func:`anthropic_tools`) and look at what the client sent with
+:attr:`ScriptedAnthropicServer.requests`.
+
+Endpoints: ``POST /v1/messages`` (streaming as server-sent events ``message_start``,
+``content_block_start``, ``content_block_delta`` with ``text_delta`` and ``input_json_delta``,
+``content_block_stop``, ``message_delta`` with the usage, ``message_stop``; or one JSON message
+when the request does not ask for a stream) and ``POST /v1/messages/count_tokens``. Each
+messages request consumes one scripted reply, first in first out; a request that finds the
+queue empty gets a 500 whose message says which request it was. A request that ``side``
+(a predicate on the request body) accepts is answered with ``side_reply`` instead and does not
+consume the script: the CLI's own small side requests (a title, a quota check) then do not
+shift the script. Token counting is answered from the request size and not recorded as a
+messages request. Anything else gets a 404.
+
+A reply with ``hang=True`` holds its response (after ``message_start``) until
+:meth:`ScriptedAnthropicServer.release` or :meth:`ScriptedAnthropicServer.stop`; a client that
+goes away meanwhile is counted in :attr:`ScriptedAnthropicServer.dropped`.
+
+Standard library only: an :class:`http.server.ThreadingHTTPServer` in a daemon thread.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "AnthropicReply",
+    "AnthropicRequest",
+    "AnthropicToolUse",
+    "ScriptedAnthropicServer",
+    "anthropic_text",
+    "anthropic_tools",
+    "no_tools",
+]
+
+MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+_POLL_SECONDS = 0.05
+_TEXT_PIECES = 3
+_JSON_PIECES = 2
+
+
+@dataclass(frozen=True)
+class AnthropicToolUse:
+    """One ``tool_use`` block; ``input`` is streamed as its JSON text in pieces."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AnthropicReply:
+    """What the server answers to one messages request.
+
+    A ``status`` other than 200 answers with an Anthropic-style error body whose message is
+    ``text`` (or a default one)."""
+
+    text: str | None = None
+    tool_uses: tuple[AnthropicToolUse, ...] = ()
+    input_tokens: int = 10
+    output_tokens: int = 5
+    hang: bool = False
+    status: int = 200
+    model: str = "claude-scripted"
+
+
+def anthropic_text(text: str, **kw: Any) -> AnthropicReply:
+    """A reply with assistant text; ``kw`` are the other :class:`AnthropicReply` fields."""
+    return AnthropicReply(text=text, **kw)
+
+
+def anthropic_tools(
+    *uses: tuple[str, str, dict[str, Any]], text: str | None = None, **kw: Any
+) -> AnthropicReply:
+    """A reply with ``tool_use`` blocks given as ``(id, name, input)``."""
+    blocks = tuple(AnthropicToolUse(id=i, name=n, input=dict(a)) for i, n, a in uses)
+    return AnthropicReply(text=text, tool_uses=blocks, **kw)
+
+
+@dataclass(frozen=True)
+class AnthropicRequest:
+    """One messages request the server received (side requests included, ``side`` set)."""
+
+    body: dict[str, Any]
+    side: bool = False
+    received_at: float = field(default=0.0, compare=False)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages = self.body.get("messages")
+        return messages if isinstance(messages, list) else []
+
+    def texts(self) -> list[str]:
+        """Every text and tool result content in the request's messages, in order."""
+        found: list[str] = []
+        for message in self.messages:
+            found.extend(_texts_of(message.get("content")))
+        return found
+
+
+def _texts_of(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    found: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                found.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_result":
+                found.extend(_texts_of(block.get("content")))
+    return found
+
+
+class _ClientGone(Exception):
+    """The client closed its connection before the response was complete."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, owner: ScriptedAnthropicServer, port: int) -> None:
+        self.owner = owner
+        super().__init__(("127.0.0.1", port), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _HTTPServer
+
+    def do_POST(self) -> None:
+        self.server.owner._handle_post(self)
+
+    def do_GET(self) -> None:
+        self.server.owner._handle_unknown(self)
+
+    def do_HEAD(self) -> None:
+        self.server.owner._handle_unknown(self)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class _Exchange:
+    """Writes one response; raises :class:`_ClientGone` when the client went away."""
+
+    def __init__(self, handler: _Handler) -> None:
+        self.handler = handler
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.handler.wfile.write(data)
+            self.handler.wfile.flush()
+        except (OSError, ValueError) as exc:
+            raise _ClientGone from exc
+
+    def _head(self, status: int, headers: dict[str, str]) -> None:
+        try:
+            self.handler.send_response(status)
+            for name, value in headers.items():
+                self.handler.send_header(name, value)
+            self.handler.send_header("request-id", f"req_scripted_{time.monotonic_ns()}")
+            self.handler.end_headers()
+        except (OSError, ValueError) as exc:
+            raise _ClientGone from exc
+
+    def send_json(self, status: int, body: dict[str, Any]) -> None:
+        payload = json.dumps(body).encode()
+        self._head(
+            status, {"Content-Type": "application/json", "Content-Length": str(len(payload))}
+        )
+        self._write(payload)
+
+    def start_stream(self) -> None:
+        self._head(
+            200,
+            {
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+                "Transfer-Encoding": "chunked",
+            },
+        )
+
+    def send_event(self, data: dict[str, Any]) -> None:
+        raw = f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
+        self._write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+
+    def end_stream(self) -> None:
+        self._write(b"0\r\n\r\n")
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    kinds = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error"}
+    kinds.update({429: "rate_limit_error", 529: "overloaded_error"})
+    kind = kinds.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _client_gone(sock: socket.socket) -> bool:
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+class _Message:
+    """One scripted reply rendered as an Anthropic message, whole or as stream events."""
+
+    def __init__(self, reply: AnthropicReply, number: int) -> None:
+        self.reply = reply
+        self.id = f"msg_scripted_{number}"
+
+    def _usage(self, input_tokens: int) -> dict[str, Any]:
+        return {
+            "input_tokens": input_tokens,
+            "output_tokens": self.reply.output_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
+
+    def _stop_reason(self) -> str:
+        return "tool_use" if self.reply.tool_uses else "end_turn"
+
+    def content(self) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if self.reply.text is not None:
+            blocks.append({"type": "text", "text": self.reply.text})
+        for use in self.reply.tool_uses:
+            blocks.append({"type": "tool_use", "id": use.id, "name": use.name, "input": use.input})
+        return blocks
+
+    def whole(self) -> dict[str, Any]:
+        return {
+            **self._envelope(self.content()),
+            "stop_reason": self._stop_reason(),
+            "usage": self._usage(self.reply.input_tokens),
+        }
+
+    def _envelope(self, content: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.reply.model,
+            "content": content,
+            "stop_reason": None,
+            "stop_sequence": None,
+        }
+
+    def opening(self) -> dict[str, Any]:
+        message = {**self._envelope([]), "usage": self._usage(self.reply.input_tokens)}
+        message["usage"]["output_tokens"] = 1
+        return {"type": "message_start", "message": message}
+
+    def body_events(self) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        index = 0
+        if self.reply.text is not None:
+            events.append(_block_start(index, {"type": "text", "text": ""}))
+            for piece in _pieces(self.reply.text, _TEXT_PIECES):
+                events.append(_delta(index, {"type": "text_delta", "text": piece}))
+            events.append({"type": "content_block_stop", "index": index})
+            index += 1
+        for use in self.reply.tool_uses:
+            start = {"type": "tool_use", "id": use.id, "name": use.name, "input": {}}
+            events.append(_block_start(index, start))
+            for piece in _pieces(json.dumps(use.input), _JSON_PIECES):
+                events.append(_delta(index, {"type": "input_json_delta", "partial_json": piece}))
+            events.append({"type": "content_block_stop", "index": index})
+            index += 1
+        events.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": self._stop_reason(), "stop_sequence": None},
+                "usage": {"output_tokens": self.reply.output_tokens},
+            }
+        )
+        events.append({"type": "message_stop"})
+        return events
+
+
+def _block_start(index: int, block: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def _delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+Side = Callable[[dict[str, Any]], bool]
+
+
+def no_tools(body: dict[str, Any]) -> bool:
+    """A side request: one that offers the model no tools (the CLI's own small calls)."""
+    return not body.get("tools")
+
+
+class ScriptedAnthropicServer:
+    """A scripted Anthropic Messages API on ``127.0.0.1`` and an ephemeral port (or ``port``).
+
+    ``side`` picks the requests answered with ``side_reply`` without consuming the script
+    (none by default; :func:`no_tools` picks the requests that offer no tools)."""
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        side: Side | None = None,
+        side_reply: AnthropicReply | None = None,
+    ) -> None:
+        self._port = port
+        self._side = side
+        self._side_reply = side_reply or AnthropicReply(text="Scripted side reply")
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._replies: deque[AnthropicReply] = deque()
+        self._requests: list[AnthropicRequest] = []
+        self._hanging: list[threading.Event] = []
+        self._dropped = 0
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.base_url = ""
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> ScriptedAnthropicServer:
+        if self._httpd is not None:
+            raise RuntimeError("scripted Anthropic server: already started")
+        self._stopping.clear()
+        httpd = _HTTPServer(self, self._port)
+        self._httpd = httpd
+        self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": _POLL_SECONDS},
+            name="scripted-anthropic-server",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()
+        self.release()
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> ScriptedAnthropicServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- scripting and inspection ----------------------------------------------------------
+
+    def enqueue(self, *replies: AnthropicReply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    @property
+    def requests(self) -> list[AnthropicRequest]:
+        """The scripted (non-side) messages requests received so far."""
+        with self._lock:
+            return [r for r in self._requests if not r.side]
+
+    @property
+    def all_requests(self) -> list[AnthropicRequest]:
+        """Every messages request received so far, side requests included."""
+        with self._lock:
+            return list(self._requests)
+
+    def wait_for_requests(self, count: int, timeout: float = 30.0) -> list[AnthropicRequest]:
+        def enough() -> bool:
+            return sum(not r.side for r in self._requests) >= count
+
+        with self._changed:
+            if not self._changed.wait_for(enough, timeout):
+                raise TimeoutError(
+                    f"scripted Anthropic server: expected {count} request(s) within {timeout}s, "
+                    f"got {sum(not r.side for r in self._requests)}"
+                )
+            return [r for r in self._requests if not r.side]
+
+    @property
+    def dropped(self) -> int:
+        """How many clients went away while their response hung."""
+        with self._lock:
+            return self._dropped
+
+    def wait_for_dropped(self, count: int, timeout: float = 30.0) -> None:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._dropped >= count, timeout):
+                raise TimeoutError(
+                    f"scripted Anthropic server: expected {count} dropped response(s) within "
+                    f"{timeout}s, got {self._dropped}"
+                )
+
+    def release(self) -> None:
+        with self._lock:
+            hanging, self._hanging = self._hanging, []
+        for event in hanging:
+            event.set()
+
+    # -- request handling ------------------------------------------------------------------
+
+    def _read_body(self, handler: _Handler) -> bytes:
+        length = int(handler.headers.get("Content-Length") or 0)
+        return handler.rfile.read(length) if length > 0 else b""
+
+    def _send_error(self, handler: _Handler, status: int, message: str) -> None:
+        try:
+            _Exchange(handler).send_json(status, _error_body(status, message))
+        except _ClientGone:
+            handler.close_connection = True
+
+    def _handle_unknown(self, handler: _Handler) -> None:
+        self._send_error(handler, 404, f"scripted Anthropic server: no route for {handler.path}")
+
+    def _handle_post(self, handler: _Handler) -> None:
+        raw = self._read_body(handler)
+        path = handler.path.split("?", 1)[0]
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        if path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
+            self._send_error(handler, 404, f"scripted Anthropic server: no route for {path}")
+        elif not isinstance(body, dict):
+            self._send_error(handler, 400, "scripted Anthropic server: body is not a JSON object")
+        elif path == COUNT_TOKENS_PATH:
+            self._count_tokens(handler, raw)
+        else:
+            self._messages(handler, body)
+
+    def _count_tokens(self, handler: _Handler, raw: bytes) -> None:
+        try:
+            _Exchange(handler).send_json(200, {"input_tokens": max(1, len(raw) // 4)})
+        except _ClientGone:
+            handler.close_connection = True
+
+    def _take(self, body: dict[str, Any]) -> tuple[AnthropicReply | None, int]:
+        side = self._side is not None and self._side(body)
+        with self._changed:
+            self._requests.append(
+                AnthropicRequest(body=body, side=side, received_at=time.monotonic())
+            )
+            self._changed.notify_all()
+            number = len(self._requests)
+            if side:
+                return self._side_reply, number
+            return (self._replies.popleft() if self._replies else None), number
+
+    def _messages(self, handler: _Handler, body: dict[str, Any]) -> None:
+        reply, number = self._take(body)
+        if reply is None:
+            message = f"scripted Anthropic server: no scripted reply left for request {number}"
+            self._send_error(handler, 500, message)
+            return
+        if reply.status != 200:
+            self._send_error(handler, reply.status, reply.text or "scripted error")
+            return
+        try:
+            self._respond(handler, reply, number, bool(body.get("stream")))
+        except _ClientGone:
+            handler.close_connection = True
+
+    def _respond(self, handler: _Handler, reply: AnthropicReply, number: int, stream: bool) -> None:
+        message = _Message(reply, number)
+        exchange = _Exchange(handler)
+        if not stream:
+            self._hold(handler, reply)
+            exchange.send_json(200, message.whole())
+            return
+        exchange.start_stream()
+        exchange.send_event(message.opening())
+        self._hold(handler, reply)
+        for event in message.body_events():
+            exchange.send_event(event)
+        exchange.end_stream()
+
+    def _hold(self, handler: _Handler, reply: AnthropicReply) -> None:
+        if not reply.hang or self._stopping.is_set():
+            return
+        event = threading.Event()
+        with self._lock:
+            self._hanging.append(event)
+        while not event.wait(_POLL_SECONDS):
+            if _client_gone(handler.connection):
+                with self._changed:
+                    self._dropped += 1
+                    self._changed.notify_all()
+                raise _ClientGone
