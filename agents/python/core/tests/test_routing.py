@@ -99,6 +99,48 @@ async def test_a_tool_step_started_without_its_queue_is_taken_over_on_its_flow_t
     assert no_failed_workflows(database_url, session)
 
 
+async def test_a_replayed_workflow_stops_where_an_earlier_release_handed_its_chain_over(
+    database_url, make_worker, model, client
+):
+    # A release whose workflows ran fewer Steps inline ended each chain by starting the next
+    # Step as a workflow of its own. A Worker killed after that start, before the workflow's
+    # end was recorded, leaves it pending; its replay, by a release with a longer chain, must
+    # stop there, not drive the Steps that the handed-over workflow drives too.
+    model.enqueue(*(reply_text(f"answer {n}") for n in range(1, 5)))
+    worker_a = make_worker("tests.apps.short_chain:flows", DEX_AGENTS_WORKER_ID="worker-a")
+    worker_a.start()
+    session = await client.start_session("Assistant", "question 1")
+    for turn in (2, 3):
+        await client.wait_for(session, turns_done(turn - 1))
+        await client.send_user_message(session, f"question {turn}")
+    await client.wait_for(session, turns_done(3))
+    # Workflows: StartAgentSession-1 hands over after AwaitUserMessage-3 (a Step after which
+    # a session may move, which a replay already tells apart); RunModel-4 after RunModel-6.
+    second = f"{session}/RunModel-4"
+    wait_until(
+        lambda: step_workflows(database_url, session).get(second) == "SUCCESS",
+        what="the second workflow to hand over",
+    )
+    worker_a.kill()
+    assert len(step_workflows(database_url, session)) == 3
+    with _dbos_workflows(database_url) as (conn, table):
+        conn.execute(table.update().where(table.c.workflow_uuid == second).values(status="PENDING"))
+
+    make_worker(DEX_AGENTS_WORKER_ID="worker-b", **LONG_LEASE).start()
+    wait_until(
+        lambda: step_workflows(database_url, session)[second] == "SUCCESS",
+        what="the replayed workflow to end at its hand-over",
+    )
+    await client.send_user_message(session, "question 4")
+    snapshot = await client.wait_for(session, turns_done(4))
+
+    assert snapshot.messages[-1].text == "answer 4"
+    assert len(model.requests) == 4  # each model call ran once
+    history = await client.get_step_history(session)
+    assert [s.attempts for s in history if s.step_type == "RunModel"] == [1] * 4
+    assert no_failed_workflows(database_url, session)
+
+
 @contextlib.contextmanager
 def _dbos_workflows(database_url: str) -> Iterator[tuple[sa.Connection, sa.TableClause]]:
     """A transaction on the database, and DBOS's workflow table as dex-agents sees it."""
