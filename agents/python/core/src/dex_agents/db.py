@@ -227,7 +227,7 @@ def create_engine(url: str, *, pool_size: int = 10, busy_timeout_ms: int = 30_00
         engine = sa.create_engine(url, pool_size=pool_size, max_overflow=20, pool_timeout=60)
         _configure_sqlite(engine, busy_timeout_ms)
         return engine
-    return sa.create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+    return sa.create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=False)
 
 
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
