@@ -27,16 +27,22 @@ Standard library only: an :class:`http.server.ThreadingHTTPServer` in a daemon t
 from __future__ import annotations
 
 import json
-import select
-import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from ._loopback import (
+    POLL_SECONDS,
+    ClientGone,
+    Exchange,
+    Handler,
+    LoopbackServer,
+    client_gone,
+    pieces,
+)
 
 __all__ = [
     "AnthropicReply",
@@ -50,7 +56,6 @@ __all__ = [
 
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
-_POLL_SECONDS = 0.05
 _TEXT_PIECES = 3
 _JSON_PIECES = 2
 
@@ -129,58 +134,9 @@ def _texts_of(content: Any) -> list[str]:
     return found
 
 
-class _ClientGone(Exception):
-    """The client closed its connection before the response was complete."""
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, owner: ScriptedAnthropicServer, port: int) -> None:
-        self.owner = owner
-        super().__init__(("127.0.0.1", port), _Handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: _HTTPServer
-
-    def do_POST(self) -> None:
-        self.server.owner._handle_post(self)
-
-    def do_GET(self) -> None:
-        self.server.owner._handle_unknown(self)
-
-    def do_HEAD(self) -> None:
-        self.server.owner._handle_unknown(self)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
-class _Exchange:
-    """Writes one response; raises :class:`_ClientGone` when the client went away."""
-
-    def __init__(self, handler: _Handler) -> None:
-        self.handler = handler
-
-    def _write(self, data: bytes) -> None:
-        try:
-            self.handler.wfile.write(data)
-            self.handler.wfile.flush()
-        except (OSError, ValueError) as exc:
-            raise _ClientGone from exc
-
+class _Exchange(Exchange):
     def _head(self, status: int, headers: dict[str, str]) -> None:
-        try:
-            self.handler.send_response(status)
-            for name, value in headers.items():
-                self.handler.send_header(name, value)
-            self.handler.send_header("request-id", f"req_scripted_{time.monotonic_ns()}")
-            self.handler.end_headers()
-        except (OSError, ValueError) as exc:
-            raise _ClientGone from exc
+        super()._head(status, {**headers, "request-id": f"req_scripted_{time.monotonic_ns()}"})
 
     def send_json(self, status: int, body: dict[str, Any]) -> None:
         payload = json.dumps(body).encode()
@@ -189,22 +145,8 @@ class _Exchange:
         )
         self._write(payload)
 
-    def start_stream(self) -> None:
-        self._head(
-            200,
-            {
-                "Content-Type": "text/event-stream; charset=utf-8",
-                "Cache-Control": "no-cache",
-                "Transfer-Encoding": "chunked",
-            },
-        )
-
     def send_event(self, data: dict[str, Any]) -> None:
-        raw = f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
-        self._write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
-
-    def end_stream(self) -> None:
-        self._write(b"0\r\n\r\n")
+        self._chunk(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:
@@ -212,21 +154,6 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     kinds.update({429: "rate_limit_error", 529: "overloaded_error"})
     kind = kinds.get(status, "api_error")
     return {"type": "error", "error": {"type": kind, "message": message}}
-
-
-def _client_gone(sock: socket.socket) -> bool:
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):
-        return True
-
-
-def _pieces(text: str, count: int) -> list[str]:
-    if not text:
-        return []
-    size = max(1, -(-len(text) // count))
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class _Message:
@@ -283,14 +210,14 @@ class _Message:
         index = 0
         if self.reply.text is not None:
             events.append(_block_start(index, {"type": "text", "text": ""}))
-            for piece in _pieces(self.reply.text, _TEXT_PIECES):
+            for piece in pieces(self.reply.text, _TEXT_PIECES):
                 events.append(_delta(index, {"type": "text_delta", "text": piece}))
             events.append({"type": "content_block_stop", "index": index})
             index += 1
         for use in self.reply.tool_uses:
             start = {"type": "tool_use", "id": use.id, "name": use.name, "input": {}}
             events.append(_block_start(index, start))
-            for piece in _pieces(json.dumps(use.input), _JSON_PIECES):
+            for piece in pieces(json.dumps(use.input), _JSON_PIECES):
                 events.append(_delta(index, {"type": "input_json_delta", "partial_json": piece}))
             events.append({"type": "content_block_stop", "index": index})
             index += 1
@@ -321,11 +248,13 @@ def no_tools(body: dict[str, Any]) -> bool:
     return not body.get("tools")
 
 
-class ScriptedAnthropicServer:
+class ScriptedAnthropicServer(LoopbackServer):
     """A scripted Anthropic Messages API on ``127.0.0.1`` and an ephemeral port (or ``port``).
 
     ``side`` picks the requests answered with ``side_reply`` without consuming the script
     (none by default; :func:`no_tools` picks the requests that offer no tools)."""
+
+    _thread_name = "scripted-anthropic-server"
 
     def __init__(
         self,
@@ -334,61 +263,11 @@ class ScriptedAnthropicServer:
         side: Side | None = None,
         side_reply: AnthropicReply | None = None,
     ) -> None:
-        self._port = port
+        super().__init__(port)
         self._side = side
         self._side_reply = side_reply or AnthropicReply(text="Scripted side reply")
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
         self._replies: deque[AnthropicReply] = deque()
         self._requests: list[AnthropicRequest] = []
-        self._hanging: list[threading.Event] = []
-        self._dropped = 0
-        self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self.base_url = ""
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> ScriptedAnthropicServer:
-        if self._httpd is not None:
-            raise RuntimeError("scripted Anthropic server: already started")
-        self._stopping.clear()
-        httpd = _HTTPServer(self, self._port)
-        self._httpd = httpd
-        self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": _POLL_SECONDS},
-            name="scripted-anthropic-server",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
-            return
-        self._stopping.set()
-        self.release()
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> ScriptedAnthropicServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- scripting and inspection ----------------------------------------------------------
 
@@ -439,28 +318,22 @@ class ScriptedAnthropicServer:
                     f"{timeout}s, got {self._dropped}"
                 )
 
-    def release(self) -> None:
-        with self._lock:
-            hanging, self._hanging = self._hanging, []
-        for event in hanging:
-            event.set()
-
     # -- request handling ------------------------------------------------------------------
 
-    def _read_body(self, handler: _Handler) -> bytes:
+    def _read_body(self, handler: Handler) -> bytes:
         length = int(handler.headers.get("Content-Length") or 0)
         return handler.rfile.read(length) if length > 0 else b""
 
-    def _send_error(self, handler: _Handler, status: int, message: str) -> None:
+    def _send_error(self, handler: Handler, status: int, message: str) -> None:
         try:
             _Exchange(handler).send_json(status, _error_body(status, message))
-        except _ClientGone:
+        except ClientGone:
             handler.close_connection = True
 
-    def _handle_unknown(self, handler: _Handler) -> None:
+    def _handle_unknown(self, handler: Handler) -> None:
         self._send_error(handler, 404, f"scripted Anthropic server: no route for {handler.path}")
 
-    def _handle_post(self, handler: _Handler) -> None:
+    def _handle_post(self, handler: Handler) -> None:
         raw = self._read_body(handler)
         path = handler.path.split("?", 1)[0]
         try:
@@ -476,10 +349,10 @@ class ScriptedAnthropicServer:
         else:
             self._messages(handler, body)
 
-    def _count_tokens(self, handler: _Handler, raw: bytes) -> None:
+    def _count_tokens(self, handler: Handler, raw: bytes) -> None:
         try:
             _Exchange(handler).send_json(200, {"input_tokens": max(1, len(raw) // 4)})
-        except _ClientGone:
+        except ClientGone:
             handler.close_connection = True
 
     def _take(self, body: dict[str, Any]) -> tuple[AnthropicReply | None, int]:
@@ -494,7 +367,7 @@ class ScriptedAnthropicServer:
                 return self._side_reply, number
             return (self._replies.popleft() if self._replies else None), number
 
-    def _messages(self, handler: _Handler, body: dict[str, Any]) -> None:
+    def _messages(self, handler: Handler, body: dict[str, Any]) -> None:
         reply, number = self._take(body)
         if reply is None:
             message = f"scripted Anthropic server: no scripted reply left for request {number}"
@@ -505,10 +378,10 @@ class ScriptedAnthropicServer:
             return
         try:
             self._respond(handler, reply, number, bool(body.get("stream")))
-        except _ClientGone:
+        except ClientGone:
             handler.close_connection = True
 
-    def _respond(self, handler: _Handler, reply: AnthropicReply, number: int, stream: bool) -> None:
+    def _respond(self, handler: Handler, reply: AnthropicReply, number: int, stream: bool) -> None:
         message = _Message(reply, number)
         exchange = _Exchange(handler)
         if not stream:
@@ -522,15 +395,15 @@ class ScriptedAnthropicServer:
             exchange.send_event(event)
         exchange.end_stream()
 
-    def _hold(self, handler: _Handler, reply: AnthropicReply) -> None:
+    def _hold(self, handler: Handler, reply: AnthropicReply) -> None:
         if not reply.hang or self._stopping.is_set():
             return
         event = threading.Event()
         with self._lock:
             self._hanging.append(event)
-        while not event.wait(_POLL_SECONDS):
-            if _client_gone(handler.connection):
+        while not event.wait(POLL_SECONDS):
+            if client_gone(handler.connection):
                 with self._changed:
                     self._dropped += 1
                     self._changed.notify_all()
-                raise _ClientGone
+                raise ClientGone

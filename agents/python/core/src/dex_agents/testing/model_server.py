@@ -30,17 +30,22 @@ Standard library only: an :class:`http.server.ThreadingHTTPServer` in a daemon t
 from __future__ import annotations
 
 import json
-import math
-import select
-import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from ._loopback import (
+    POLL_SECONDS,
+    ClientGone,
+    Exchange,
+    Handler,
+    LoopbackServer,
+    client_gone,
+    pieces,
+)
 
 __all__ = [
     "RecordedRequest",
@@ -56,7 +61,6 @@ __all__ = [
 
 CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
-_POLL_SECONDS = 0.05
 _TEXT_DELTAS = 3
 _ARGUMENT_DELTAS = 2
 
@@ -134,42 +138,6 @@ class RecordedRequest:
     received_at: float = field(default=0.0, compare=False)
 
 
-class _ClientGone(Exception):
-    """The client closed its connection before the response was complete."""
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = False
-
-    def __init__(self, owner: ScriptedModelServer, port: int) -> None:
-        self.owner = owner
-        super().__init__(("127.0.0.1", port), _Handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # A response's head and body are written separately: without TCP_NODELAY, Nagle's
-    # algorithm and the client's delayed ACK would hold the body some 40 ms.
-    disable_nagle_algorithm = True
-    server: _HTTPServer
-
-    def do_POST(self) -> None:
-        self.server.owner._handle_post(self)
-
-    def do_GET(self) -> None:
-        self.server.owner._handle_unknown(self)
-
-    def do_PUT(self) -> None:
-        self.server.owner._handle_unknown(self)
-
-    def do_DELETE(self) -> None:
-        self.server.owner._handle_unknown(self)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
 def _error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
     if status == 401:
         kind = "authentication_error"
@@ -184,135 +152,34 @@ def _error_body(status: int, message: str, code: str | None = None) -> dict[str,
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-def _pieces(text: str, count: int) -> list[str]:
-    """``text`` split into at most ``count`` consecutive non-empty pieces."""
-    if not text:
-        return []
-    size = max(1, math.ceil(len(text) / count))
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _client_gone(sock: socket.socket) -> bool:
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
-            return False
-        return sock.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):
-        return True
-
-
-class _Exchange:
-    """Writes one response to a handler's socket; raises :class:`_ClientGone` on a lost client."""
-
-    def __init__(self, handler: _Handler) -> None:
-        self.handler = handler
-        self.chunked = False
-
-    def _write(self, data: bytes) -> None:
-        try:
-            self.handler.wfile.write(data)
-            self.handler.wfile.flush()
-        except (OSError, ValueError) as exc:
-            raise _ClientGone from exc
-
+class _Exchange(Exchange):
     def send_json(
         self, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None
     ) -> None:
         payload = json.dumps(body).encode()
-        try:
-            self.handler.send_response(status)
-            for name, value in (headers or {}).items():
-                self.handler.send_header(name, value)
-            self.handler.send_header("Content-Type", "application/json")
-            self.handler.send_header("Content-Length", str(len(payload)))
-            self.handler.end_headers()
-        except (OSError, ValueError) as exc:
-            raise _ClientGone from exc
+        content = {"Content-Type": "application/json", "Content-Length": str(len(payload))}
+        self._head(status, {**(headers or {}), **content})
         self._write(payload)
-
-    def start_stream(self) -> None:
-        try:
-            self.handler.send_response(200)
-            self.handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
-            self.handler.send_header("Cache-Control", "no-cache")
-            self.handler.send_header("Transfer-Encoding", "chunked")
-            self.handler.end_headers()
-        except (OSError, ValueError) as exc:
-            raise _ClientGone from exc
-        self.chunked = True
 
     def send_event(self, data: dict[str, Any] | str, event: str | None = None) -> None:
         text = data if isinstance(data, str) else json.dumps(data)
         frame = (f"event: {event}\n" if event else "") + f"data: {text}\n\n"
-        raw = frame.encode()
-        self._write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
-
-    def end_stream(self) -> None:
-        self._write(b"0\r\n\r\n")
+        self._chunk(frame.encode())
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(LoopbackServer):
     """A scripted OpenAI-compatible model server on ``127.0.0.1`` and an ephemeral port (or
     ``port``). With ``loop`` set, a request that finds the queue empty starts ``loop`` over."""
 
+    _thread_name = "scripted-model-server"
+    _url_path = "/v1"
+
     def __init__(self, *, port: int = 0, loop: Sequence[ScriptedReply] = ()) -> None:
-        self._port = port
+        super().__init__(port)
         self._loop = tuple(loop)
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
         self._replies: deque[ScriptedReply] = deque()
         self._requests: list[RecordedRequest] = []
-        self._hanging: list[threading.Event] = []
-        self._dropped = 0
         self._item_counter = 0
-        self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self.base_url = ""
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> ScriptedModelServer:
-        if self._httpd is not None:
-            raise RuntimeError("scripted model server: already started")
-        self._stopping.clear()
-        httpd = _HTTPServer(self, self._port)
-        port = httpd.server_address[1]
-        self._httpd = httpd
-        self.base_url = f"http://127.0.0.1:{port}/v1"
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": _POLL_SECONDS},
-            name=f"scripted-model-server-{port}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
-            return
-        self._stopping.set()
-        self.release()
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> ScriptedModelServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- scripting and inspection ----------------------------------------------------------
 
@@ -360,29 +227,23 @@ class ScriptedModelServer:
                     f"{timeout}s, got {self._dropped} (requests received: {len(self._requests)})"
                 )
 
-    def release(self) -> None:
-        with self._lock:
-            hanging, self._hanging = self._hanging, []
-        for event in hanging:
-            event.set()
-
     # -- request handling ------------------------------------------------------------------
 
-    def _handle_unknown(self, handler: _Handler) -> None:
+    def _handle_unknown(self, handler: Handler) -> None:
         self._read_body(handler)
         self._send_error(handler, 404, f"scripted model server: no route for {handler.path}")
 
-    def _read_body(self, handler: _Handler) -> bytes:
+    def _read_body(self, handler: Handler) -> bytes:
         length = int(handler.headers.get("Content-Length") or 0)
         return handler.rfile.read(length) if length > 0 else b""
 
-    def _send_error(self, handler: _Handler, status: int, message: str) -> None:
+    def _send_error(self, handler: Handler, status: int, message: str) -> None:
         try:
             _Exchange(handler).send_json(status, _error_body(status, message))
-        except _ClientGone:
+        except ClientGone:
             handler.close_connection = True
 
-    def _handle_post(self, handler: _Handler) -> None:
+    def _handle_post(self, handler: Handler) -> None:
         raw = self._read_body(handler)
         path = handler.path.split("?", 1)[0]
         if path not in (CHAT_COMPLETIONS_PATH, RESPONSES_PATH):
@@ -419,7 +280,7 @@ class ScriptedModelServer:
         exchange = _Exchange(handler)
         try:
             self._respond(exchange, path, body, stream, number, reply, hang_event)
-        except _ClientGone:
+        except ClientGone:
             handler.close_connection = True
             with self._changed:
                 self._dropped += 1
@@ -431,19 +292,19 @@ class ScriptedModelServer:
                         self._hanging.remove(hang_event)
 
     def _hold(
-        self, handler: _Handler, until: Callable[[], bool], event: threading.Event | None
+        self, handler: Handler, until: Callable[[], bool], event: threading.Event | None
     ) -> None:
-        """Wait until ``until()`` or stop; raise :class:`_ClientGone` if the client leaves."""
+        """Wait until ``until()`` or stop; raise :class:`ClientGone` if the client leaves."""
         sock = handler.connection
         while not until() and not self._stopping.is_set():
             if event is not None:
-                event.wait(_POLL_SECONDS)
+                event.wait(POLL_SECONDS)
             else:
-                time.sleep(_POLL_SECONDS)
-            if _client_gone(sock):
-                raise _ClientGone
+                time.sleep(POLL_SECONDS)
+            if client_gone(sock):
+                raise ClientGone
 
-    def _delay(self, handler: _Handler, seconds: float) -> None:
+    def _delay(self, handler: Handler, seconds: float) -> None:
         if seconds <= 0:
             return
         deadline = time.monotonic() + seconds
@@ -452,11 +313,11 @@ class ScriptedModelServer:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            time.sleep(min(left, _POLL_SECONDS))
-            if _client_gone(sock):
-                raise _ClientGone
+            time.sleep(min(left, POLL_SECONDS))
+            if client_gone(sock):
+                raise ClientGone
 
-    def _hang(self, handler: _Handler, event: threading.Event | None) -> None:
+    def _hang(self, handler: Handler, event: threading.Event | None) -> None:
         if event is not None:
             self._hold(handler, event.is_set, event)
 
@@ -491,7 +352,7 @@ class ScriptedModelServer:
                 exchange.send_event(chunks[0])
                 self._hang(handler, hang_event)
                 if reply.cut_after_text:
-                    for piece in _pieces(reply.text or "", _TEXT_DELTAS):
+                    for piece in pieces(reply.text or "", _TEXT_DELTAS):
                         exchange.send_event(chat._chunk({"content": piece}, None, include_usage))
                     handler.close_connection = True
                     return
@@ -607,7 +468,7 @@ class _ChatCompletion:
                 include_usage,
             )
         ]
-        for piece in _pieces(reply.text or "", _TEXT_DELTAS):
+        for piece in pieces(reply.text or "", _TEXT_DELTAS):
             chunks.append(self._chunk({"content": piece}, None, include_usage))
         for index, call in enumerate(reply.tool_calls):
             opening = {
@@ -617,7 +478,7 @@ class _ChatCompletion:
                 "function": {"name": call.name, "arguments": ""},
             }
             chunks.append(self._chunk({"tool_calls": [opening]}, None, include_usage))
-            for piece in _pieces(call.arguments, _ARGUMENT_DELTAS):
+            for piece in pieces(call.arguments, _ARGUMENT_DELTAS):
                 delta = {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
                 chunks.append(self._chunk(delta, None, include_usage))
         chunks.append(self._chunk({}, self._finish_reason(), include_usage))
@@ -749,7 +610,7 @@ class _Response:
                     "part": {"type": "summary_text", "text": ""},
                 }
             )
-            for piece in _pieces(reply.reasoning, _TEXT_DELTAS):
+            for piece in pieces(reply.reasoning, _TEXT_DELTAS):
                 events.append(
                     {"type": "response.reasoning_summary_text.delta", **at, "delta": piece}
                 )
@@ -777,7 +638,7 @@ class _Response:
             events.append(
                 {"type": "response.content_part.added", **at, "part": self._text_part("")}
             )
-            for piece in _pieces(reply.text, _TEXT_DELTAS):
+            for piece in pieces(reply.text, _TEXT_DELTAS):
                 events.append(
                     {"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []}
                 )
@@ -809,7 +670,7 @@ class _Response:
                     "item": self._call_item(call_index, False),
                 }
             )
-            for piece in _pieces(call.arguments, _ARGUMENT_DELTAS):
+            for piece in pieces(call.arguments, _ARGUMENT_DELTAS):
                 events.append(
                     {"type": "response.function_call_arguments.delta", **at, "delta": piece}
                 )
