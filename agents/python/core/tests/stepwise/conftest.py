@@ -21,7 +21,7 @@ from dex_agents.runner import (
     ToolPolicy,
 )
 from dex_agents.stepwise import ModelClient
-from dex_agents.testing import ScriptedModelServer, model_server
+from dex_agents.testing import ScriptedModelServer, _loopback, model_server
 from dex_agents.testing.driver import stored_message
 from dex_agents.types import AgentMessage, AgentPlan, AgentToolCall, ContextSummary
 
@@ -41,7 +41,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServer]:
     def chunks(self: Any, include_usage: bool) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = original(self, include_usage)
         if self.reply.reasoning:
-            pieces = model_server._pieces(self.reply.reasoning, 2)
+            pieces = _loopback.pieces(self.reply.reasoning, 2)
             out[1:1] = [
                 self._chunk({"reasoning_content": piece}, None, include_usage) for piece in pieces
             ]
