@@ -227,6 +227,8 @@ def create_engine(url: str, *, pool_size: int = 10, busy_timeout_ms: int = 30_00
         engine = sa.create_engine(url, pool_size=pool_size, max_overflow=20, pool_timeout=60)
         _configure_sqlite(engine, busy_timeout_ms)
         return engine
+    # No ping per checkout: the Database's retries cover a connection a server restart left
+    # stale (docs/design/engine.md, "Failures of the driver and of the database").
     return sa.create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=False)
 
 

@@ -138,12 +138,9 @@ async def _sibling_first(
         return False
     if not handlers[store.step_type_of(last)].options.waits:
         return False
-    if done.replayed:
-        # A workflow recorded by an earlier release started the sibling as a workflow of
-        # its own; its replay does so again (DBOS hands back the recorded start).
-        workflow_id = step_workflow_id(session_id, parallel[0])
-        return not await runtime.database.read(lambda conn: _workflow_exists(conn, workflow_id))
-    return True
+    # A workflow recorded by an earlier release started the sibling as a workflow of its
+    # own; its replay does so again (DBOS hands back the recorded start).
+    return not await _handed_over(runtime, session_id, done, parallel[0])
 
 
 async def _handed_over(runtime: Runtime, session_id: str, done: StepDone, next_step: str) -> bool:

@@ -90,11 +90,10 @@ class Exchange:
         except (OSError, ValueError) as exc:
             raise ClientGone from exc
 
-    def start_stream(self, headers: dict[str, str] | None = None) -> None:
+    def start_stream(self) -> None:
         self._head(
             200,
             {
-                **(headers or {}),
                 "Content-Type": "text/event-stream; charset=utf-8",
                 "Cache-Control": "no-cache",
                 "Transfer-Encoding": "chunked",
