@@ -26,7 +26,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from . import schema
+from . import fastsql, schema
 from .errors import DatabaseUnavailable
 from .wake_socket import WakeSender, wake_directory
 
@@ -247,7 +247,7 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         readonly = connection.get_execution_options().get("dex_readonly", False)
-        connection.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+        fastsql.driver_sql(connection, "BEGIN" if readonly else "BEGIN IMMEDIATE")
 
 
 _WAL_SWITCH_SECONDS = 30.0
@@ -293,6 +293,7 @@ def create_dbos_engine(url: str) -> Engine:
 WAKE_CHANNEL = "dex_wakeups"
 _NOTIFY_MAX_BYTES = 7000
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :payload)")
+_INSERT_WAKEUP = wakeups.insert()
 
 
 def wake_names(sessions: set[str]) -> str:
@@ -404,7 +405,7 @@ class Database:
             if woken:
                 now = time.time()
                 rows = [{"session_id": s, "created": now, "origin": self.origin} for s in woken]
-                conn.execute(wakeups.insert(), rows)
+                fastsql.execute_many(conn, _INSERT_WAKEUP, rows)
             if woken and not self.sqlite:
                 # Delivered to listeners when (and only if) this transaction commits.
                 payload = wake_payload(self.origin, woken)

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from pydantic import TypeAdapter
 from sqlalchemy.engine import Connection
 
-from . import db
+from . import db, fastsql
 from .clock import now_text
 from .errors import SessionNotFound as SessionNotFound  # re-exported: its old home
 from .runner import FrameworkMessage
@@ -49,8 +49,7 @@ PLAN_EXECUTIONS = "PlanExecutions"
 
 _interrupts = TypeAdapter(list[AgentInterrupt])
 
-# The hot statements are built once: building and cache-keying a SQLAlchemy expression costs
-# more CPU than running it on SQLite.
+# The hot statements are built once, and run by `fastsql` (see there why).
 _SESSION = sa.select(db.sessions).where(db.sessions.c.session_id == sa.bindparam("sid"))
 _SESSION_LOCKED = _SESSION.with_for_update()
 _STEP = sa.select(db.steps).where(
@@ -79,6 +78,23 @@ _PEEK = (
 _PEEK_KEY = _PEEK.where(_CHANNEL.key == sa.bindparam("key"))
 # Updates set the columns their parameters name (the b_ names bind the key).
 _UPDATE_SESSION = db.sessions.update().where(db.sessions.c.session_id == sa.bindparam("b_sid"))
+_INSERT_EVENT = db.events.insert()
+_INSERT_MESSAGE = db.messages.insert()
+_MESSAGES_AFTER = (
+    sa.select(db.messages)
+    .where(db.messages.c.session_id == sa.bindparam("sid"))
+    .where(db.messages.c.sequence > sa.bindparam("after"))
+    .order_by(db.messages.c.sequence)
+)
+_TURN_MESSAGES = _MESSAGES_AFTER.where(db.messages.c.turn_id == sa.bindparam("turn"))
+_INSERT_CHANNEL_MESSAGE = db.channel_messages.insert()
+_CLEAR_CHANNEL = db.channel_messages.delete().where(*_IN_CHANNEL)
+_DELETE_TOOL_CALLS = db.tool_calls.delete().where(db.tool_calls.c.session_id == sa.bindparam("sid"))
+_INSERT_TOOL_CALL = db.tool_calls.insert()
+_UPDATE_TOOL_CALL = db.tool_calls.update().where(
+    db.tool_calls.c.session_id == sa.bindparam("b_sid"),
+    db.tool_calls.c.tool_call_id == sa.bindparam("b_call"),
+)
 _UPDATE_STEP = db.steps.update().where(
     db.steps.c.session_id == sa.bindparam("b_sid"),
     db.steps.c.step_execution_id == sa.bindparam("b_sx"),
@@ -209,7 +225,7 @@ def session_exists(conn: Connection, session_id: str) -> bool:
 def lock_session(conn: Connection, session_id: str) -> Session:
     """Loads the session row, locked for the rest of the transaction on Postgres."""
     query = _SESSION_LOCKED if conn.dialect.name == "postgresql" else _SESSION
-    row = conn.execute(query, {"sid": session_id}).first()
+    row = fastsql.first(conn, query, {"sid": session_id})
     if row is None:
         raise SessionNotFound(session_id)
     return _session_from_row(row)
@@ -224,7 +240,7 @@ def consistent_read(conn: Connection) -> None:
 
 def read_session(conn: Connection, session_id: str) -> Session:
     """Loads the session row without locking it (for reads and wait conditions)."""
-    row = conn.execute(_SESSION, {"sid": session_id}).first()
+    row = fastsql.first(conn, _SESSION, {"sid": session_id})
     if row is None:
         raise SessionNotFound(session_id)
     return _session_from_row(row)
@@ -248,7 +264,7 @@ def save_session(conn: Connection, session: Session) -> None:
     values["step_counter"] = session.step_counter
     values["event_counter"] = session.event_counter
     values["updated_at"] = now_text()
-    conn.execute(_UPDATE_SESSION, {"b_sid": session.session_id, **values})
+    fastsql.execute(conn, _UPDATE_SESSION, {"b_sid": session.session_id, **values})
     session.dirty.clear()
     # Clients wait on the snapshot: every change of the session row wakes them.
     wake(conn, session.session_id)
@@ -285,8 +301,9 @@ def append_messages(
                 created_at=now,
             )
         )
-    conn.execute(
-        db.messages.insert(),
+    fastsql.execute_many(
+        conn,
+        _INSERT_MESSAGE,
         [{"session_id": session.session_id, **m.model_dump()} for m in stored],
     )
     session.state = state.model_copy(
@@ -313,27 +330,15 @@ def _message(row: Any) -> AgentMessage:
 def load_messages(
     conn: Connection, session_id: str, *, after_sequence: int = 0
 ) -> list[AgentMessage]:
-    query = (
-        sa.select(db.messages)
-        .where(db.messages.c.session_id == session_id, db.messages.c.sequence > after_sequence)
-        .order_by(db.messages.c.sequence)
-    )
-    return [_message(row) for row in conn.execute(query)]
+    rows = fastsql.rows(conn, _MESSAGES_AFTER, {"sid": session_id, "after": after_sequence})
+    return [_message(row) for row in rows]
 
 
 def turn_messages(
     conn: Connection, session_id: str, turn_id: str, *, after_sequence: int = 0
 ) -> list[AgentMessage]:
-    query = (
-        sa.select(db.messages)
-        .where(
-            db.messages.c.session_id == session_id,
-            db.messages.c.sequence > after_sequence,
-            db.messages.c.turn_id == turn_id,
-        )
-        .order_by(db.messages.c.sequence)
-    )
-    return [_message(row) for row in conn.execute(query)]
+    params = {"sid": session_id, "after": after_sequence, "turn": turn_id}
+    return [_message(row) for row in fastsql.rows(conn, _TURN_MESSAGES, params)]
 
 
 def messages_before(
@@ -369,42 +374,37 @@ def first_message_sequence(conn: Connection, session_id: str) -> int | None:
 
 
 def insert_tool_call(conn: Connection, session_id: str, record: AgentToolCall) -> None:
-    conn.execute(
-        db.tool_calls.insert().values(
-            session_id=session_id,
-            tool_call_id=record.tool_call_id,
-            turn_id=record.turn_id,
-            deferral_order=record.deferral_order,
-            status=record.status,
-            record=record.to_json(),
-        )
-    )
+    values = {
+        "session_id": session_id,
+        "tool_call_id": record.tool_call_id,
+        "turn_id": record.turn_id,
+        "deferral_order": record.deferral_order,
+        "status": record.status,
+        "record": record.to_json(),
+    }
+    fastsql.execute(conn, _INSERT_TOOL_CALL, values)
 
 
 def save_tool_call(conn: Connection, session_id: str, record: AgentToolCall) -> None:
-    conn.execute(
-        db.tool_calls.update()
-        .where(
-            db.tool_calls.c.session_id == session_id,
-            db.tool_calls.c.tool_call_id == record.tool_call_id,
-        )
-        .values(status=record.status, record=record.to_json())
+    values = {"status": record.status, "record": record.to_json()}
+    fastsql.execute(
+        conn, _UPDATE_TOOL_CALL, {"b_sid": session_id, "b_call": record.tool_call_id, **values}
     )
 
 
 def load_tool_call(conn: Connection, session_id: str, tool_call_id: str) -> AgentToolCall | None:
-    text = conn.execute(_TOOL_CALL, {"sid": session_id, "call": tool_call_id}).scalar()
+    text = fastsql.scalar(conn, _TOOL_CALL, {"sid": session_id, "call": tool_call_id})
     return None if text is None else AgentToolCall.model_validate_json(text)
 
 
 def load_tool_calls(conn: Connection, session_id: str) -> list[AgentToolCall]:
     """The active turn's records (records are deleted when their turn ends)."""
-    texts = conn.execute(_TOOL_CALLS, {"sid": session_id}).scalars()
-    return [AgentToolCall.model_validate_json(text) for text in texts]
+    rows = fastsql.rows(conn, _TOOL_CALLS, {"sid": session_id})
+    return [AgentToolCall.model_validate_json(row[0]) for row in rows]
 
 
 def delete_tool_calls(conn: Connection, session_id: str) -> None:
-    conn.execute(db.tool_calls.delete().where(db.tool_calls.c.session_id == session_id))
+    fastsql.execute(conn, _DELETE_TOOL_CALLS, {"sid": session_id})
 
 
 # Channels ---------------------------------------------------------------------------------
@@ -418,28 +418,23 @@ class ChannelMessage:
 
 
 def publish(conn: Connection, session_id: str, channel: str, payload: str, key: str = "") -> int:
-    result = conn.execute(
-        db.channel_messages.insert().values(
-            session_id=session_id, channel=channel, key=key, payload=payload, created_at=now_text()
-        )
-    )
+    values = {"session_id": session_id, "channel": channel, "key": key, "payload": payload}
+    message_id = fastsql.insert(conn, _INSERT_CHANNEL_MESSAGE, {**values, "created_at": now_text()})
     wake(conn, session_id)
-    pk = result.inserted_primary_key
-    assert pk is not None
-    return int(pk[0])
+    return message_id
 
 
 def peek(
     conn: Connection, session_id: str, channel: str, key: str | None = None, limit: int = 1000
 ) -> list[ChannelMessage]:
     params = {"sid": session_id, "ch": channel, "n": limit, "key": key}
-    rows = conn.execute(_PEEK if key is None else _PEEK_KEY, params)
+    rows = fastsql.rows(conn, _PEEK if key is None else _PEEK_KEY, params)
     return [ChannelMessage(row.id, row.key, row.payload) for row in rows]
 
 
 def count(conn: Connection, session_id: str, channel: str, key: str | None = None) -> int:
     params = {"sid": session_id, "ch": channel, "key": key}
-    return int(conn.execute(_COUNT if key is None else _COUNT_KEY, params).scalar() or 0)
+    return int(fastsql.scalar(conn, _COUNT if key is None else _COUNT_KEY, params) or 0)
 
 
 def consume(
@@ -459,12 +454,7 @@ def delete_channel_messages(conn: Connection, ids: Iterable[int]) -> int:
 
 
 def clear_channel(conn: Connection, session_id: str, channel: str) -> None:
-    conn.execute(
-        db.channel_messages.delete().where(
-            db.channel_messages.c.session_id == session_id,
-            db.channel_messages.c.channel == channel,
-        )
-    )
+    fastsql.execute(conn, _CLEAR_CHANNEL, {"sid": session_id, "ch": channel})
 
 
 # Events -----------------------------------------------------------------------------------
@@ -488,7 +478,7 @@ def write_events(conn: Connection, session: Session, records: Sequence[EventReco
     for record in records:
         session.event_counter += 1
         rows.append(_event_row(session.session_id, session.event_counter, record, now))
-    conn.execute(db.events.insert(), rows)
+    fastsql.execute_many(conn, _INSERT_EVENT, rows)
     wake(conn, session.session_id)
 
 
@@ -508,8 +498,9 @@ def append_events_unlocked(
     last = result.scalar_one()
     now = now_text()
     first = last - len(records) + 1
-    conn.execute(
-        db.events.insert(),
+    fastsql.execute_many(
+        conn,
+        _INSERT_EVENT,
         [_event_row(session_id, first + i, record, now) for i, record in enumerate(records)],
     )
     wake(conn, session_id)
@@ -541,7 +532,7 @@ def turn_start_offset(conn: Connection, session_id: str, turn_id: str) -> int | 
 
 def read_events(conn: Connection, session_id: str, after: int, limit: int) -> list[Any]:
     params = {"session_id": session_id, "after": after, "limit": limit}
-    return list(conn.execute(_EVENTS_AFTER, params))
+    return fastsql.rows(conn, _EVENTS_AFTER, params)
 
 
 # Step executions --------------------------------------------------------------------------
@@ -594,7 +585,7 @@ def schedule_step(
         next_steps=[],
         scheduled_at=now_text(),
     )
-    conn.execute(_INSERT_STEP, {**asdict(row), "next_steps": "[]"})
+    fastsql.execute(conn, _INSERT_STEP, {**asdict(row), "next_steps": "[]"})
     return row
 
 
@@ -604,7 +595,7 @@ def step_type_of(step_execution_id: str) -> str:
 
 
 def load_step(conn: Connection, session_id: str, step_execution_id: str) -> StepRow | None:
-    row = conn.execute(_STEP, {"sid": session_id, "sx": step_execution_id}).first()
+    row = fastsql.first(conn, _STEP, {"sid": session_id, "sx": step_execution_id})
     if row is None:
         return None
     return StepRow(
@@ -627,7 +618,7 @@ def update_step(conn: Connection, session_id: str, step_execution_id: str, **val
     if "next_steps" in values:
         values["next_steps"] = json.dumps(values["next_steps"])
     params = {"b_sid": session_id, "b_sx": step_execution_id, **values}
-    return int(conn.execute(_UPDATE_STEP, params).rowcount)
+    return fastsql.execute(conn, _UPDATE_STEP, params)
 
 
 def open_steps(conn: Connection, session_id: str, step_types: Iterable[str]) -> list[StepRow]:
@@ -690,7 +681,7 @@ _EVENTS_AFTER = (
 def wakeups_after(conn: Connection, after_id: int, origin: str) -> list[tuple[int, str]]:
     """Wake-ups after `after_id` written by other processes (IDs of own ones come back with
     an empty session, so the reader still advances past them)."""
-    rows = conn.execute(_WAKEUPS_AFTER, {"origin": origin, "after_id": after_id})
+    rows = fastsql.rows(conn, _WAKEUPS_AFTER, {"origin": origin, "after_id": after_id})
     return [(row[0], row[1]) for row in rows]
 
 
