@@ -1,0 +1,154 @@
+"""Write calls of the runner's SDK MCP tools as tool Steps, in process (RunnerDriver) against
+the real Claude Code CLI and the scripted Anthropic server: the CLI run stops before the write,
+the tool Step runs it (or the call is rejected), and the resumed run hands the recorded
+result to the model as the tool's own result. Real tool runs are counted in the tool log."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dex_agents import texts as core_texts
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import (
+    Reject,
+    RunnerDriver,
+    ScriptedAnthropicServer,
+    ToolRunLog,
+    anthropic_text,
+    anthropic_tools,
+)
+
+from dex_agents_claude_agent_sdk import ClaudeAgentRunner
+from dex_agents_claude_agent_sdk.texts import ONE_WRITE_AT_A_TIME
+from tests.apps.harness import options
+
+
+@pytest.fixture(autouse=True)
+def _tool_log_env(tool_log: ToolRunLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOL_LOG", str(tool_log.path))
+    monkeypatch.setenv("SEND_SECONDS", "0")
+
+
+def tool_result(request_messages: list[dict[str, object]], tool_use_id: str) -> dict[str, object]:
+    """The tool_result block the model got for `tool_use_id`."""
+    for message in request_messages:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+                return dict(block)
+    raise AssertionError(f"no tool_result for {tool_use_id}")
+
+
+def result_text(block: dict[str, object]) -> str:
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(str(part.get("text", "")) for part in content)  # type: ignore[union-attr]
+
+
+async def test_a_write_runs_once_in_its_tool_step_and_the_model_gets_its_result(
+    anthropic_model: ScriptedAnthropicServer, tool_log: ToolRunLog
+) -> None:
+    anthropic_model.enqueue(
+        anthropic_tools(("toolu_1", "mcp__t__send", {"text": "hi bob"})),
+        anthropic_text("Sent it."),
+    )
+    driver = RunnerDriver(ClaudeAgentRunner(options=options(anthropic_model.base_url)))
+    turn = await driver.turn("Tell bob hi.")
+
+    first, second = turn.outcomes
+    assert isinstance(first, ToolCallsRequested) and isinstance(second, TurnCompleted)
+    (call,) = first.tool_calls
+    assert (call.tool_call_id, call.tool_name, json.loads(call.arguments)) == (
+        "toolu_1",
+        "mcp__t__send",
+        {"text": "hi bob"},
+    )
+    assert call.policy is not None and call.policy.effect == "unclassified"
+    assert [(r.status, r.output) for r in turn.records] == [("succeeded", "sent hi bob")]
+    assert tool_log.count("send") == 1  # run by the tool Step only, not by the CLI
+    # The resumed run made one model call, which got the recorded result as the tool's own.
+    assert len(anthropic_model.requests) == 2 and anthropic_model.pending == 0
+    block = tool_result(anthropic_model.requests[1].messages, "toolu_1")
+    assert result_text(block) == "sent hi bob" and not block.get("is_error")
+    assert [(m.role, m.tool_output or m.text) for m in turn.new_messages] == [
+        ("assistant", None),
+        ("tool", "sent hi bob"),
+        ("assistant", "Sent it."),
+    ]
+
+    # The next turn resumes the whole transcript, the write's result included.
+    anthropic_model.enqueue(anthropic_text("You're welcome."))
+    await driver.turn("Thanks.")
+    texts = anthropic_model.requests[-1].texts()
+    assert "sent hi bob" in "".join(texts) and texts[-1] == "Thanks."
+    assert tool_log.count("send") == 1
+
+
+async def test_a_rejected_write_never_runs_and_the_model_sees_the_rejection(
+    anthropic_model: ScriptedAnthropicServer, tool_log: ToolRunLog
+) -> None:
+    anthropic_model.enqueue(
+        anthropic_tools(("toolu_1", "mcp__t__send", {"text": "spam"})),
+        anthropic_text("Not sent."),
+    )
+    driver = RunnerDriver(ClaudeAgentRunner(options=options(anthropic_model.base_url)))
+    turn = await driver.turn("Spam everyone.", decide=lambda _: Reject("No spam, please."))
+
+    assert [r.status for r in turn.records] == ["rejected"]
+    assert tool_log.count("send") == 0
+    block = tool_result(anthropic_model.requests[1].messages, "toolu_1")
+    assert result_text(block) == "No spam, please." and block.get("is_error") is True
+    assert turn.new_messages[-1].text == "Not sent."
+
+
+async def test_outcome_unknown_and_a_failed_write_reach_the_model_as_errors(
+    anthropic_model: ScriptedAnthropicServer, tool_log: ToolRunLog
+) -> None:
+    anthropic_model.enqueue(
+        anthropic_tools(("toolu_1", "mcp__t__send", {"text": "lost"})),
+        anthropic_tools(("toolu_2", "mcp__t__send", {"text": "fail"})),
+        anthropic_text("Both went wrong."),
+    )
+    driver = RunnerDriver(ClaudeAgentRunner(options=options(anthropic_model.base_url)))
+    decide = {"lost": "outcome_unknown", "fail": "run"}
+    turn = await driver.turn(
+        "Send two.",
+        decide=lambda record: decide[json.loads(record.arguments)["text"]],  # type: ignore[return-value]
+    )
+
+    assert [r.status for r in turn.records] == ["outcome_unknown", "failed"]
+    assert tool_log.count("send") == 1  # only "fail" ran; "lost" was never run again
+    lost = tool_result(anthropic_model.requests[1].messages, "toolu_1")
+    assert result_text(lost) == core_texts.OUTCOME_UNKNOWN_TEXT and lost.get("is_error") is True
+    failed = tool_result(anthropic_model.requests[2].messages, "toolu_2")
+    assert result_text(failed) == f"{core_texts.TOOL_CALL_FAILED_PREFIX}mailbox full"
+    assert turn.new_messages[-1].text == "Both went wrong."
+
+
+async def test_a_read_tool_stays_in_the_harness_and_a_second_write_waits_its_turn(
+    anthropic_model: ScriptedAnthropicServer, tool_log: ToolRunLog
+) -> None:
+    anthropic_model.enqueue(
+        anthropic_tools(
+            ("toolu_1", "mcp__t__send", {"text": "one"}),
+            ("toolu_2", "mcp__t__send", {"text": "two"}),
+            ("toolu_3", "mcp__t__lookup", {"q": "x"}),
+        ),
+        anthropic_tools(("toolu_4", "mcp__t__send", {"text": "two"})),
+        anthropic_text("Both sent."),
+    )
+    driver = RunnerDriver(ClaudeAgentRunner(options=options(anthropic_model.base_url)))
+    turn = await driver.turn("Send one and two, look up x.")
+
+    requested = [o for o in turn.outcomes if isinstance(o, ToolCallsRequested)]
+    assert [[c.tool_call_id for c in o.tool_calls] for o in requested] == [["toolu_1"], ["toolu_4"]]
+    assert [e["text"] for e in tool_log.entries("send")] == ["one", "two"]
+    assert tool_log.count("lookup") == 1
+    seen = anthropic_model.requests[1].messages
+    assert result_text(tool_result(seen, "toolu_1")) == "sent one"
+    assert result_text(tool_result(seen, "toolu_3")) == "found x"
+    refused = tool_result(seen, "toolu_2")
+    assert refused.get("is_error") is True and ONE_WRITE_AT_A_TIME in result_text(refused)
+    assert turn.new_messages[-1].text == "Both sent."
