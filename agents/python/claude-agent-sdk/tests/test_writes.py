@@ -9,7 +9,7 @@ import json
 
 import pytest
 from dex_agents import texts as core_texts
-from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.testing import (
     Reject,
     RunnerDriver,
@@ -152,3 +152,28 @@ async def test_a_read_tool_stays_in_the_harness_and_a_second_write_waits_its_tur
     refused = tool_result(seen, "toolu_2")
     assert refused.get("is_error") is True and ONE_WRITE_AT_A_TIME in result_text(refused)
     assert turn.new_messages[-1].text == "Both sent."
+
+
+async def test_tool_policies_choose_the_step_or_keep_a_tool_in_the_harness(
+    anthropic_model: ScriptedAnthropicServer, tool_log: ToolRunLog
+) -> None:
+    anthropic_model.enqueue(
+        anthropic_tools(("toolu_1", "mcp__t__send", {"text": "a"})),
+        anthropic_text("Sent a."),
+        anthropic_tools(("toolu_2", "mcp__t__send", {"text": "b"})),
+        anthropic_text("Sent b."),
+    )
+    runner = ClaudeAgentRunner(options=options(anthropic_model.base_url))
+    driver = RunnerDriver(runner, tool_policies={"mcp__t__send": ToolPolicy("idempotent_write")})
+    first = await driver.turn("Send a.")
+    (requested, _) = first.outcomes
+    assert isinstance(requested, ToolCallsRequested)
+    assert requested.tool_calls[0].policy == ToolPolicy("idempotent_write", False)
+    assert [r.effect for r in first.records] == ["idempotent_write"]
+
+    # Declared read by its policy, the same tool runs inside the CLI run: no tool Step.
+    driver.tool_policies = {"mcp__t__send": ToolPolicy("read")}
+    second = await driver.turn("Send b.")
+    assert len(second.outcomes) == 1 and second.records == []
+    assert [e["text"] for e in tool_log.entries("send")] == ["a", "b"]
+    assert [m.tool_output for m in second.new_messages if m.role == "tool"] == ["sent b"]
