@@ -152,6 +152,12 @@ async def test_a_read_tool_stays_in_the_harness_and_a_second_write_waits_its_tur
     refused = tool_result(seen, "toolu_2")
     assert refused.get("is_error") is True and ONE_WRITE_AT_A_TIME in result_text(refused)
     assert turn.new_messages[-1].text == "Both sent."
+    # Every call and every result is stored once, across the turn's three CLI runs.
+    assert [(m.role, m.tool_call_id) for m in turn.new_messages[:-1]] == [
+        ("assistant", "toolu_1"), ("assistant", "toolu_2"), ("assistant", "toolu_3"),
+        ("tool", "toolu_2"), ("tool", "toolu_3"), ("tool", "toolu_1"),
+        ("assistant", "toolu_4"), ("tool", "toolu_4"),
+    ]  # fmt: skip
 
 
 async def test_tool_policies_choose_the_step_or_keep_a_tool_in_the_harness(
