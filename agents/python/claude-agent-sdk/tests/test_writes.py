@@ -5,9 +5,11 @@ result to the model as the tool's own result. Real tool runs are counted in the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
+from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
 from dex_agents import texts as core_texts
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.testing import (
@@ -19,7 +21,7 @@ from dex_agents.testing import (
     anthropic_tools,
 )
 
-from dex_agents_claude_agent_sdk import ClaudeAgentRunner
+from dex_agents_claude_agent_sdk import ClaudeAgentRunner, HarnessTurnError
 from dex_agents_claude_agent_sdk.texts import ONE_WRITE_AT_A_TIME
 from tests.apps.harness import options
 
@@ -183,3 +185,24 @@ async def test_tool_policies_choose_the_step_or_keep_a_tool_in_the_harness(
     assert len(second.outcomes) == 1 and second.records == []
     assert [e["text"] for e in tool_log.entries("send")] == ["a", "b"]
     assert [m.tool_output for m in second.new_messages if m.role == "tool"] == ["sent b"]
+
+
+async def test_the_applications_hooks_still_run_and_only_the_runner_may_defer(
+    anthropic_model: ScriptedAnthropicServer, tool_log: ToolRunLog
+) -> None:
+    asked: list[str | None] = []
+
+    async def defer_lookups(
+        data: HookInput, tool_use_id: str | None, _: HookContext
+    ) -> HookJSONOutput:
+        asked.append(tool_use_id)
+        output = {"hookEventName": "PreToolUse", "permissionDecision": "defer"}
+        return {"hookSpecificOutput": output}  # type: ignore[typeddict-item]
+
+    anthropic_model.enqueue(anthropic_tools(("toolu_1", "mcp__t__lookup", {"q": "x"})))
+    hooks = {"PreToolUse": [HookMatcher(matcher="mcp__t__lookup", hooks=[defer_lookups])]}
+    given = dataclasses.replace(options(anthropic_model.base_url), hooks=hooks)  # type: ignore[arg-type]
+    driver = RunnerDriver(ClaudeAgentRunner(options=given))
+    with pytest.raises(HarnessTurnError, match=r"deferred a tool call the runner does not run"):
+        await driver.turn("Look up x.")
+    assert asked == ["toolu_1"] and tool_log.count("lookup") == 0
