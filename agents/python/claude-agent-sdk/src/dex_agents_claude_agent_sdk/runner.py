@@ -67,12 +67,15 @@ class HarnessTurnError(RuntimeError):
 
 
 class ClaudeAgentRunner:
-    """Runs the Claude Agent SDK (the Claude Code CLI) as a durable agent session, one whole
-    turn per `RunModel` Step.
+    """Runs the Claude Agent SDK (the Claude Code CLI) as a durable agent session: each
+    `RunModel` Step is one whole CLI run, which ends with the turn's answer or before a write
+    call of the options' SDK MCP tools (that call then runs in its own tool Step).
 
     `options` are used as given, except: `session_store` and `resume` (the runner's own),
-    `include_partial_messages` (on, for `text_delta` events) and `CLAUDE_CONFIG_DIR` (a fresh
-    temporary directory per run); `env` gets `QUIET_CLI_ENV` under the caller's own values."""
+    `include_partial_messages` (on, for `text_delta` events), `CLAUDE_CONFIG_DIR` (a fresh
+    temporary directory per run), the runner's PreToolUse hook (first, before the given ones)
+    and copies of the SDK MCP servers that can answer with a recorded result; `env` gets
+    `QUIET_CLI_ENV` under the caller's own values."""
 
     def __init__(self, *, options: ClaudeAgentOptions | None = None) -> None:
         options = options or ClaudeAgentOptions()
@@ -100,15 +103,11 @@ class ClaudeAgentRunner:
         recorder = TurnRecorder(turn)
         handed = RecordedResults()
         gate = WriteGate(turn, await self._tools.effects(), handed)
-        prompt = RESUME_PROMPT if state else history.prompt
         with tempfile.TemporaryDirectory(prefix="dex-claude-config-") as config_dir:
             options = self._run_options(session_id, store, config_dir, gate, handed)
-            try:
-                async for message in query(prompt=prompt, options=options):
-                    recorder.observe(message)
-                    turn.heartbeat()
-            except ClaudeSDKError as error:
-                raise HarnessTurnError(f"Claude Code turn failed: {error}") from error
+            # A run that resumes a deferred call has no new prompt: a blank one costs no model
+            # call.
+            await _run(RESUME_PROMPT if state else history.prompt, options, recorder)
         result = _answer(recorder)
         entries = merged(state.entries if state else {}, store.appended())
         earlier = [FrameworkMessage(**item) for item in (state.messages if state else [])]
@@ -179,6 +178,16 @@ class ClaudeAgentRunner:
             resume=session_id,
             include_partial_messages=True,
         )
+
+
+async def _run(prompt: str, options: ClaudeAgentOptions, recorder: TurnRecorder) -> None:
+    """One CLI run, each message observed as it comes."""
+    try:
+        async for message in query(prompt=prompt, options=options):
+            recorder.observe(message)
+            recorder.turn.heartbeat()
+    except ClaudeSDKError as error:
+        raise HarnessTurnError(f"Claude Code turn failed: {error}") from error
 
 
 def _answer(recorder: TurnRecorder) -> ResultMessage:
