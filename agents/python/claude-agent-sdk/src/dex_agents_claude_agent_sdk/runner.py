@@ -1,11 +1,12 @@
-"""The dex-agents runner for the Claude Agent SDK: a whole-turn harness.
+"""The dex-agents runner for the Claude Agent SDK: a whole-run harness.
 
-The Claude Code CLI runs a turn's model calls and tools itself, so one turn is one `RunModel`
-Step: `run_model_step` runs one `query` to the turn's final answer. The CLI's transcript goes to
-a `RecordSessionStore` filled with the entries of the earlier turns; the entries the CLI
-appended during the turn are stored with the turn's final message, and the next turn resumes
-the CLI session by its ID from them. Each run gets its own empty `CLAUDE_CONFIG_DIR`, so the
-CLI resumes from the session's records only, on any host.
+The Claude Code CLI runs a turn's model calls and tools itself, so a `RunModel` Step is one
+whole CLI run: `run_model_step` runs one `query` to the turn's final answer, or to the write
+call the runner's hook defers. The CLI's transcript goes to a `RecordSessionStore` filled with
+the entries of the earlier turns (and of the turn's earlier runs, kept in the run state); the
+entries the CLI appended during the turn are stored with the turn's final message, and the next
+turn resumes the CLI session by its ID from them. Each run gets its own empty
+`CLAUDE_CONFIG_DIR`, so the CLI resumes from the session's records only, on any host.
 
 A write call of the runner's in-process SDK MCP tools (effect not `read`) is deferred by the
 runner's PreToolUse hook: the run ends before the tool runs, the turn asks for the call as a
