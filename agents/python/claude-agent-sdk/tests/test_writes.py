@@ -206,3 +206,29 @@ async def test_the_applications_hooks_still_run_and_only_the_runner_may_defer(
     with pytest.raises(HarnessTurnError, match=r"deferred a tool call the runner does not run"):
         await driver.turn("Look up x.")
     assert asked == ["toolu_1"] and tool_log.count("lookup") == 0
+
+
+async def test_a_retried_resumed_run_gets_the_recorded_result_again_without_running_the_write(
+    anthropic_model: ScriptedAnthropicServer, tool_log: ToolRunLog
+) -> None:
+    anthropic_model.enqueue(
+        anthropic_tools(("toolu_1", "mcp__t__send", {"text": "once"})),
+        *[anthropic_text("bad request", status=400)] * 3,
+        anthropic_text("Sent once."),
+    )
+    driver = RunnerDriver(ClaudeAgentRunner(options=options(anthropic_model.base_url)))
+    turn_id = driver.start_turn("Send once.")
+    requested = await driver.model_step(turn_id, None)
+    assert isinstance(requested, ToolCallsRequested)
+    await driver.run_tools(turn_id, requested)
+    with pytest.raises(
+        HarnessTurnError, match="400 bad request"
+    ):  # the resumed run's first attempt fails
+        await driver.model_step(turn_id, requested.framework_run_state)
+    final = await driver.model_step(turn_id, requested.framework_run_state)  # RunModel's retry
+
+    assert isinstance(final, TurnCompleted) and final.new_messages[-1].text == "Sent once."
+    assert tool_log.count("send") == 1
+    for request in anthropic_model.requests[1:]:  # both attempts got the recorded result
+        assert result_text(tool_result(request.messages, "toolu_1")) == "sent once"
+    assert [m.tool_output for m in final.new_messages if m.role == "tool"] == ["sent once"]

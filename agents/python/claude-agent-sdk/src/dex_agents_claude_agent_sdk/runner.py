@@ -195,7 +195,7 @@ def _answer(recorder: TurnRecorder) -> ResultMessage:
     """The run's result; an error result, or none, fails the attempt."""
     result = recorder.result
     if result is None or result.is_error:
-        detail = (result.errors or [result.subtype]) if result else ["no result"]
+        detail = (result.errors or [result.result or result.subtype]) if result else ["no result"]
         raise HarnessTurnError(f"Claude Code turn failed: {'; '.join(map(str, detail))}")
     return result
 

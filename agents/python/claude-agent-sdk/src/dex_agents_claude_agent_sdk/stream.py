@@ -42,8 +42,12 @@ class TurnRecorder:
 
     @property
     def result(self) -> ResultMessage | None:
-        """The run's answer. A run that resumes a deferred call reports two results: the
-        finished call's, then the blank prompt's (no model call, no stop reason)."""
+        """The run's answer: its first error result if any, else its last result with a stop
+        reason. A run that resumes a deferred call reports two results: the finished call's,
+        then the blank prompt's (no model call, no stop reason)."""
+        failed = [result for result in self.results if result.is_error]
+        if failed:
+            return failed[0]
         answered = [result for result in self.results if result.stop_reason is not None]
         found = answered or self.results
         return found[-1] if found else None
