@@ -47,7 +47,7 @@ async def test_an_approval_wait_survives_a_restart_then_the_write_runs_once(
         assert await client.resolve_interrupt(session, "toolu_1", approved=True)
         snapshot = await client.wait_for(session, turns_done(1), timeout=120)
 
-    assert tool_log.count("send") == 1
+    assert [e["key"] for e in tool_log.entries("send")] == [f"{session}/turn-1/toolu_1"]
     # The approval wait ends in ResumeTurn; the write is its own single-attempt Step between
     # the two RunModel Steps of the turn.
     assert await step_types(client, session) == [

@@ -69,7 +69,8 @@ async def test_a_write_runs_once_in_its_tool_step_and_the_model_gets_its_result(
     )
     assert call.policy is not None and call.policy.effect == "unclassified"
     assert [(r.status, r.output) for r in turn.records] == [("succeeded", "sent hi bob")]
-    assert tool_log.count("send") == 1  # run by the tool Step only, not by the CLI
+    # Run by the tool Step only, not by the CLI, with the call's idempotency key.
+    assert [e["key"] for e in tool_log.entries("send")] == ["session-1/turn-1/toolu_1"]
     # The resumed run made one model call, which got the recorded result as the tool's own.
     assert len(anthropic_model.requests) == 2 and anthropic_model.pending == 0
     block = tool_result(anthropic_model.requests[1].messages, "toolu_1")
@@ -183,7 +184,10 @@ async def test_tool_policies_choose_the_step_or_keep_a_tool_in_the_harness(
     driver.tool_policies = {"mcp__t__send": ToolPolicy("read")}
     second = await driver.turn("Send b.")
     assert len(second.outcomes) == 1 and second.records == []
-    assert [e["text"] for e in tool_log.entries("send")] == ["a", "b"]
+    assert [(e["text"], e["key"]) for e in tool_log.entries("send")] == [
+        ("a", "session-1/turn-1/toolu_1"),
+        ("b", None),  # run by the CLI, outside any tool Step
+    ]
     assert [m.tool_output for m in second.new_messages if m.role == "tool"] == ["sent b"]
 
 

@@ -12,7 +12,7 @@ import tempfile
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ToolAnnotations, create_sdk_mcp_server, tool
-from dex_agents import AgentSessionFlow
+from dex_agents import AgentSessionFlow, current_tool_execution
 from dex_agents.testing import ToolRunLog
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner
@@ -30,7 +30,11 @@ async def lookup(args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("send", "Send a message.", {"text": str})
 async def send(args: dict[str, Any]) -> dict[str, Any]:
-    ToolRunLog(os.environ["TOOL_LOG"]).record("send", text=args["text"])
+    try:
+        key: str | None = current_tool_execution().idempotency_key
+    except LookupError:  # run by the CLI, not in a tool Step
+        key = None
+    ToolRunLog(os.environ["TOOL_LOG"]).record("send", text=args["text"], key=key)
     if args["text"] == "slow":
         await asyncio.sleep(float(os.environ.get("SEND_SECONDS", "30")))
     if args["text"] == "fail":
