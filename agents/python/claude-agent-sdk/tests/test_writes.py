@@ -171,6 +171,8 @@ async def test_tool_policies_choose_the_step_or_keep_a_tool_in_the_harness(
         anthropic_text("Sent a."),
         anthropic_tools(("toolu_2", "mcp__t__send", {"text": "b"})),
         anthropic_text("Sent b."),
+        anthropic_tools(("toolu_3", "mcp__t__lookup", {"q": "c"})),
+        anthropic_text("Found c."),
     )
     runner = ClaudeAgentRunner(options=options(anthropic_model.base_url))
     driver = RunnerDriver(runner, tool_policies={"mcp__t__send": ToolPolicy("idempotent_write")})
@@ -189,6 +191,15 @@ async def test_tool_policies_choose_the_step_or_keep_a_tool_in_the_harness(
         ("b", None),  # run by the CLI, outside any tool Step
     ]
     assert [m.tool_output for m in second.new_messages if m.role == "tool"] == ["sent b"]
+
+    # A read tool whose policy asks for approval becomes a CallTool Step too.
+    driver.tool_policies = {"mcp__t__lookup": ToolPolicy(requires_approval=True)}
+    third = await driver.turn("Look up c.")
+    assert [(r.tool_name, r.effect, r.requires_approval) for r in third.records] == [
+        ("mcp__t__lookup", "read", True)
+    ]
+    assert [m.tool_output for m in third.new_messages if m.role == "tool"] == ["found c"]
+    assert tool_log.count("lookup") == 1
 
 
 async def test_the_applications_hooks_still_run_and_only_the_runner_may_defer(

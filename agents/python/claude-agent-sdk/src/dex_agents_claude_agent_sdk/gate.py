@@ -1,11 +1,12 @@
 """The runner's PreToolUse hook: a write call of an SDK MCP tool is deferred to a tool Step.
 
 For a call of one of the runner's SDK MCP tools whose effect is not `read` (explicit
-`ToolPolicy`, then the tool's MCP annotations, then `default_tool_effect`), the hook answers
-`"defer"` when no tool Step has recorded a result for its tool_use ID yet: the CLI run ends
-before the tool runs. Once a result is recorded, the resumed run asks the hook again about
-the same call: it answers `"allow"` and hands the recorded result to the server copy, which
-returns it as the tool's own result. Every other call is left to the CLI's own permissions.
+`ToolPolicy`, then the tool's MCP annotations, then `default_tool_effect`), or whose policy
+asks for approval, the hook answers `"defer"` when no tool Step has recorded a result for its
+tool_use ID yet: the CLI run ends before the tool runs. Once a result is recorded, the resumed
+run asks the hook again about the same call: it answers `"allow"` and hands the recorded result
+to the server copy, which returns it as the tool's own result. Every other call is left to
+the CLI's own permissions.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class WriteGate:
         if tool_name not in self._effects or tool_use_id is None:
             return {}
         policy = self._turn.resolve_tool_policy(tool_name, self._effects[tool_name])
-        if policy.effect == "read":
+        if policy.effect == "read" and not policy.requires_approval:
             return {}
         recorded = self._recorded.get(tool_use_id)
         if recorded is not None:
