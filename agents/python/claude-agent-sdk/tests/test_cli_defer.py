@@ -1,9 +1,9 @@
 """What the bundled Claude Code CLI does with a PreToolUse hook that returns "defer", found
-against the real CLI and kept as a test because the adapter's guarantees rest on it (see the
-README's limits): the run stops before the deferred tool runs, without a further model call,
-and a resumed run asks the hook again about the same call; a hook's refusal reaches the model
-only as an error tool result. A resumed run first finishes the deferred call with a model
-call of its own, then answers the new prompt."""
+against the real CLI and kept as a test because the adapter's write Steps rest on it (see the
+README's Effects and Limits): the run stops before the deferred tool runs, without a further
+model call, and a resumed run asks the hook again about the same call; a hook's refusal
+reaches the model only as an error tool result. A resumed run first finishes the deferred
+call with a model call of its own, then answers the new prompt."""
 
 from __future__ import annotations
 

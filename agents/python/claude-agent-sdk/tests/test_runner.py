@@ -66,10 +66,12 @@ async def test_a_turn_runs_in_one_step_and_the_next_resumes_from_the_records(
 
 
 async def test_a_failed_model_call_fails_the_step(anthropic_model: ScriptedAnthropicServer) -> None:
-    anthropic_model.enqueue(*[anthropic_text("bad request", status=400)] * 3)
+    anthropic_model.enqueue(*[anthropic_text("bad request", status=400)] * 3, anthropic_text("-"))
     driver = RunnerDriver(ClaudeAgentRunner(options=options(anthropic_model.base_url)))
     with pytest.raises(HarnessTurnError, match="400 bad request"):
         await driver.turn("Hello?")
+    # The CLI itself sent the request three times (the fourth reply is left unused).
+    assert (len(anthropic_model.requests), anthropic_model.pending) == (3, 1)
     assert driver.messages[-1].role == "user"  # nothing of the failed attempt was stored
 
 

@@ -1,5 +1,6 @@
-"""Durable Claude Agent SDK sessions: one turn of the Claude Code harness is one durable Step,
-its transcript kept in the session's own records."""
+"""Durable Claude Agent SDK sessions: a turn of the Claude Code harness runs in durable Steps,
+write calls of its in-process SDK MCP tools in tool Steps of their own, its transcript kept in
+the session's own records."""
 
 from .runner import QUIET_CLI_ENV, ClaudeAgentRunner, HarnessTurnError
 from .store import RecordSessionStore

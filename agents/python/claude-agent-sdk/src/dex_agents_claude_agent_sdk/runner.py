@@ -1,14 +1,19 @@
-"""The dex-agents runner for the Claude Agent SDK: a whole-turn harness.
+"""The dex-agents runner for the Claude Agent SDK: a whole-run harness.
 
-The Claude Code CLI runs a turn's model calls and tools itself, so one turn is one `RunModel`
-Step: `run_model_step` runs one `query` to the turn's final answer. The CLI's transcript goes to
-a `RecordSessionStore` filled with the entries of the earlier turns; the entries the CLI
-appended during the turn are stored with the turn's final message, and the next turn resumes
-the CLI session by its ID from them. Each run gets its own empty `CLAUDE_CONFIG_DIR`, so the
-CLI resumes from the session's records only, on any host.
+The Claude Code CLI runs a turn's model calls and tools itself, so a `RunModel` Step is one
+whole CLI run: `run_model_step` runs one `query` to the turn's final answer, or to the write
+call the runner's hook defers. The CLI's transcript goes to a `RecordSessionStore` filled with
+the entries of the earlier turns (and of the turn's earlier runs, kept in the run state); the
+entries the CLI appended during the turn are stored with the turn's final message, and the next
+turn resumes the CLI session by its ID from them. Each run gets its own empty
+`CLAUDE_CONFIG_DIR`, so the CLI resumes from the session's records only, on any host.
 
-Tools run inside the CLI and are at-least-once: a retried or rerun `RunModel` Step runs them
-again.
+A write call of the runner's in-process SDK MCP tools (effect not `read`) is deferred by the
+runner's PreToolUse hook: the run ends before the tool runs, the turn asks for the call as a
+tool Step (`ToolCallsRequested`, approval by effect), `execute_deferred_tool_call` runs the
+tool's handler once, and the next `RunModel` resumes the CLI session, whose call of the tool
+gets the recorded result. Every other tool runs inside the CLI and is at-least-once: a retried
+or rerun `RunModel` Step runs it again.
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ import dataclasses
 import json
 import tempfile
 from collections.abc import Mapping
-from typing import cast
+from dataclasses import asdict
+from typing import Any, cast
 
 from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKError,
+    HookMatcher,
+    ResultMessage,
     SessionKey,
     project_key_for_directory,
     query,
@@ -32,13 +40,19 @@ from dex_agents.runner import (
     AgentTurnOutcome,
     DeferredToolExecution,
     FrameworkMessage,
+    ToolCallsRequested,
+    ToolExecutionError,
     ToolExecutionResult,
     TurnCompleted,
 )
+from dex_agents.tool_context import running_tool
 
+from .gate import WriteGate
 from .store import RecordSessionStore
 from .stream import TurnRecorder
-from .transcript import USER_KIND, History, TurnTranscript, history_of
+from .texts import RESUME_PROMPT
+from .tools import RecordedResults, SdkTools, result_text
+from .transcript import USER_KIND, History, RunState, TurnTranscript, history_of, merged
 
 QUIET_CLI_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -54,12 +68,15 @@ class HarnessTurnError(RuntimeError):
 
 
 class ClaudeAgentRunner:
-    """Runs the Claude Agent SDK (the Claude Code CLI) as a durable agent session, one whole
-    turn per `RunModel` Step.
+    """Runs the Claude Agent SDK (the Claude Code CLI) as a durable agent session: each
+    `RunModel` Step is one whole CLI run, which ends with the turn's answer or before a write
+    call of the options' SDK MCP tools (that call then runs in its own tool Step).
 
     `options` are used as given, except: `session_store` and `resume` (the runner's own),
-    `include_partial_messages` (on, for `text_delta` events) and `CLAUDE_CONFIG_DIR` (a fresh
-    temporary directory per run); `env` gets `QUIET_CLI_ENV` under the caller's own values."""
+    `include_partial_messages` (on, for `text_delta` events), `CLAUDE_CONFIG_DIR` (a fresh
+    temporary directory per run), the runner's PreToolUse hook (first, before the given ones)
+    and copies of the SDK MCP servers that can answer with a recorded result; `env` gets
+    `QUIET_CLI_ENV` under the caller's own values."""
 
     def __init__(self, *, options: ClaudeAgentOptions | None = None) -> None:
         options = options or ClaudeAgentOptions()
@@ -73,6 +90,7 @@ class ClaudeAgentRunner:
                 "ClaudeAgentRunner resumes by session ID: continue_conversation must be off"
             )
         self.options = options
+        self._tools = SdkTools(options.mcp_servers)
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         item = json.dumps({"kind": USER_KIND, "text": text})
@@ -80,62 +98,124 @@ class ClaudeAgentRunner:
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         history = history_of(turn.messages)
-        store = self._store(history)
+        state = RunState.from_json(turn.framework_run_state)
+        session_id = state.session_id if state else history.session_id
+        store = self._store(history, state)
         recorder = TurnRecorder(turn)
+        handed = RecordedResults()
+        gate = WriteGate(turn, await self._tools.effects(), handed)
         with tempfile.TemporaryDirectory(prefix="dex-claude-config-") as config_dir:
-            options = self._run_options(history, store, config_dir)
-            try:
-                async for message in query(prompt=history.prompt, options=options):
-                    recorder.observe(message)
-                    turn.heartbeat()
-            except ClaudeSDKError as error:
-                raise HarnessTurnError(f"Claude Code turn failed: {error}") from error
-        result = recorder.result
-        if result is None or result.is_error:
-            detail = (result.errors or [result.subtype]) if result else ["no result"]
-            raise HarnessTurnError(f"Claude Code turn failed: {'; '.join(map(str, detail))}")
+            options = self._run_options(session_id, store, config_dir, gate, handed)
+            # A run that resumes a deferred call has no new prompt: a blank one costs no model
+            # call.
+            await _run(RESUME_PROMPT if state else history.prompt, options, recorder)
+        result = _answer(recorder)
+        entries = merged(state.entries if state else {}, store.appended())
+        earlier = [FrameworkMessage(**item) for item in (state.messages if state else [])]
+        messages = [*earlier, *recorder.messages]
+        if result.stop_reason == "tool_deferred":
+            return _deferred(result, gate, entries, messages, recorder)
         transcript = TurnTranscript(
             session_id=result.session_id,
-            entries=store.appended(),
+            entries=entries,
             cost_usd=result.total_cost_usd,
             result={"num_turns": result.num_turns, "stop_reason": result.stop_reason},
         )
         final = FrameworkMessage(
             role="assistant", framework_item=transcript.to_json(), text=recorder.final_text()
         )
-        return TurnCompleted(new_messages=[*recorder.messages, final], usage=recorder.usage())
+        return TurnCompleted(new_messages=[*messages, final], usage=recorder.usage())
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        raise RuntimeError(
-            "ClaudeAgentRunner runs tools inside the Claude Code harness; it never defers "
-            f"a tool call (got {call.tool_call.tool_name})"
-        )
+        """Runs a deferred write call's SDK MCP tool handler, once per tool Step attempt; an
+        error result fails the call (the model sees its text)."""
+        arguments: dict[str, Any] = json.loads(call.tool_call.arguments or "{}")
+        with running_tool(call):
+            result = await self._tools.call(call.tool_call.tool_name, arguments)
+        text = result_text(result)
+        if result.is_error:
+            raise ToolExecutionError(text)
+        return ToolExecutionResult(output=text)
 
     def _project_key(self) -> str:
         return project_key_for_directory(self.options.cwd)
 
-    def _store(self, history: History) -> RecordSessionStore:
+    def _store(self, history: History, state: RunState | None) -> RecordSessionStore:
+        """The earlier turns' entries, then those the turn's earlier runs wrote."""
         store = RecordSessionStore()
-        if history.session_id is None:
+        session_id = state.session_id if state else history.session_id
+        if session_id is None:
             return store
-        for subpath, entries in history.entries.items():
-            key = SessionKey(project_key=self._project_key(), session_id=history.session_id)
+        for subpath, entries in merged(history.entries, state.entries if state else {}).items():
+            key = SessionKey(project_key=self._project_key(), session_id=session_id)
             if subpath:
                 key["subpath"] = subpath
             store.preload(key, entries)
         return store
 
     def _run_options(
-        self, history: History, store: RecordSessionStore, config_dir: str
+        self,
+        session_id: str | None,
+        store: RecordSessionStore,
+        config_dir: str,
+        gate: WriteGate,
+        handed: RecordedResults,
     ) -> ClaudeAgentOptions:
         env = {**QUIET_CLI_ENV, **self.options.env, "CLAUDE_CONFIG_DIR": config_dir}
+        hooks = dict(self.options.hooks or {})
+        hooks["PreToolUse"] = [HookMatcher(hooks=[gate.hook]), *hooks.get("PreToolUse", [])]
+        servers = self.options.mcp_servers
+        if isinstance(servers, Mapping):
+            servers = {**servers, **self._tools.serving(handed)}
         return dataclasses.replace(
             self.options,
             env=env,
+            hooks=hooks,
+            mcp_servers=servers,
             # The SDK probes a store's optional methods at runtime; this one has the required
             # ones and list_subkeys.
             session_store=cast(SessionStore, store),
             session_store_flush="eager",
-            resume=history.session_id,
+            resume=session_id,
             include_partial_messages=True,
         )
+
+
+async def _run(prompt: str, options: ClaudeAgentOptions, recorder: TurnRecorder) -> None:
+    """One CLI run, each message observed as it comes."""
+    try:
+        async for message in query(prompt=prompt, options=options):
+            recorder.observe(message)
+            recorder.turn.heartbeat()
+    except ClaudeSDKError as error:
+        raise HarnessTurnError(f"Claude Code turn failed: {error}") from error
+
+
+def _answer(recorder: TurnRecorder) -> ResultMessage:
+    """The run's result; an error result, or none, fails the attempt."""
+    result = recorder.result
+    if result is None or result.is_error:
+        detail = (result.errors or [result.result or result.subtype]) if result else ["no result"]
+        raise HarnessTurnError(f"Claude Code turn failed: {'; '.join(map(str, detail))}")
+    return result
+
+
+def _deferred(
+    result: ResultMessage,
+    gate: WriteGate,
+    entries: dict[str, list[Any]],
+    messages: list[FrameworkMessage],
+    recorder: TurnRecorder,
+) -> ToolCallsRequested:
+    """The run stopped before a write call: the call becomes a tool Step, and what the run
+    wrote waits in the run state for the run that resumes it."""
+    if not gate.deferred:
+        raise HarnessTurnError(
+            "Claude Code deferred a tool call the runner does not run as a tool Step "
+            f"({result.deferred_tool_use.name if result.deferred_tool_use else 'unknown'}); "
+            'only the runner\'s own hook may answer "defer"'
+        )
+    state = RunState(result.session_id, entries, [asdict(message) for message in messages])
+    return ToolCallsRequested(
+        framework_run_state=state.to_json(), tool_calls=gate.deferred, usage=recorder.usage()
+    )

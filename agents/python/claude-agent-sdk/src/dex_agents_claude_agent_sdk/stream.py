@@ -28,7 +28,7 @@ class TurnRecorder:
     messages: list[FrameworkMessage] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     model_calls: int = 0
-    result: ResultMessage | None = None
+    results: list[ResultMessage] = field(default_factory=list)
 
     def observe(self, message: Message) -> None:
         if isinstance(message, StreamEvent):
@@ -38,7 +38,19 @@ class TurnRecorder:
         elif isinstance(message, UserMessage) and message.parent_tool_use_id is None:
             self._tool_results(message)
         elif isinstance(message, ResultMessage):
-            self.result = message
+            self.results.append(message)
+
+    @property
+    def result(self) -> ResultMessage | None:
+        """The run's answer: its first error result if any, else its last result with a stop
+        reason. A run that resumes a deferred call reports two results: the finished call's,
+        then the blank prompt's (no model call, no stop reason)."""
+        failed = [result for result in self.results if result.is_error]
+        if failed:
+            return failed[0]
+        answered = [result for result in self.results if result.stop_reason is not None]
+        found = answered or self.results
+        return found[-1] if found else None
 
     def _stream_event(self, message: StreamEvent) -> None:
         event = message.event

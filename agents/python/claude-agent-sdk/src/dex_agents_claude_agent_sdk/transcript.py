@@ -79,3 +79,33 @@ def history_of(messages: Sequence[AgentMessage]) -> History:
         elif message.role == "user" and message.text:
             prompt.append(message.text)
     return History(session_id, entries, "\n\n".join(prompt))
+
+
+@dataclass(frozen=True)
+class RunState:
+    """A turn stopped for a deferred write call: what its CLI runs wrote so far (the transcript
+    entries the next run resumes from, and the turn's messages not stored yet)."""
+
+    session_id: str
+    entries: dict[str, list[SessionStoreEntry]]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        data = {"session_id": self.session_id, "entries": self.entries, "messages": self.messages}
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str | None) -> RunState | None:
+        if not text:
+            return None
+        data = json.loads(text)
+        return cls(str(data["session_id"]), dict(data["entries"]), list(data["messages"]))
+
+
+def merged(*parts: dict[str, list[SessionStoreEntry]]) -> dict[str, list[SessionStoreEntry]]:
+    """Transcript entries of several runs, in order, by subpath."""
+    entries: dict[str, list[SessionStoreEntry]] = {}
+    for part in parts:
+        for subpath, items in part.items():
+            entries.setdefault(subpath, []).extend(items)
+    return entries

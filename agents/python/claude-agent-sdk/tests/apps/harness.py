@@ -1,6 +1,8 @@
 """A Claude Agent SDK harness against the scripted Anthropic server (ANTHROPIC_BASE_URL), with
-one in-process SDK MCP tool, `lookup`, that records each real run in the tool log (TOOL_LOG)
-and, asked about "slow", waits `LOOKUP_SECONDS` (so a test can kill the Worker meanwhile)."""
+two in-process SDK MCP tools that record each real run in the tool log (TOOL_LOG): `lookup`,
+read-only by its annotations (it runs inside the harness) and, asked about "slow", waiting
+`LOOKUP_SECONDS`; and `send`, a write (unclassified: a CallSingleAttemptTool Step after
+approval) that, sending "slow", waits `SEND_SECONDS` (so a test can kill the Worker meanwhile)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ import os
 import tempfile
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
-from dex_agents import AgentSessionFlow
+from claude_agent_sdk import ClaudeAgentOptions, ToolAnnotations, create_sdk_mcp_server, tool
+from dex_agents import AgentSessionFlow, current_tool_execution
 from dex_agents.testing import ToolRunLog
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner
@@ -18,7 +20,7 @@ from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 FLOW_TYPE = "ClaudeHarness"
 
 
-@tool("lookup", "Look something up.", {"q": str})
+@tool("lookup", "Look something up.", {"q": str}, ToolAnnotations(readOnlyHint=True))
 async def lookup(args: dict[str, Any]) -> dict[str, Any]:
     ToolRunLog(os.environ["TOOL_LOG"]).record("lookup", q=args["q"])
     if args["q"] == "slow":
@@ -26,14 +28,28 @@ async def lookup(args: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": f"found {args['q']}"}]}
 
 
+@tool("send", "Send a message.", {"text": str})
+async def send(args: dict[str, Any]) -> dict[str, Any]:
+    try:
+        key: str | None = current_tool_execution().idempotency_key
+    except LookupError:  # run by the CLI, not in a tool Step
+        key = None
+    ToolRunLog(os.environ["TOOL_LOG"]).record("send", text=args["text"], key=key)
+    if args["text"] == "slow":
+        await asyncio.sleep(float(os.environ.get("SEND_SECONDS", "30")))
+    if args["text"] == "fail":
+        return {"content": [{"type": "text", "text": "mailbox full"}], "is_error": True}
+    return {"content": [{"type": "text", "text": f"sent {args['text']}"}]}
+
+
 def options(base_url: str | None = None, cwd: str | None = None) -> ClaudeAgentOptions:
-    """Options for the scripted server: only the `lookup` tool, no built-in tools."""
+    """Options for the scripted server: only the `lookup` and `send` tools, no built-ins."""
     return ClaudeAgentOptions(
         model="claude-sonnet-4-5",
         cwd=cwd or tempfile.gettempdir(),
         tools=[],
-        mcp_servers={"t": create_sdk_mcp_server("t", tools=[lookup])},
-        allowed_tools=["mcp__t__lookup"],
+        mcp_servers={"t": create_sdk_mcp_server("t", tools=[lookup, send])},
+        allowed_tools=["mcp__t__lookup", "mcp__t__send"],
         max_turns=5,
         env={
             "ANTHROPIC_BASE_URL": base_url or os.environ["ANTHROPIC_BASE_URL"],

@@ -1,0 +1,78 @@
+"""The runner's PreToolUse hook: a write call of an SDK MCP tool is deferred to a tool Step.
+
+For a call of one of the runner's SDK MCP tools whose effect is not `read` (explicit
+`ToolPolicy`, then the tool's MCP annotations, then `default_tool_effect`), or whose policy
+asks for approval, the hook answers `"defer"` when no tool Step has recorded a result for its
+tool_use ID yet: the CLI run ends before the tool runs. Once a result is recorded, the resumed
+run asks the hook again about the same call: it answers `"allow"` and hands the recorded result
+to the server copy, which returns it as the tool's own result. Every other call is left to
+the CLI's own permissions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from claude_agent_sdk import HookContext, HookInput, HookJSONOutput
+from dex_agents.results import model_visible_result
+from dex_agents.runner import AgentTurnContext, DeferredToolCall
+from dex_agents.types import AgentToolCall, ToolEffect
+
+from .texts import ONE_WRITE_AT_A_TIME
+from .tools import RecordedResult, RecordedResults
+
+
+def recorded_results(records: Sequence[AgentToolCall]) -> dict[str, RecordedResult]:
+    """The final records of the turn's tool Steps, by tool_use ID, as the model sees them."""
+    return {
+        record.tool_call_id: RecordedResult(
+            model_visible_result(record), is_error=record.status != "succeeded"
+        )
+        for record in records
+        if record.is_final
+    }
+
+
+class WriteGate:
+    """One CLI run's PreToolUse hook; `deferred` is the write call it stopped the run for."""
+
+    def __init__(
+        self,
+        turn: AgentTurnContext,
+        effects: Mapping[str, ToolEffect | None],
+        handed: RecordedResults,
+    ) -> None:
+        self._turn = turn
+        self._effects = effects
+        self._recorded = recorded_results(turn.tool_calls)
+        self._handed = handed
+        self.deferred: list[DeferredToolCall] = []
+
+    async def hook(
+        self, data: HookInput, tool_use_id: str | None, _: HookContext
+    ) -> HookJSONOutput:
+        tool_name = str(data.get("tool_name"))
+        arguments: dict[str, Any] = dict(data.get("tool_input") or {})  # type: ignore[call-overload]
+        if tool_name not in self._effects or tool_use_id is None:
+            return {}
+        policy = self._turn.resolve_tool_policy(tool_name, self._effects[tool_name])
+        if policy.effect == "read" and not policy.requires_approval:
+            return {}
+        recorded = self._recorded.get(tool_use_id)
+        if recorded is not None:
+            self._handed.hand_over(tool_name, arguments, recorded)
+            return _decision("allow")
+        if self.deferred:
+            return _decision("deny", ONE_WRITE_AT_A_TIME)
+        call = DeferredToolCall(tool_use_id, tool_name, json.dumps(arguments), policy=policy)
+        self.deferred.append(call)
+        return _decision("defer")
+
+
+def _decision(decision: str, reason: str | None = None) -> HookJSONOutput:
+    output: dict[str, Any] = {"hookEventName": "PreToolUse", "permissionDecision": decision}
+    if reason is not None:
+        output["permissionDecisionReason"] = reason
+    return {"hookSpecificOutput": output}  # type: ignore[typeddict-item]
