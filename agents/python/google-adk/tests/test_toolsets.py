@@ -158,3 +158,21 @@ async def test_a_call_of_a_tool_the_toolset_no_longer_lists_fails_as_a_tool_fail
     assert mcp_log.count() == 0
     assert texts.UNKNOWN_TOOL.format(name="place_order") in tool_results_of(model, 1)["o1"]
     assert final.new_messages[-1].text == "The shop has no ordering now."  # type: ignore[union-attr]
+
+
+async def test_a_toolset_that_requires_confirmation_asks_for_an_approval_and_then_runs(
+    model: ScriptedModelServer, toolsets: list[McpToolset], mcp_log: ToolRunLog
+) -> None:
+    agent = shop_agent(model, toolsets, require_confirmation=True)
+    driver = RunnerDriver(AdkRunner(agent), default_tool_effect="read")
+    model.enqueue(
+        reply_tools(("o1", "place_order", {"item": "kettle", "quantity": 1})),
+        reply_text("Ordered."),
+    )
+    result = await driver.turn("Order a kettle.")
+
+    [record] = result.records
+    assert (record.requires_approval, record.status) == (True, "succeeded")
+    # Approved by dex-agents, the McpTool's own confirmation does not ask again: it ran once.
+    assert [e["item"] for e in mcp_log.entries("place_order")] == ["kettle"]
+    assert mcp_text(tool_results_of(model, 1)["o1"]) == "ordered 1 kettle"
