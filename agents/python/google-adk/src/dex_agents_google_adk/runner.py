@@ -5,7 +5,8 @@ Every tool of the agent is gated (see `gate.py`), and the app is resumable, so e
 call, after which ADK pauses on the gates' `adk_request_confirmation` calls. The turn's events
 are the framework run state; the next `run_model_step` restores them into an in-memory
 session and resumes the invocation with one confirmation per call, each carrying the call's
-recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`.
+recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`; a
+toolset's tool is found there by listing the toolset again, on the turn's invocation.
 """
 
 from __future__ import annotations
