@@ -15,6 +15,7 @@ from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from mcp import StdioServerParameters
 
 from dex_agents_google_adk import AdkRunner, UnsupportedAgentError, current_tool_execution
+from dex_agents_google_adk.gate import GatedToolset
 
 MCP = StdioConnectionParams(server_params=StdioServerParameters(command="true"))
 
@@ -155,12 +156,17 @@ def test_an_agent_with_sub_agents_is_refused(model: ScriptedModelServer, log: Lo
         AdkRunner(parent)
 
 
-def test_workflow_agents_and_toolsets_are_refused(model: ScriptedModelServer, log: Log) -> None:
+def test_workflow_agents_are_refused_and_a_toolset_is_gated(
+    model: ScriptedModelServer, log: Log
+) -> None:
     with pytest.raises(UnsupportedAgentError, match="drives an LlmAgent"):
         AdkRunner(SequentialAgent(name="steps", sub_agents=[]))
-    agent = make_agent(model, log).clone(update={"tools": [McpToolset(connection_params=MCP)]})
-    with pytest.raises(UnsupportedAgentError, match="toolset McpToolset"):
-        AdkRunner(agent)
+    toolset = McpToolset(connection_params=MCP)
+    agent = make_agent(model, log).clone(update={"tools": [toolset]})
+    runner = AdkRunner(agent)
+    [gated] = runner._app.root_agent.tools  # type: ignore[attr-defined]
+    assert isinstance(gated, GatedToolset) and gated.toolset is toolset
+    assert agent.tools == [toolset]  # the application's agent is not changed
 
 
 async def test_a_tool_that_raises_fails_and_the_model_reads_the_failure(

@@ -1,13 +1,20 @@
 """ADK specifics through one shared real Worker (the spec matrix is test_matrix.py): an
 AgentTool runs its agent inside its tool Step, a tool reads the session state a model
-callback wrote, and a call of a tool the agent does not have ends the turn with ADK's error;
-the Step shape of each turn comes from the Step history."""
+callback wrote, a call of a tool the agent does not have ends the turn with ADK's error, and
+an MCP toolset's tools run in tool Steps whose type their annotations give; the Step shape of
+each turn comes from the Step history."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
+from dex_agents.testing import (
+    pending_interrupt,
+    reply_text,
+    reply_tools,
+    step_types,
+    turns_done,
+)
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
 
 from .adk_view import adk_chat_completions
@@ -66,3 +73,31 @@ class TestAdkWorker(SharedWorkerSuite):
         assert "Tool 'teleport' not found" in (snapshot.state.last_turn_error or "")
         assert run.tool_log.entries("get_weather") == []
         assert len(run.requests) == 3  # one per RunModel attempt, each failing the same way
+
+    async def test_mcp_toolset_tools_run_once_each_in_the_step_their_annotations_give(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(
+                ("s1", "get_stock", {"item": "kettle"}),
+                ("o1", "place_order", {"item": "kettle", "quantity": 2}),
+            ),
+            reply_text("Ordered two kettles."),
+        )
+        session = await run.client.start_session("Shop", "Two kettles, if in stock.")
+        await run.client.wait_for(session, pending_interrupt("o1"))
+        assert run.tool_log.count("place_order") == 0  # it waits for its approval
+        assert await run.client.resolve_interrupt(session, "o1", approved=True)
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        assert snapshot.messages[-1].text == "Ordered two kettles."
+        steps = await step_types(run.client, session)
+        # get_stock is readOnlyHint (read: CallTool); place_order has no hints (unclassified).
+        assert sorted(s for s in steps if s.startswith("Call")) == [
+            "CallSingleAttemptTool",
+            "CallTool",
+        ]
+        assert [e["item"] for e in run.tool_log.entries("get_stock")] == ["kettle"]
+        assert [e["quantity"] for e in run.tool_log.entries("place_order")] == [2]
+        outputs = run.tool_outputs(1)
+        assert '"ordered 2 kettle"' in outputs["o1"] and '"3 kettle in stock"' in outputs["s1"]

@@ -2,7 +2,13 @@
 
 from dex_agents import current_tool_execution
 
-from .gate import GatedTool, UnsupportedAgentError
+from .gate import GatedTool, GatedToolset, UnsupportedAgentError
 from .runner import AdkRunner
 
-__all__ = ["AdkRunner", "GatedTool", "UnsupportedAgentError", "current_tool_execution"]
+__all__ = [
+    "AdkRunner",
+    "GatedTool",
+    "GatedToolset",
+    "UnsupportedAgentError",
+    "current_tool_execution",
+]

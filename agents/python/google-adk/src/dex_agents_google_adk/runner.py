@@ -5,7 +5,8 @@ Every tool of the agent is gated (see `gate.py`), and the app is resumable, so e
 call, after which ADK pauses on the gates' `adk_request_confirmation` calls. The turn's events
 are the framework run state; the next `run_model_step` restores them into an in-memory
 session and resumes the invocation with one confirmation per call, each carrying the call's
-recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`.
+recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`; a
+toolset's tool is found there by listing the toolset again, on the turn's invocation.
 """
 
 from __future__ import annotations
@@ -31,16 +32,16 @@ from dex_agents.runner import (
 )
 from dex_agents.tool_context import running_tool
 from google.adk.agents import BaseAgent, InvocationContext, RunConfig
+from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.agents.run_config import StreamingMode
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.events import Event
 from google.adk.runners import Runner
-from google.adk.tools.base_tool import BaseTool
-from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from . import texts as adk_texts
 from .confirmations import confirmation_answers, pending_confirmations
 from .events import (
     decode_event,
@@ -53,7 +54,7 @@ from .events import (
     user_message,
 )
 from .gate import UnsupportedAgentError, gated_agent
-from .policy import framework_effect
+from .policy import framework_effect, requires_confirmation
 from .reporting import usage_of, write_deltas
 from .retries import agent_without_client_retries
 from .run_state import RunState
@@ -110,6 +111,7 @@ class AdkRunner:
         usage = usage_of(session.events[step.session_length :])
         pending = pending_confirmations(events)
         if pending:
+            context = _readonly_context(self._invocation(step.service, events[-1].invocation_id))
             state = RunState(
                 events[-1].invocation_id,
                 events,
@@ -118,7 +120,9 @@ class AdkRunner:
             )
             return ToolCallsRequested(
                 framework_run_state=state.to_json(),
-                tool_calls=[self._deferred_call(turn, call) for call in pending.values()],
+                tool_calls=[
+                    await self._deferred_call(turn, call, context) for call in pending.values()
+                ],
                 usage=usage,
             )
         return TurnCompleted(
@@ -185,43 +189,51 @@ class AdkRunner:
         self, execution: DeferredToolExecution
     ) -> ToolExecutionResult:
         record = execution.tool_call
-        tool = self._tools.get(record.tool_name)
+        invocation = await self._tool_invocation(execution)
+        tool = await self._tools.find(record.tool_name, _readonly_context(invocation))
         if tool is None:
-            raise ToolExecutionError(f"the agent has no tool named {record.tool_name!r}")
-        context = await self._tool_context(execution)
+            raise ToolExecutionError(adk_texts.UNKNOWN_TOOL.format(name=record.tool_name))
+        context = ToolContext(invocation, function_call_id=record.tool_call_id)
+        context.tool_confirmation = ToolConfirmation(confirmed=True)
         with running_tool(execution):
             result = await tool.run_async(
                 args=json.loads(record.arguments or "{}"), tool_context=context
             )
         return ToolExecutionResult(output=_result_text(result))
 
-    async def _tool_context(self, execution: DeferredToolExecution) -> ToolContext:
-        """A real ToolContext on the session as it was when the model asked for the call, the
-        call already confirmed (dex-agents ran its approval)."""
+    async def _tool_invocation(self, execution: DeferredToolExecution) -> InvocationContext:
+        """An invocation on the session as it was when the model asked for the call: the
+        tool's ToolContext (already confirmed: dex-agents ran its approval) and the toolsets'
+        listing read it."""
         events: list[Event] = []
         turn = execution.turn
         if turn is not None and turn.framework_run_state is not None:
             saved = RunState.from_json(turn.framework_run_state)
             events = [*_history(turn, saved.through_sequence), *saved.events]
         service = await step_session(self._app.name, execution.flow_id, events)
-        invocation = InvocationContext(
+        return self._invocation(service, events[-1].invocation_id if events else execution.turn_id)
+
+    def _invocation(self, service: StepSessionService, invocation_id: str) -> InvocationContext:
+        """An invocation of the gated agent on the Step's session, as ADK builds one."""
+        return InvocationContext(
             session_service=service,
-            invocation_id=events[-1].invocation_id if events else execution.turn_id,
+            invocation_id=invocation_id,
             agent=self._app.root_agent,
             session=service.session,
             run_config=RunConfig(),
         )
-        context = ToolContext(invocation, function_call_id=execution.tool_call.tool_call_id)
-        context.tool_confirmation = ToolConfirmation(confirmed=True)
-        return context
 
-    def _deferred_call(self, turn: AgentTurnContext, call: types.FunctionCall) -> DeferredToolCall:
+    async def _deferred_call(
+        self, turn: AgentTurnContext, call: types.FunctionCall, context: ReadonlyContext
+    ) -> DeferredToolCall:
+        """The call with its tool's own policy; a toolset's tool is found in the toolset's
+        listing for this Step's invocation."""
         name = call.name or ""
-        tool = self._tools.get(name)
+        tool = await self._tools.find(name, context)
         policy = turn.resolve_tool_policy(
             name,
             framework_effect(tool) if tool else None,
-            _requires_confirmation(tool),
+            requires_confirmation(tool),
         )
         return DeferredToolCall(
             tool_call_id=call.id or "",
@@ -231,11 +243,9 @@ class AdkRunner:
         )
 
 
-def _requires_confirmation(tool: BaseTool | None) -> bool | None:
-    """A FunctionTool made with `require_confirmation=True` asks for an approval."""
-    if isinstance(tool, FunctionTool) and tool._require_confirmation is True:
-        return True
-    return None
+def _readonly_context(invocation: InvocationContext) -> ReadonlyContext:
+    """What ADK gives a toolset's listing: a ReadonlyContext on the invocation."""
+    return ReadonlyContext(invocation)
 
 
 def _split_turn(turn: AgentTurnContext) -> tuple[list[Event], types.Content]:

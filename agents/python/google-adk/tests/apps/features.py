@@ -1,13 +1,14 @@
 """The Worker app of tests/test_worker_features.py: ADK agents on LiteLlm against the scripted
 Chat Completions server, one with an AgentTool whose agent has a tool of its own and a model
-callback that writes session state which the tools read. Tools record their runs to the
-ToolRunLog at $TOOL_LOG."""
+callback that writes session state which the tools read, and one whose tools come from an MCP
+toolset (tests/apps/mcp_server.py over stdio). Tools record their runs to the ToolRunLog at
+$TOOL_LOG."""
 
 from __future__ import annotations
 
 import os
 
-from dex_agents import AgentSessionFlow, AgentSessionOptions
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolPolicy
 from dex_agents.testing import MODEL_URL_ENV
 from dex_agents.testing.tool_log import ToolRunLog
 from google.adk.agents import LlmAgent
@@ -18,6 +19,8 @@ from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.tool_context import ToolContext
 
 from dex_agents_google_adk import AdkRunner, current_tool_execution
+
+from .shop import shop_toolset
 
 
 def _log() -> ToolRunLog:
@@ -58,10 +61,19 @@ agent = LlmAgent(
     before_model_callback=remember_unit,
 )
 
+shop = LlmAgent(name="shop", model=_model(), tools=[shop_toolset()])
+
 flows = [
     AgentSessionFlow(
         AdkRunner(agent),
         flow_type="Concierge",
         options=AgentSessionOptions(default_tool_effect="read"),
-    )
+    ),
+    AgentSessionFlow(
+        AdkRunner(shop),
+        flow_type="Shop",
+        options=AgentSessionOptions(
+            tool_policies={"place_order": ToolPolicy(requires_approval=True)},
+        ),
+    ),
 ]
