@@ -52,6 +52,17 @@ def resolve_tool_policy(
     return ToolPolicy(effect=effect, requires_approval=requires_approval)
 
 
+def hint_effect(read_only: bool | None, idempotent: bool | None) -> ToolEffect | None:
+    """The effect MCP tool annotations give, whichever SDK read them: readOnlyHint is read;
+    idempotentHint is idempotent_write whatever destructiveHint says; anything else leaves
+    the effect to the session's policies and default."""
+    if read_only:
+        return "read"
+    if idempotent:
+        return "idempotent_write"
+    return None
+
+
 def idempotency_key(flow_id: str, turn_id: str, tool_call_id: str) -> str:
     return f"{flow_id}/{turn_id}/{tool_call_id}"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import cast, get_args
 
+from dex_agents.policy import hint_effect
 from dex_agents.types import ToolEffect
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
@@ -27,23 +28,15 @@ def framework_effect(tool: BaseTool) -> ToolEffect | None:
 
 
 def mcp_annotation_effect(tool: BaseTool) -> ToolEffect | None:
-    """The effect an ADK `McpTool`'s MCP annotations give: readOnlyHint is read,
-    idempotentHint is idempotent_write whatever destructiveHint says, anything else (or
-    another tool) is None.
-
-    The rule is the core's `dex_agents.mcp.policies.annotation_effect`; it is applied here
-    because ADK pins the 1.x `mcp` SDK, whose `ToolAnnotations` name the hints in camelCase,
-    while `dex_agents.mcp` needs the 2.x SDK and cannot be imported next to ADK."""
+    """The effect an ADK `McpTool`'s MCP annotations give (the core's `hint_effect`); None
+    for another tool. ADK pins the 1.x `mcp` SDK, whose `ToolAnnotations` name the hints in
+    camelCase, so `dex_agents.mcp` (2.x) is not used here."""
     if not isinstance(tool, McpTool):
         return None
     annotations: ToolAnnotations | None = tool.raw_mcp_tool.annotations
     if annotations is None:
         return None
-    if annotations.readOnlyHint:
-        return "read"
-    if annotations.idempotentHint:
-        return "idempotent_write"
-    return None
+    return hint_effect(annotations.readOnlyHint, annotations.idempotentHint)
 
 
 def requires_confirmation(tool: BaseTool | None) -> bool | None:

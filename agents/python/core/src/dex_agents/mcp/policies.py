@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from mcp.types import ToolAnnotations
 
+from ..policy import hint_effect
 from ..types import ToolEffect
 
 
 def annotation_effect(annotations: ToolAnnotations | None) -> ToolEffect | None:
-    """readOnlyHint is read; idempotentHint is idempotent_write whatever destructiveHint
-    says; anything else leaves the effect to the session's policies and default."""
+    """The effect of an MCP tool's annotations (see `hint_effect`)."""
     if annotations is None:
         return None
-    if annotations.read_only_hint:
-        return "read"
-    if annotations.idempotent_hint:
-        return "idempotent_write"
-    return None
+    return hint_effect(annotations.read_only_hint, annotations.idempotent_hint)
