@@ -1,8 +1,9 @@
 """Write calls as tool Steps through real Worker processes on the real database (SQLite, and
 Postgres when DEX_AGENTS_TEST_POSTGRES_URL is set), the real Claude Code CLI and the scripted
-Anthropic server: an approval wait survives a Worker restart, a SIGKILL inside the write
-records outcome_unknown without running it again, and cancel_turn ends a turn that waits for
-an approval. Real tool runs are counted in the tool log, outside the database."""
+Anthropic server: an approval wait survives a Worker restart, a rejected write never runs, a
+SIGKILL inside the write records outcome_unknown without running it again, and cancel_turn
+ends a turn that waits for an approval. Real tool runs are counted in the tool log, outside
+the database."""
 
 from __future__ import annotations
 
@@ -61,6 +62,32 @@ async def test_an_approval_wait_survives_a_restart_then_the_write_runs_once(
     assert len(anthropic_model.requests) == 2
     assert [m.tool_output for m in snapshot.messages if m.role == "tool"] == ["sent hello"]
     assert snapshot.messages[-1].text == "Sent hello."
+
+
+async def test_a_rejected_write_never_runs_and_the_model_reads_the_rejection(
+    make_worker: MakeWorker,
+    anthropic_model: ScriptedAnthropicServer,
+    client: AgentClient,
+    tool_log: ToolRunLog,
+) -> None:
+    anthropic_model.enqueue(
+        anthropic_tools(("toolu_1", "mcp__t__send", {"text": "spam"})),
+        anthropic_text("Not sent."),
+    )
+    with make_worker(ANTHROPIC_BASE_URL=anthropic_model.base_url):
+        session = await client.start_session(FLOW_TYPE, "Spam everyone.")
+        await client.wait_for(session, pending_interrupt("toolu_1"), timeout=120)
+        assert await client.resolve_interrupt(session, "toolu_1", False, "No spam, please.")
+        assert not await client.resolve_interrupt(session, "toolu_1", True)
+        snapshot = await client.wait_for(session, turns_done(1), timeout=120)
+
+    assert tool_log.count("send") == 0
+    (finished,) = await events_of(client, session, "tool_call_finished")
+    assert finished["status"] == "rejected"
+    assert "CallSingleAttemptTool" not in await step_types(client, session)
+    block = tool_result(anthropic_model.requests[-1].messages, "toolu_1")
+    assert result_text(block) == "No spam, please." and block.get("is_error") is True
+    assert snapshot.messages[-1].text == "Not sent."
 
 
 async def test_sigkill_inside_the_write_records_outcome_unknown_and_never_reruns_it(
