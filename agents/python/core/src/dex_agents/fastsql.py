@@ -31,9 +31,10 @@ class _Plan(NamedTuple):
     # For each positional parameter: the name of its value in the parameters (None for a
     # value given in the statement), that value, and its bind processor.
     binds: tuple[tuple[str | None, Any, Callable[[Any], Any] | None], ...]
-    # For a SELECT: its column names and result processors; None for other statements.
-    columns: tuple[str, ...] | None
-    results: tuple[Callable[[Any], Any] | None, ...]
+    # For a SELECT: the type of its rows, and the result processors of the columns that have
+    # one (by position); None and () for other statements.
+    row_type: type[Row] | None
+    results: tuple[tuple[int, Callable[[Any], Any]], ...]
 
 
 class Row(tuple[Any, ...]):
@@ -95,13 +96,16 @@ def _compile(dialect: sa.Dialect, statement: Any, names: frozenset[str]) -> _Pla
             binds.append((None, bind.value, process))
         else:
             return None  # a value SQLAlchemy would work out: leave it to SQLAlchemy
-    columns = None
-    results: list[Callable[[Any], Any] | None] = []
+    row_type = None
+    results: list[tuple[int, Callable[[Any], Any]]] = []
     if isinstance(statement, sa.Select):
         selected = list(statement.selected_columns)
-        columns = tuple(c.key or f"_{i}" for i, c in enumerate(selected))
-        results = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in selected]
-    return _Plan(compiled.string, tuple(binds), columns, tuple(results))
+        row_type = _row_type(tuple(c.key or f"_{i}" for i, c in enumerate(selected)))
+        for i, column in enumerate(selected):
+            process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+            if process is not None:
+                results.append((i, process))
+    return _Plan(compiled.string, tuple(binds), row_type, tuple(results))
 
 
 def _values(plan: _Plan, params: Mapping[str, Any]) -> list[Any]:
@@ -154,9 +158,8 @@ def driver_sql(conn: Connection, sql: str) -> None:
 
 
 def _rows_of(plan: _Plan, cursor: Any) -> list[Row]:
-    assert plan.columns is not None
-    row_type = _row_type(plan.columns)
-    processors = [(i, p) for i, p in enumerate(plan.results) if p is not None]
+    row_type, processors = plan.row_type, plan.results
+    assert row_type is not None
     rows = []
     for raw in cursor.fetchall():
         if processors:
