@@ -1,7 +1,7 @@
 """End-to-end overhead of dex-agents per turn, against each framework alone and durable peers.
 
     cd agents/python/core/bench && uv sync --locked && uv run python bench_e2e.py [--turns N]
-        [--json PATH] [--postgres URL] [--profile-worker PATH]
+        [--json PATH] [--postgres URL] [--profile-worker PATH] [--frameworks pydantic_ai,...]
 
 One session of N turns (default 1,000) per contender, all interleaved turn by turn in one run:
 turn k of every contender runs before turn k+1 of any (in an order rotated each turn), so
@@ -413,7 +413,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             peer_of="LangGraph",
         ),
     ]
-    if args.postgres:
+    contenders = [c for c in contenders if _framework(c.name) in args.frameworks]
+    if args.postgres and "pydantic_ai" in args.frameworks:
         contenders.insert(
             7,
             DexAgents(
@@ -481,6 +482,28 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"closing {c.name}: {exc}", file=sys.stderr)
         model.stop()
     return report(contenders, args, time.monotonic() - started)
+
+
+FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph")
+
+
+def _framework(name: str) -> str:
+    """The framework a contender stands on, by its name (peers with their framework)."""
+    if "Pydantic AI" in name:
+        return "pydantic_ai"
+    if "OpenAI Agents" in name:
+        return "openai_agents"
+    return "langgraph"
+
+
+def _frameworks(text: str) -> tuple[str, ...]:
+    chosen = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = sorted(set(chosen) - set(FRAMEWORKS))
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated subset of {', '.join(FRAMEWORKS)}, not {text!r}"
+        )
+    return chosen
 
 
 def _windows(turns: int) -> list[tuple[str, int, int]]:
@@ -622,6 +645,13 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument(
         "--postgres", metavar="URL", help="also dex-agents + Pydantic AI on Postgres"
+    )
+    parser.add_argument(
+        "--frameworks",
+        type=_frameworks,
+        default=FRAMEWORKS,
+        help="only the contenders on these frameworks, with their baselines and peers "
+        f"(default: {','.join(FRAMEWORKS)}); a 1,000-turn run of OpenAI Agents alone takes hours",
     )
     parser.add_argument(
         "--profile-worker",
