@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents import runtime, store, wake_socket
+from dex_agents import db, runtime, store, wake_socket
 from dex_agents.db import Database
 from dex_agents.runtime import Waker
+from dex_agents.types import AgentSessionStartInput
 from dex_agents.wake_socket import WakeListener, WakeSender
 
 
@@ -167,3 +168,27 @@ def test_no_socket_in_a_directory_others_may_write_to(tmp_path: Path) -> None:
         eavesdropper.recv(2048)  # nothing was sent into it
     eavesdropper.close()
     sender.close()
+
+
+def test_only_outcome_and_interrupt_events_wake_a_waiting_turn(tmp_path: Path) -> None:
+    """A client waiting for a turn is woken by the commits that write its outcome or an
+    interrupt, not by every commit of the turn."""
+    turn_key = store.turn_wake_key("s1")
+    engine = db.create_engine(f"sqlite:///{tmp_path / 'wake.sqlite'}")
+    db.metadata.create_all(engine)
+
+    def woken(event_type: str) -> set[str]:
+        with engine.begin() as conn:
+            session = store.read_session(conn, "s1")
+            record = store.EventRecord(event_type, "turn-1", 1, {}, "RunModel-1")
+            store.write_events(conn, session, [record])
+            store.save_session(conn, session)
+            return set(conn.info.pop("dex_woken"))
+
+    with engine.begin() as conn:
+        store.create_session(conn, "s1", "Flow", AgentSessionStartInput())
+    assert woken("text_delta") == {"s1"}
+    assert woken("tool_call_completed") == {"s1"}
+    for event_type in store.TURN_OUTCOME_EVENTS:
+        assert woken(event_type) == {"s1", turn_key}
+    assert turn_key != "s1" and len(store.turn_wake_key("x" * 255)) == 255

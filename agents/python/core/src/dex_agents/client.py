@@ -280,6 +280,8 @@ class AgentClient:
             await self._read(lambda conn: store.read_session(conn, session_id))
             raise InvalidInput("message must not be blank", "message")
 
+        # The wake-ups before the message is queued: none of its turn's can precede them.
+        seen = (await self._wake_feed()).generation(store.turn_wake_key(session_id))
         queued = await self._queue_user_message(session_id, message)
         if queued is None:
             raise InvalidInput("this session's Flow does not enable plan mode", "message")
@@ -288,6 +290,7 @@ class AgentClient:
             timeout,
             after=queued.event_offset,
             is_start=lambda event: _payload(event).get("message_id") == queued.message_id,
+            seen=seen,
         )
 
     async def send_user_message_for_turn(
@@ -330,17 +333,25 @@ class AgentClient:
         after: int,
         is_start: Callable[[AgentEvent], bool],
         turn_id: str | None = None,
+        seen: int | None = None,
     ) -> TurnResult:
-        """Reads the session's events after `after`, woken by their commits, until the turn
-        (`turn_id`, or the one whose turn_started event `is_start` picks) has an outcome."""
+        """Reads the session's events after `after` until the turn (`turn_id`, or the one whose
+        turn_started event `is_start` picks) has an outcome. Woken only by the commits that
+        write an outcome or an interrupt (`store.TURN_OUTCOME_EVENTS`), it reads a turn's
+        events about once, however many commits the turn makes; a read a second bounds what a
+        lost wake-up could cost. `seen`: a wake-up generation from before the turn could have
+        begun; the first read then waits for a wake-up after it."""
         waker = await self._wake_feed()
+        wake_key = store.turn_wake_key(session_id)
         database = await self._opened()
         deadline = time.monotonic() + timeout
+        if seen is not None:
+            await waker.wait(wake_key, seen, min(timeout, 1.0))
         usage = AgentUsage()
         first_sequence = 0
         interrupted = False
         while True:
-            generation = waker.generation(session_id)
+            generation = waker.generation(wake_key)
             batch = await read_events(database, session_id, after=after, limit=_EVENT_PAGE)
             for event in batch:
                 after = event.offset
@@ -378,7 +389,7 @@ class AgentClient:
                 raise TimeoutError(
                     f"{which} of session {session_id} did not reach an outcome within {timeout:g} s"
                 )
-            await waker.wait(session_id, generation, min(remaining, 1.0))
+            await waker.wait(wake_key, generation, min(remaining, 1.0))
 
     async def _turn_result(
         self,

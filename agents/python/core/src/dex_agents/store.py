@@ -480,6 +480,8 @@ def write_events(conn: Connection, session: Session, records: Sequence[EventReco
         rows.append(_event_row(session.session_id, session.event_counter, record, now))
     fastsql.execute_many(conn, _INSERT_EVENT, rows)
     wake(conn, session.session_id)
+    if any(record.type in TURN_OUTCOME_EVENTS for record in records):
+        wake(conn, turn_wake_key(session.session_id))
 
 
 def append_events_unlocked(
@@ -648,6 +650,23 @@ def step_history(conn: Connection, session_id: str) -> list[StepExecution]:
         )
         for row in conn.execute(query)
     ]
+
+
+# The events after which a client waiting for a turn reads the session's events again: the
+# turn's outcome, or an interrupt it waits on. The other events of a turn (deltas, tool calls,
+# usage) wait for that read.
+TURN_OUTCOME_EVENTS = frozenset(
+    {"turn_completed", "turn_failed", "turn_steered", "turn_cancelled", "interrupt_raised"}
+)
+# A wake-up key no session ID can be (session IDs hold no control characters), cut to the
+# wake-up table's width: two sessions cut to one key only wake each other's waits in vain.
+_TURN_KEY_PREFIX = "\x1e"
+_KEY_CHARS = 255
+
+
+def turn_wake_key(session_id: str) -> str:
+    """The wake-up of a commit that wrote one of `TURN_OUTCOME_EVENTS` for the session."""
+    return (_TURN_KEY_PREFIX + session_id)[:_KEY_CHARS]
 
 
 def wake(conn: Connection, session_id: str) -> None:
