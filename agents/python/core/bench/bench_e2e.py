@@ -18,7 +18,11 @@ Contenders:
 - the baselines: each framework alone, in-process, no durability, same model server, the
   caller keeping the history: Pydantic AI, OpenAI Agents, LangGraph without a checkpointer;
   and Pydantic AI and OpenAI Agents alone streaming their model calls, as dex-agents does for
-  its `text_delta` events.
+  its `text_delta` events;
+- a breakdown, not a contender: each adapter's runner alone, driven in this process by
+  `RunnerDriver` as the session Flow calls it (no engine, no database, no second process).
+  Its overhead is what Step mode and the adapter cost over the framework alone; the rest of
+  dex-agents' overhead is the engine's and the process boundary's.
 
 Overhead of a turn = contender's turn time - its framework-alone time at the same turn. For
 dex-agents, "vs stream" is the overhead over its framework alone streaming: the durability's
@@ -138,6 +142,8 @@ class Contender:
     # streaming too, is a second baseline that leaves only the durability's cost.
     streaming_baseline: str | None = None
     peer_of: str | None = None  # for a peer: the framework it stands on
+    # The adapter's runner alone: a part of dex-agents' cost, not a contender to compare.
+    in_memory: bool = False
     times: list[float] = field(default_factory=list)
     cpus: list[float] = field(default_factory=list)
     worker_cpus: list[float] = field(default_factory=list)  # the Worker's share of cpus
@@ -311,6 +317,29 @@ class DBOSAgentPeer(Contender):
         DBOS.destroy()
 
 
+class RunnerInMemory(Contender):
+    """The adapter's runner driven in this process by `RunnerDriver`, as the session Flow
+    calls it, with no engine, database or second process: what Step mode and the adapter cost
+    over the framework alone, apart from the engine's share."""
+
+    def __init__(self, name: str, flows: str, **kw: Any) -> None:
+        super().__init__(name, in_memory=True, **kw)
+        self.flows = flows
+
+    async def setup(self, model: ModelServer) -> None:
+        from dex_agents.testing import MODEL_URL_ENV
+        from dex_agents.testing.driver import RunnerDriver
+
+        os.environ[MODEL_URL_ENV] = model.base_url
+        (flow,) = getattr(e2e_app, self.flows)
+        self.driver = RunnerDriver(flow.runner, tool_policies=dict(flow.options.tool_policies))
+
+    async def turn(self, k: int) -> None:
+        result = await self.driver.turn(f"question {k}")
+        text = result.final.new_messages[-1].text
+        assert text == e2e_app.ANSWER, text
+
+
 class DexAgents(Contender):
     """A Worker process hosting the Flow; this process drives the session with an AgentClient."""
 
@@ -397,6 +426,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "e2e_app:openai_agents_flows",
             "BenchOpenAIAgents",
             f"sqlite:///{tmp / 'dex-openai-agents.sqlite'}",
+            baseline="OpenAI Agents alone",
+            streaming_baseline="OpenAI Agents alone, streaming",
+        ),
+        RunnerInMemory(
+            "Pydantic AI runner in memory",
+            "pydantic_ai_flows",
+            baseline="Pydantic AI alone",
+            streaming_baseline="Pydantic AI alone, streaming",
+        ),
+        RunnerInMemory(
+            "OpenAI Agents runner in memory",
+            "openai_agents_flows",
             baseline="OpenAI Agents alone",
             streaming_baseline="OpenAI Agents alone, streaming",
         ),
@@ -619,7 +660,7 @@ def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
                     f"{r['cpu_ms_per_turn']:8.1f}"
                 )
         for c in durable:
-            if c.peer_of:
+            if c.peer_of or c.in_memory:
                 continue
             for p in peers:
                 a, b = rows[c.name], rows[p.name]
