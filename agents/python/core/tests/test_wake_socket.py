@@ -38,6 +38,28 @@ def test_a_sender_reaches_every_other_listener_of_the_file(tmp_path: Path) -> No
     assert not directory.exists()  # the last listener out removes it
 
 
+def test_a_turns_only_listener_hears_only_turn_keys_and_everything(tmp_path: Path) -> None:
+    directory = tmp_path / "wake"
+    turns = WakeListener.open(directory, "t" * 32, turns_only=True)
+    every = WakeListener.open(directory, "e" * 32)
+    assert turns is not None and every is not None
+    sender = WakeSender(directory, "s" * 32)
+    turn_key = store.turn_wake_key("s1")
+    for names in ("s1", f"s1\n{turn_key}", "s2", "*"):
+        sender.send(names)
+    notes, lost = turns.receive()
+    assert [n.sessions for n in notes] == [frozenset({"s1", turn_key}), None]
+    assert not lost or wake_socket._QUEUE_LIMIT is None  # skipped sends leave no gap
+    notes, _ = every.receive()
+    assert len(notes) == 4
+    # A process's own turns-only socket is its own too: never woken by its own commits.
+    own = WakeSender(directory, "t" * 32)
+    own.send(turn_key)
+    assert turns.receive() == ([], False)
+    for closing in (turns, every, sender, own):
+        closing.close()
+
+
 @pytest.mark.skipif(wake_socket._QUEUE_LIMIT is None, reason="Linux's datagram queue limit")
 def test_a_datagram_dropped_by_a_full_queue_is_noticed(tmp_path: Path) -> None:
     directory = tmp_path / "wake"
@@ -111,6 +133,46 @@ async def test_another_process_commit_wakes_by_datagram_without_the_probe(
         for session_id in sessions:
             committing.write_sync(_wake(session_id))  # the loop does not run meanwhile
         assert await _woken(waker, sessions, before) == set(sessions)
+    finally:
+        feed.cancel()
+        await asyncio.gather(feed, return_exceptions=True)
+        waiting.close()
+        committing.close()
+
+
+async def test_a_turns_only_waker_hears_everything_once_something_else_waits(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(runtime, "FALLBACK_POLL_SECONDS", 3600.0)
+    url = f"sqlite:///{tmp_path / 'wake.sqlite'}"
+    waiting, committing = Database(url), Database(url)
+    waiting.create_schema()
+    waker = Waker(waiting, 3600.0, prune=False, turns_only=True)  # a client's
+    waker.bind(asyncio.get_running_loop())
+    feed = asyncio.create_task(waker.poll_forever())
+    turn_key = store.turn_wake_key("s1")
+    try:
+        await asyncio.sleep(0.2)
+        assert waiting.wake_directory is not None
+        (name,) = [p.name for p in waiting.wake_directory.iterdir()]
+        assert name.endswith("-turns")
+        before = {"s1": waker.generation("s1"), turn_key: waker.generation(turn_key)}
+        await committing.write(_wake("s1"))
+        await committing.write(_wake("s1", turn_key))
+        assert await _woken(waker, [turn_key], before) == {turn_key}
+        assert waker.generation("s1") == before["s1"] + 1  # only with the turn key's commit
+
+        # A wait on the session itself: from now on every commit reaches this process.
+        generation = waker.generation("s1")
+        await waker.wait("s1", generation, 5.0)  # the switch wakes every wait once
+        (name,) = [p.name for p in waiting.wake_directory.iterdir()]
+        assert not name.endswith("-turns")
+        generation = waker.generation("s1")
+        waited = asyncio.create_task(waker.wait("s1", generation, 10.0))
+        await asyncio.sleep(0.05)
+        await committing.write(_wake("s1"))
+        await asyncio.wait_for(waited, 5.0)
+        assert waker.generation("s1") != generation
     finally:
         feed.cancel()
         await asyncio.gather(feed, return_exceptions=True)

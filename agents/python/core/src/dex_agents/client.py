@@ -133,7 +133,7 @@ class AgentClient:
             if task is not None:
                 with contextlib.suppress(RuntimeError):  # its loop closed
                     task.cancel()
-            waker = Waker(database, WAKE_POLL_SECONDS, prune=False)
+            waker = Waker(database, WAKE_POLL_SECONDS, prune=False, turns_only=True)
             waker.bind(loop)
             database.on_wake = waker.notify_threadsafe
             self._waker = waker

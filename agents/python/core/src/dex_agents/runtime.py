@@ -45,7 +45,7 @@ from .stepkit import (
     Transition,
 )
 from .types import AgentMessage
-from .wake_socket import FALLBACK_POLL_SECONDS, WakeListener
+from .wake_socket import FALLBACK_POLL_SECONDS, TURN_KEY_PREFIX, WakeListener
 
 if TYPE_CHECKING:
     from .otel import StepTracer
@@ -251,10 +251,22 @@ class Waker:
     Generations make a wake between a check and its wait impossible to miss.
     """
 
-    def __init__(self, database: Database, poll_interval: float, *, prune: bool = True) -> None:
+    def __init__(
+        self,
+        database: Database,
+        poll_interval: float,
+        *,
+        prune: bool = True,
+        turns_only: bool = False,
+    ) -> None:
+        """`turns_only` (a client's): until something waits on or listens to another key,
+        hear from other SQLite processes only the commits that wake a turn key
+        (`store.turn_wake_key`), so a turn's other commits cost this process nothing."""
         self._database = database
         self._poll_interval = poll_interval
         self._prune = prune
+        self._turns_only = turns_only
+        self._hear_everything: Callable[[], None] | None = None
         self._generation: defaultdict[str, int] = defaultdict(int)
         # Bumped by `wake_all`: every generation changes at once.
         self._epoch = 0
@@ -266,12 +278,23 @@ class Waker:
         self._seen: set[int] = set()
 
     def add_listener(self, listener: Callable[[set[str]], None]) -> None:
+        self._want("")
         self._listeners.append(listener)
 
     def add_remote_listener(self, listener: Callable[[set[str]], None]) -> None:
         """Called only for commits of other processes (this Worker never cancels its own
         Steps)."""
+        self._want("")
         self._remote_listeners.append(listener)
+
+    def _want(self, key: str) -> None:
+        """Something waits on `key` (or, with "", listens to every key): a turns-only Waker
+        that would not hear of it hears everything from now on."""
+        if not self._turns_only or key.startswith(TURN_KEY_PREFIX):
+            return
+        self._turns_only = False
+        if self._hear_everything is not None:
+            self._hear_everything()
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -316,6 +339,7 @@ class Waker:
         return self._generation[session_id] + self._epoch
 
     async def wait(self, session_id: str, generation: int, timeout: float) -> None:
+        self._want(session_id)
         if self.generation(session_id) != generation:
             return
         event = self._events.setdefault(session_id, asyncio.Event())
@@ -348,11 +372,30 @@ class Waker:
         # Other processes' commits arrive by datagram (wake_socket.py); the probe then only
         # catches a commit whose datagram never came, and runs seldom.
         directory = self._database.wake_directory
-        listener = WakeListener.open(directory, self._database.origin) if directory else None
+        origin = self._database.origin
+        listener = (
+            WakeListener.open(directory, origin, turns_only=self._turns_only) if directory else None
+        )
         interval = self._poll_interval
         if listener is not None:
             interval = max(interval, FALLBACK_POLL_SECONDS)
             loop.add_reader(listener.fileno(), self._on_datagrams, listener, changed)
+
+        def hear_everything() -> None:
+            # The socket for every wake-up is bound before the turns-only one goes, and every
+            # wait looks again: nothing sent in between is missed.
+            nonlocal listener
+            assert directory is not None
+            old, listener = listener, WakeListener.open(directory, origin)
+            if listener is not None:
+                loop.add_reader(listener.fileno(), self._on_datagrams, listener, changed)
+            if old is not None:
+                loop.remove_reader(old.fileno())
+                old.close()
+            self.wake_all()
+
+        if listener is not None and self._turns_only:
+            self._hear_everything = hear_everything
         # Set from the probe's scheduling of a look until the loop takes it, so a loop that
         # does not run for a while (a SyncAgentClient between calls) gets one callback.
         scheduled = threading.Event()
@@ -398,6 +441,7 @@ class Waker:
                     log.exception("polling for wake-ups failed; trying again")
         finally:
             stop.set()
+            self._hear_everything = None
             if listener is not None:
                 loop.remove_reader(listener.fileno())
                 listener.close()

@@ -37,6 +37,7 @@ from .types import (
     TurnReplySequence,
     TurnSessionSettings,
 )
+from .wake_socket import TURN_KEY_PREFIX
 
 # Channel names, as the contract names them.
 QUEUED_USER_MESSAGES = "QueuedUserMessages"
@@ -660,13 +661,12 @@ TURN_OUTCOME_EVENTS = frozenset(
 )
 # A wake-up key no session ID can be (session IDs hold no control characters), cut to the
 # wake-up table's width: two sessions cut to one key only wake each other's waits in vain.
-_TURN_KEY_PREFIX = "\x1e"
 _KEY_CHARS = 255
 
 
 def turn_wake_key(session_id: str) -> str:
     """The wake-up of a commit that wrote one of `TURN_OUTCOME_EVENTS` for the session."""
-    return (_TURN_KEY_PREFIX + session_id)[:_KEY_CHARS]
+    return (TURN_KEY_PREFIX + session_id)[:_KEY_CHARS]
 
 
 def wake(conn: Connection, session_id: str) -> None:

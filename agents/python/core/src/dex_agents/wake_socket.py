@@ -16,6 +16,12 @@ finds out when it may have missed one, and then reads those rows:
 - a sender that dies between its commit and its send leaves no trace, so a listener also
   reads the rows when the file changed, once every `FALLBACK_POLL_SECONDS`.
 
+A client that waits only for turns (`run_turn`) listens under a name that says so, and a
+sender sends it only the commits that wake a turn key (a turn's outcome or an interrupt) or
+every session: the other commits of a turn, some eight, then neither wake that process nor
+let it take the core from the committing Worker. The client binds a socket for every wake-up
+the first time it waits for anything else.
+
 Where a socket cannot be bound (no AF_UNIX datagrams, as on Windows; a path too long; a
 directory of another user) the process falls back to probing the file every few
 milliseconds, and processes that do have sockets still see its commits by their own probe.
@@ -76,8 +82,18 @@ def _ours(*directories: Path) -> bool:
     return True
 
 
-def _socket_name(origin: str) -> str:
-    return origin[:16]
+# The wake-up keys of turns (`store.turn_wake_key`): what a turns-only listener hears.
+TURN_KEY_PREFIX = "\x1e"
+# The end of a turns-only listener's name (origins are hexadecimal).
+_TURNS_ONLY = "-turns"
+
+
+def _socket_name(origin: str, turns_only: bool = False) -> str:
+    return origin[:16] + (_TURNS_ONLY if turns_only else "")
+
+
+def _heard_by_turns_only(names: str) -> bool:
+    return names == "*" or TURN_KEY_PREFIX in names
 
 
 def _datagram_socket() -> socket.socket | None:
@@ -124,9 +140,12 @@ class WakeSender:
         if self._checked != self._directory and not _ours(self._directory.parent, self._directory):
             return
         self._checked = self._directory
+        turns = _heard_by_turns_only(names)
         for name in listeners:
-            if name == self._own:
+            if name.startswith(self._own):
                 continue
+            if not turns and name.endswith(_TURNS_ONLY):
+                continue  # unnumbered: the listener sees no gap
             sequence = self._sequences.get(name, 0) + 1
             self._sequences[name] = sequence
             payload = f"{self._origin}\n{sequence}\n{names}".encode()
@@ -158,12 +177,13 @@ class WakeListener:
         self._sequences: dict[str, int] = {}
 
     @classmethod
-    def open(cls, directory: Path, origin: str) -> WakeListener | None:
-        """Binds this process's socket; None where that is not possible (see the module)."""
+    def open(cls, directory: Path, origin: str, *, turns_only: bool = False) -> WakeListener | None:
+        """Binds this process's socket; None where that is not possible (see the module).
+        `turns_only`: hear only the commits that wake a turn key or every session."""
         sock = _datagram_socket()
         if sock is None:
             return None
-        path = directory / _socket_name(origin)
+        path = directory / _socket_name(origin, turns_only)
         for _ in range(3):  # another process's close may remove the directory in between
             try:
                 directory.parent.mkdir(exist_ok=True, mode=0o700)
