@@ -1,0 +1,2 @@
+export * from "./runner.js";
+export * from "./wire.js";
