@@ -1,2 +1,3 @@
 export * from "./runner.js";
+export * from "./serve.js";
 export * from "./wire.js";
