@@ -172,10 +172,11 @@ class RunnerServer {
       );
     }
     try {
+      // Before a call is accepted only the body is read: whatever fails here is the body's.
       return spec.answer(this, runner, body);
     } catch (error) {
-      if (error instanceof HistoryError) return errorAnswer(400, "bad_request", error.message);
-      throw error;
+      const problem = error instanceof HistoryError ? error.message : String(error);
+      return errorAnswer(400, "bad_request", texts.badBody(problem));
     }
   }
 

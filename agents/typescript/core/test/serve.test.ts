@@ -103,6 +103,28 @@ describe("serveRunners on a real HTTP server", () => {
       body: "{",
     });
     assert.equal(bad.status, 400);
+    const noHistory = await post(
+      served.url,
+      "run_model_step",
+      { flow_type: "Echo" },
+      { headers: auth },
+    );
+    assert.equal(noHistory.status, 400);
+    assert.equal(
+      ((await noHistory.json()) as { error: { kind: string } }).error.kind,
+      "bad_request",
+    );
+    const gap = turnBody(
+      [userMessage(2, "x")],
+      { first: 1, last: 2, after: 0 },
+      { flow_id: "s-gap" },
+    );
+    const gapResponse = await post(served.url, "run_model_step", gap, { headers: auth });
+    assert.equal(gapResponse.status, 400);
+    assert.match(
+      ((await gapResponse.json()) as { error: { message: string } }).error.message,
+      /sequence 1/,
+    );
   });
 
   test("run_model_step streams accepted, events and heartbeats in order, then the result", async () => {
