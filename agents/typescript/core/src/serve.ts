@@ -471,8 +471,17 @@ function accepted(invoke: Invoke): Answer {
   };
 }
 
+/** A ToolExecutionError, also from another copy of this package (two installed versions). */
+function isToolExecutionError(error: unknown): error is Error {
+  return (
+    error instanceof ToolExecutionError ||
+    (error instanceof Error &&
+      (error.name === "ToolExecutionError" || error.constructor.name === "ToolExecutionError"))
+  );
+}
+
 function errorLine(error: unknown): WireLine {
-  if (error instanceof ToolExecutionError) {
+  if (isToolExecutionError(error)) {
     return { error: { kind: "tool_execution_error", message: error.message } };
   }
   if (error instanceof Error) {

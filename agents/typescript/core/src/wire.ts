@@ -271,7 +271,7 @@ export type WireLine =
   | { result: unknown }
   | {
       error: {
-        kind: "tool_execution_error" | "runner_error" | "bad_request";
+        kind: "tool_execution_error" | "runner_error";
         message: string;
         stack?: string;
       };

@@ -11,6 +11,12 @@ import {
   ToolExecutionError,
 } from "../src/runner.js";
 
+/** The class as another installed copy of the package defines it. */
+class ToolExecutionErrorCopy extends Error {}
+const ForeignToolExecutionError = {
+  ToolExecutionError: class ToolExecutionError extends ToolExecutionErrorCopy {},
+}.ToolExecutionError;
+
 export type EchoItem = { from: "user"; text: string } | { from: "model"; said: string };
 
 export class EchoRunner implements AgentFrameworkRunner<EchoItem> {
@@ -77,8 +83,13 @@ export class EchoRunner implements AgentFrameworkRunner<EchoItem> {
   async executeDeferredToolCall(
     call: DeferredToolExecution<EchoItem>,
   ): Promise<DeferredToolOutcome> {
-    const args = JSON.parse(call.toolCall.arguments) as { fail?: string; crash?: string };
+    const args = JSON.parse(call.toolCall.arguments) as {
+      fail?: string;
+      crash?: string;
+      foreign?: string;
+    };
     if (args.fail) throw new ToolExecutionError(args.fail);
+    if (args.foreign) throw new ForeignToolExecutionError(args.foreign);
     if (args.crash) throw new TypeError(args.crash);
     await call.saveHeartbeatCheckpoint("half-way");
     await new Promise((resolve) => setTimeout(resolve, 5));

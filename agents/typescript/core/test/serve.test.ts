@@ -315,6 +315,12 @@ describe("serveRunners on a real HTTP server", () => {
       { error: { kind: "tool_execution_error", message: "card declined" } },
     ]);
     got = await lines(
+      await post(served.url, "execute_deferred_tool_call", toolBody({ foreign: "other copy" }), {
+        headers: auth,
+      }),
+    );
+    assert.deepEqual(got[1], { error: { kind: "tool_execution_error", message: "other copy" } });
+    got = await lines(
       await post(served.url, "execute_deferred_tool_call", toolBody({ crash: "boom" }), {
         headers: auth,
       }),
