@@ -561,6 +561,9 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
+    req.on("close", () => {
+      if (!req.complete) reject(new Error("the connection closed before the body was read"));
+    });
   });
 }
 
