@@ -602,7 +602,11 @@ async function handleFetch(server: RunnerServer, request: Request): Promise<Resp
         .finally(() => {
           current.stop();
           request.signal.removeEventListener("abort", abort);
-          if (!controller.signal.aborted) stream.close();
+          try {
+            stream.close();
+          } catch {
+            // Already cancelled by the reader.
+          }
         });
     },
     cancel() {

@@ -446,4 +446,24 @@ describe("serveRunners' fetch handler", () => {
     await reader?.cancel();
     assert.equal(await echo.sawAbort, true);
   });
+
+  test("the request's own signal aborting (a server that saw the client go) aborts the runner", async () => {
+    const echo = new EchoRunner();
+    echo.mode = "hang";
+    const handler = serveRunners({ Echo: echo });
+    const client = new AbortController();
+    const response = await handler.fetch(
+      new Request("http://runner.local/dex/run_model_step", {
+        method: "POST",
+        body: JSON.stringify(turnBody([userMessage(1, "x")], { first: 1, last: 1, after: 0 })),
+        signal: client.signal,
+      }),
+    );
+    const reader = response.body?.getReader();
+    assert.equal(new TextDecoder().decode((await reader?.read())?.value), '{"accepted":true}\n');
+    client.abort();
+    assert.equal(await echo.sawAbort, true);
+    // The body ends rather than hanging.
+    assert.equal((await reader?.read())?.done, true);
+  });
 });
