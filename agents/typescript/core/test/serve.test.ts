@@ -467,3 +467,30 @@ describe("serveRunners' fetch handler", () => {
     assert.equal((await reader?.read())?.done, true);
   });
 });
+
+describe("serveRunners' history cache", () => {
+  test("is bounded: the least recently used session is forgotten and asks again", async () => {
+    const echo = new EchoRunner();
+    const handler = serveRunners({ Echo: echo }, { historyCacheSessions: 2 });
+    const run = async (flowId: string, after: number) => {
+      const body = turnBody(
+        after === 0 ? [userMessage(1, flowId)] : [],
+        { first: 1, last: 1, after },
+        {
+          flow_id: flowId,
+        },
+      );
+      const request = new Request("http://runner.local/dex/run_model_step", {
+        method: "POST",
+        body: JSON.stringify(body),
+      });
+      return (await lines(await handler.fetch(request)))[0];
+    };
+    for (const flowId of ["a", "b"]) assert.deepEqual(await run(flowId, 0), { accepted: true });
+    assert.deepEqual(await run("a", 1), { accepted: true }); // a is now the most recent
+    assert.deepEqual(await run("c", 0), { accepted: true }); // evicts b
+    assert.deepEqual(await run("b", 1), { need_history: { after_sequence: 0 } });
+    assert.deepEqual(await run("a", 1), { accepted: true });
+    assert.deepEqual(echo.built, ["a", "b", "c"]);
+  });
+});
