@@ -1,0 +1,6 @@
+export * from "./client.js";
+export * from "./runner.js";
+export * from "./serve.js";
+export * as texts from "./texts.js";
+export * from "./ui.js";
+export * from "./wire.js";

@@ -1,0 +1,620 @@
+/**
+ * `serveRunners`: TypeScript runners served to the Python engine over HTTP.
+ *
+ * One POST per runner method (`<mount>/<method>`), answered with newline-delimited JSON as
+ * the call runs: `accepted` first (or `need_history` instead, when the history cache lacks
+ * what the body leaves out), then events, heartbeats and checkpoints, then `result` or
+ * `error` last. A Node `(req, res)` handler and a web-standard `fetch` handler share it all.
+ */
+
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  type CachedMessage,
+  completeHistory,
+  HistoryCache,
+  HistoryError,
+  type HistoryPlan,
+  planHistory,
+} from "./history.js";
+import {
+  type AgentFrameworkRunner,
+  type AgentTurnContext,
+  type DeferredToolExecution,
+  type EventWriter,
+  resolveToolPolicy,
+  ToolExecutionError,
+  withToolExecution,
+} from "./runner.js";
+import * as texts from "./texts.js";
+import {
+  contextSummaryFromWire,
+  contextSummaryResultToWire,
+  frameworkMessageToWire,
+  PROTOCOL_VERSION,
+  planFromWire,
+  questionAnswerFromWire,
+  toolCallFromWire,
+  toolOutcomeToWire,
+  toolPoliciesFromWire,
+  turnOutcomeToWire,
+  type WireCapabilities,
+  type WireContextSummaryRequest,
+  type WireDescribe,
+  type WireLine,
+  type WireToolExecution,
+  type WireToolTaskCancellation,
+  type WireToolTaskPoll,
+  type WireTurn,
+} from "./wire.js";
+
+export interface ServeRunnersOptions {
+  /** The runner token (`DEX_AGENTS_RUNNER_TOKEN` on the engine's side): every request must
+   *  send `Authorization: Bearer <token>`. Without it, requests are not authenticated. */
+  token?: string;
+  /** How many sessions' parsed histories are kept (least recently used go first). */
+  historyCacheSessions?: number;
+  /** How long a call may send nothing before a heartbeat line is sent (the engine treats
+   *  60 s of silence as a runner gone). */
+  heartbeatIntervalMs?: number;
+}
+
+/** A Node request handler, with a web-standard `fetch` handler beside it. */
+export interface RunnersHandler {
+  (req: IncomingMessage, res: ServerResponse): void;
+  fetch(request: Request): Promise<Response>;
+}
+
+export const DEFAULT_HISTORY_CACHE_SESSIONS = 1000;
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 10_000;
+const NDJSON = "application/x-ndjson";
+// biome-ignore lint/suspicious/noExplicitAny: runners of any item type are served together.
+type AnyRunner = AgentFrameworkRunner<any>;
+
+/** Serves `runners` by flow type. Mount the handler at any path: the method is the last
+ *  path segment of the request. */
+export function serveRunners(
+  runners: Record<string, AnyRunner>,
+  options: ServeRunnersOptions = {},
+): RunnersHandler {
+  const server = new RunnerServer(runners, options);
+  const handler = ((req: IncomingMessage, res: ServerResponse) => {
+    handleNode(server, req, res).catch((error: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { kind: "runner_error", message: String(error) } }));
+    });
+  }) as RunnersHandler;
+  handler.fetch = (request: Request) => handleFetch(server, request);
+  return handler;
+}
+
+// What a request is answered with, whichever server carries it -------------------------------
+
+/** A line writer: resolves once the line is handed to the connection. */
+type LineSink = (line: WireLine) => Promise<void>;
+
+type Answer =
+  | { kind: "json"; status: number; body: unknown; headers?: Record<string, string> }
+  | { kind: "stream"; run(write: LineSink, signal: AbortSignal): Promise<void> };
+
+interface RequestHead {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+}
+
+function errorAnswer(status: number, kind: string, message: string): Answer {
+  const headers: Record<string, string> =
+    status === 401 ? { "www-authenticate": 'Bearer realm="dex-agents runners"' } : {};
+  return { kind: "json", status, body: { error: { kind, message } }, headers };
+}
+
+class RunnerServer {
+  readonly cache: HistoryCache;
+  readonly heartbeatIntervalMs: number;
+  private readonly tokenDigest: Buffer | null;
+
+  constructor(
+    readonly runners: Record<string, AnyRunner>,
+    options: ServeRunnersOptions,
+  ) {
+    this.cache = new HistoryCache(options.historyCacheSessions ?? DEFAULT_HISTORY_CACHE_SESSIONS);
+    this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
+    if (options.token === "") throw new RangeError("the runner token must not be empty");
+    this.tokenDigest = options.token === undefined ? null : digest(options.token);
+  }
+
+  /** The refusal of a request the head alone settles, or null to read its body. */
+  check(head: RequestHead): Answer | null {
+    if (!this.authorized(head.authorization)) {
+      return errorAnswer(401, "unauthorized", texts.UNAUTHORIZED);
+    }
+    const method = lastSegment(head.path);
+    if (method === "describe") {
+      return head.method === "GET"
+        ? { kind: "json", status: 200, body: this.describe() }
+        : errorAnswer(405, "method_not_allowed", texts.wrongHttpMethod(head.method, "GET"));
+    }
+    if (!Object.hasOwn(METHODS, method)) {
+      return errorAnswer(404, "unknown_method", texts.unknownMethod(method));
+    }
+    if (head.method !== "POST") {
+      return errorAnswer(405, "method_not_allowed", texts.wrongHttpMethod(head.method, "POST"));
+    }
+    return null;
+  }
+
+  /** The answer to a POST whose head passed `check`. */
+  answer(head: RequestHead, bodyText: string): Answer {
+    const method = lastSegment(head.path);
+    let body: { flow_type?: unknown };
+    try {
+      body = JSON.parse(bodyText) as { flow_type?: unknown };
+    } catch (error) {
+      return errorAnswer(400, "bad_request", texts.badBody(String(error)));
+    }
+    if (typeof body !== "object" || body === null || typeof body.flow_type !== "string") {
+      return errorAnswer(400, "bad_request", texts.badBody("flow_type must be a string"));
+    }
+    const runner = Object.hasOwn(this.runners, body.flow_type)
+      ? this.runners[body.flow_type]
+      : undefined;
+    if (runner === undefined) {
+      const served = Object.keys(this.runners);
+      return errorAnswer(404, "unknown_flow_type", texts.unknownFlowType(body.flow_type, served));
+    }
+    const spec = METHODS[method as MethodName];
+    if (spec.implemented && !spec.implemented(runner)) {
+      return errorAnswer(
+        404,
+        "unsupported_method",
+        texts.unsupportedMethod(method, body.flow_type),
+      );
+    }
+    try {
+      // Before a call is accepted only the body is read: whatever fails here is the body's.
+      return spec.answer(this, runner, body);
+    } catch (error) {
+      const problem = error instanceof HistoryError ? error.message : String(error);
+      return errorAnswer(400, "bad_request", texts.badBody(problem));
+    }
+  }
+
+  describe(): WireDescribe {
+    const flows: WireDescribe["flows"] = {};
+    for (const [flowType, runner] of Object.entries(this.runners)) {
+      flows[flowType] = { capabilities: capabilities(runner) };
+    }
+    return { protocol_version: PROTOCOL_VERSION, flows };
+  }
+
+  private authorized(authorization: string | undefined): boolean {
+    if (this.tokenDigest === null) return true;
+    const match = /^Bearer (.+)$/i.exec(authorization ?? "");
+    return match?.[1] !== undefined && timingSafeEqual(digest(match[1]), this.tokenDigest);
+  }
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
+}
+
+function lastSegment(path: string): string {
+  const pathname = path.split("?", 1)[0] ?? "";
+  const segments = pathname.split("/").filter((s) => s !== "");
+  return decodeURIComponent(segments[segments.length - 1] ?? "");
+}
+
+function capabilities(runner: AnyRunner): WireCapabilities {
+  return {
+    unfinished_turn_messages: typeof runner.buildUnfinishedTurnMessages === "function",
+    tool_tasks: typeof runner.pollToolTask === "function",
+    tool_task_cancellation: typeof runner.cancelToolTask === "function",
+    context_compaction: typeof runner.summarizeContext === "function",
+    plan_mode: runner.supportsPlanMode === true,
+    tool_steps_read_turn: runner.toolStepsReadTurn === true,
+  };
+}
+
+// The methods ----------------------------------------------------------------------------------
+
+type MethodName =
+  | "run_model_step"
+  | "execute_deferred_tool_call"
+  | "build_unfinished_turn_messages"
+  | "poll_tool_task"
+  | "cancel_tool_task"
+  | "summarize_context";
+
+interface MethodSpec {
+  implemented?: (runner: AnyRunner) => boolean;
+  answer(server: RunnerServer, runner: AnyRunner, body: unknown): Answer;
+}
+
+/** What a call does once accepted: its result (the `result` line's value). */
+type Invoke = (lines: CallLines, signal: AbortSignal) => Promise<unknown>;
+
+const METHODS: Record<MethodName, MethodSpec> = {
+  run_model_step: {
+    answer: (server, runner, body) => {
+      const wire = body as WireTurn;
+      return withTurn(server, runner, wire, async (turn) =>
+        turnOutcomeToWire(await runner.runModelStep(turn)),
+      );
+    },
+  },
+  build_unfinished_turn_messages: {
+    implemented: (runner) => typeof runner.buildUnfinishedTurnMessages === "function",
+    answer: (server, runner, body) =>
+      withTurn(server, runner, body as WireTurn, async (turn) => {
+        const messages = (await runner.buildUnfinishedTurnMessages?.(turn)) ?? [];
+        return { messages: messages.map(frameworkMessageToWire) };
+      }),
+  },
+  execute_deferred_tool_call: {
+    answer: (server, runner, body) => answerToolCall(server, runner, body as WireToolExecution),
+  },
+  poll_tool_task: {
+    implemented: (runner) => typeof runner.pollToolTask === "function",
+    answer: (_server, runner, body) => {
+      const wire = body as WireToolTaskPoll;
+      return accepted(async (lines, signal) => {
+        const outcome = await runner.pollToolTask?.({
+          flowType: wire.flow_type,
+          flowId: wire.flow_id,
+          toolCall: toolCallFromWire(wire.tool_call),
+          idempotencyKey: wire.idempotency_key,
+          attempt: wire.attempt,
+          inputAnswers: (wire.input_answers ?? []).map(questionAnswerFromWire),
+          events: lines.events,
+          heartbeat: lines.heartbeat,
+          signal,
+          pendingAnswer: wire.pending_answer ? questionAnswerFromWire(wire.pending_answer) : null,
+        });
+        if (outcome === undefined) throw new TypeError("pollToolTask returned nothing");
+        return toolOutcomeToWire(outcome);
+      });
+    },
+  },
+  cancel_tool_task: {
+    implemented: (runner) => typeof runner.cancelToolTask === "function",
+    answer: (_server, runner, body) => {
+      const wire = body as WireToolTaskCancellation;
+      return accepted(async (lines, signal) => {
+        await runner.cancelToolTask?.({
+          flowType: wire.flow_type,
+          flowId: wire.flow_id,
+          toolCall: toolCallFromWire(wire.tool_call),
+          idempotencyKey: wire.idempotency_key,
+          attempt: wire.attempt,
+          heartbeat: lines.heartbeat,
+          signal,
+        });
+        return {};
+      });
+    },
+  },
+  summarize_context: {
+    implemented: (runner) => typeof runner.summarizeContext === "function",
+    answer: (server, runner, body) =>
+      answerSummary(server, runner, body as WireContextSummaryRequest),
+  },
+};
+
+function sessionKey(flowType: string, flowId: string): string {
+  return `${flowType}\u0000${flowId}`;
+}
+
+/** A call that needs a turn's history: `need_history`, or accepted with the turn built. */
+function withTurn(
+  server: RunnerServer,
+  runner: AnyRunner,
+  wire: WireTurn,
+  use: (turn: AgentTurnContext<unknown>) => Promise<unknown>,
+): Answer {
+  const plan = planHistory(
+    server.cache.get(sessionKey(wire.flow_type, wire.flow_id)),
+    wire.history,
+    wire.messages,
+  );
+  if (plan.kind === "need_history") return needHistory(plan);
+  return accepted(async (lines, signal) => {
+    const history = completeHistory(
+      server.cache,
+      sessionKey(wire.flow_type, wire.flow_id),
+      plan,
+      runner,
+    );
+    return use(turnFromWire(wire, history, lines, signal));
+  });
+}
+
+function answerToolCall(server: RunnerServer, runner: AnyRunner, wire: WireToolExecution): Answer {
+  const turnWire = wire.turn ?? null;
+  const key = sessionKey(wire.flow_type, wire.flow_id);
+  const plan: HistoryPlan | null =
+    turnWire === null
+      ? null
+      : planHistory(server.cache.get(key), turnWire.history, turnWire.messages);
+  if (plan?.kind === "need_history") return needHistory(plan);
+  return accepted(async (lines, signal) => {
+    const turn =
+      turnWire !== null && plan !== null
+        ? turnFromWire(turnWire, completeHistory(server.cache, key, plan, runner), lines, signal)
+        : null;
+    const execution: DeferredToolExecution<unknown> = {
+      flowType: wire.flow_type,
+      flowId: wire.flow_id,
+      turnId: wire.turn_id,
+      stepExecutionId: wire.step_execution_id,
+      toolCall: toolCallFromWire(wire.tool_call),
+      idempotencyKey: wire.idempotency_key,
+      attempt: wire.attempt,
+      events: lines.events,
+      heartbeat: lines.heartbeat,
+      signal,
+      saveHeartbeatCheckpoint: lines.checkpoint,
+      heartbeatCheckpoint: wire.heartbeat_checkpoint ?? null,
+      inputAnswers: (wire.input_answers ?? []).map(questionAnswerFromWire),
+      supportsToolTasks: wire.supports_tool_tasks ?? false,
+      turn,
+    };
+    const outcome = await withToolExecution(execution, () =>
+      runner.executeDeferredToolCall(execution),
+    );
+    return toolOutcomeToWire(outcome);
+  });
+}
+
+function answerSummary(
+  server: RunnerServer,
+  runner: AnyRunner,
+  wire: WireContextSummaryRequest,
+): Answer {
+  const key = sessionKey(wire.flow_type, wire.flow_id);
+  const plan = planHistory(server.cache.get(key), wire.history, wire.messages);
+  if (plan.kind === "need_history") return needHistory(plan);
+  return accepted(async (lines, signal) => {
+    const history = completeHistory(server.cache, key, plan, runner);
+    const result = await runner.summarizeContext?.({
+      flowType: wire.flow_type,
+      flowId: wire.flow_id,
+      turnId: wire.turn_id,
+      attempt: wire.attempt,
+      previousSummary: wire.previous_summary ? contextSummaryFromWire(wire.previous_summary) : null,
+      history: { firstSequence: wire.history.first_sequence, lastSequence: plan.last },
+      messages: history.map((h) => h.message),
+      items: history.map((h) => h.item),
+      throughSequence: wire.through_sequence,
+      events: lines.events,
+      heartbeat: lines.heartbeat,
+      signal,
+      inputTokenBudget: wire.input_token_budget,
+      sessionSettings: wire.session_settings ?? {},
+    });
+    if (result === undefined) throw new TypeError("summarizeContext returned nothing");
+    return contextSummaryResultToWire(result);
+  });
+}
+
+function turnFromWire(
+  wire: WireTurn,
+  history: readonly CachedMessage[],
+  lines: CallLines,
+  signal: AbortSignal,
+): AgentTurnContext<unknown> {
+  const toolPolicies = toolPoliciesFromWire(wire.tool_policies ?? {});
+  const defaultToolEffect = wire.default_tool_effect;
+  return {
+    flowType: wire.flow_type,
+    flowId: wire.flow_id,
+    turnId: wire.turn_id,
+    attempt: wire.attempt,
+    stepExecutionId: wire.step_execution_id,
+    history: {
+      firstSequence: wire.history.first_sequence,
+      lastSequence: wire.history.last_sequence,
+    },
+    messages: history.map((h) => h.message),
+    items: history.map((h) => h.item),
+    frameworkRunState: wire.framework_run_state ?? null,
+    toolCalls: (wire.tool_calls ?? []).map(toolCallFromWire),
+    events: lines.events,
+    heartbeat: lines.heartbeat,
+    signal,
+    toolPolicies,
+    defaultToolEffect,
+    enabledBuiltInTools: [...(wire.enabled_built_in_tools ?? [])],
+    sessionSettings: wire.session_settings ?? {},
+    interactionMode: wire.interaction_mode ?? "chat",
+    plan: wire.plan ? planFromWire(wire.plan) : null,
+    contextSummary: wire.context_summary ? contextSummaryFromWire(wire.context_summary) : null,
+    resolveToolPolicy: (name, effect, requiresApproval) =>
+      resolveToolPolicy(name, toolPolicies, defaultToolEffect, effect, requiresApproval),
+  };
+}
+
+function needHistory(plan: { afterSequence: number }): Answer {
+  return {
+    kind: "stream",
+    run: (write) => write({ need_history: { after_sequence: plan.afterSequence } }),
+  };
+}
+
+// A call's lines -------------------------------------------------------------------------------
+
+/** What a running call writes besides its result. */
+interface CallLines {
+  events: EventWriter;
+  heartbeat(): void;
+  checkpoint(checkpoint: string): Promise<void>;
+}
+
+/** An accepted call: `accepted`, the runner's lines with a heartbeat whenever it is silent
+ *  for the interval, then `result` or `error`. */
+function accepted(invoke: Invoke): Answer {
+  return {
+    kind: "stream",
+    run: async (write, signal) => {
+      await write({ accepted: true });
+      const lines: CallLines = {
+        events: { write: (type, payload) => void write({ event: { type, payload } }) },
+        heartbeat: () => void write({ heartbeat: true }),
+        checkpoint: (checkpoint) => write({ checkpoint }),
+      };
+      try {
+        await write({ result: await invoke(lines, signal) });
+      } catch (error) {
+        await write(errorLine(error));
+      }
+    },
+  };
+}
+
+/** A ToolExecutionError, also from another copy of this package (two installed versions). */
+function isToolExecutionError(error: unknown): error is Error {
+  return (
+    error instanceof ToolExecutionError ||
+    (error instanceof Error &&
+      (error.name === "ToolExecutionError" || error.constructor.name === "ToolExecutionError"))
+  );
+}
+
+function errorLine(error: unknown): WireLine {
+  if (isToolExecutionError(error)) {
+    return { error: { kind: "tool_execution_error", message: error.message } };
+  }
+  if (error instanceof Error) {
+    return { error: { kind: "runner_error", message: error.message, stack: error.stack ?? "" } };
+  }
+  return { error: { kind: "runner_error", message: String(error), stack: "" } };
+}
+
+/** Wraps a raw line writer: one line at a time, in order, nothing after close, and a
+ *  heartbeat line after each silence of `intervalMs`. */
+function lineWriter(
+  raw: (text: string) => Promise<void>,
+  intervalMs: number,
+): { write: LineSink; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const arm = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    if (!stopped) timer = setTimeout(() => void write({ heartbeat: true }), intervalMs);
+  };
+  const write: LineSink = async (line) => {
+    if (stopped) return;
+    arm();
+    await raw(`${JSON.stringify(line)}\n`);
+  };
+  return {
+    write,
+    stop: () => {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+    },
+  };
+}
+
+// Node's http ----------------------------------------------------------------------------------
+
+async function handleNode(
+  server: RunnerServer,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const head: RequestHead = {
+    method: req.method ?? "GET",
+    path: req.url ?? "/",
+    authorization: req.headers.authorization,
+  };
+  const controller = new AbortController();
+  res.on("close", () => {
+    if (!res.writableFinished) controller.abort(new Error("the engine closed the connection"));
+  });
+  const answer = server.check(head) ?? server.answer(head, await readBody(req));
+  if (answer.kind === "json") {
+    res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
+    res.end(JSON.stringify(answer.body));
+    return;
+  }
+  res.writeHead(200, { "content-type": NDJSON, "cache-control": "no-cache" });
+  res.flushHeaders();
+  const raw = (text: string): Promise<void> =>
+    new Promise((resolve) => {
+      if (res.destroyed || res.writableEnded) resolve();
+      else res.write(text, () => resolve());
+    });
+  const lines = lineWriter(raw, server.heartbeatIntervalMs);
+  controller.signal.addEventListener("abort", lines.stop);
+  try {
+    await answer.run(lines.write, controller.signal);
+  } finally {
+    lines.stop();
+    if (!res.destroyed) res.end();
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+    req.on("close", () => {
+      if (!req.complete) reject(new Error("the connection closed before the body was read"));
+    });
+  });
+}
+
+// The web-standard fetch handler ---------------------------------------------------------------
+
+async function handleFetch(server: RunnerServer, request: Request): Promise<Response> {
+  const url = new URL(request.url);
+  const head: RequestHead = {
+    method: request.method,
+    path: url.pathname,
+    authorization: request.headers.get("authorization") ?? undefined,
+  };
+  const answer = server.check(head) ?? server.answer(head, await request.text());
+  if (answer.kind === "json") {
+    return new Response(JSON.stringify(answer.body), {
+      status: answer.status,
+      headers: { "content-type": "application/json", ...answer.headers },
+    });
+  }
+  const controller = new AbortController();
+  const abort = (): void => controller.abort(new Error("the engine closed the connection"));
+  request.signal.addEventListener("abort", abort);
+  const encoder = new TextEncoder();
+  let lines: ReturnType<typeof lineWriter> | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(stream) {
+      lines = lineWriter(
+        async (text) => stream.enqueue(encoder.encode(text)),
+        server.heartbeatIntervalMs,
+      );
+      const current = lines;
+      controller.signal.addEventListener("abort", current.stop);
+      answer
+        .run(current.write, controller.signal)
+        .catch(() => undefined)
+        .finally(() => {
+          current.stop();
+          request.signal.removeEventListener("abort", abort);
+          try {
+            stream.close();
+          } catch {
+            // Already cancelled by the reader.
+          }
+        });
+    },
+    cancel() {
+      abort();
+    },
+  });
+  return new Response(body, {
+    status: 200,
+    headers: { "content-type": NDJSON, "cache-control": "no-cache" },
+  });
+}
