@@ -52,10 +52,7 @@ export function dumpRunState(messages: readonly ModelMessage[]): string {
  * role, assistant or tool) merged back into that message. Every message returned is new, so
  * the shared parsed items are never changed.
  */
-export function replayHistory(
-  messages: readonly { turnId: string }[],
-  items: readonly ModelMessage[],
-): ModelMessage[] {
+export function replayHistory(messages: readonly { turnId: string }[], items: readonly ModelMessage[]): ModelMessage[] {
   const history: ModelMessage[] = [];
   let lastTurn: string | null = null;
   items.forEach((item, index) => {
@@ -131,9 +128,7 @@ function merged(first: ModelMessage, second: ModelMessage): ModelMessage {
 }
 
 function assistantParts(message: AssistantModelMessage): AssistantPart[] {
-  return typeof message.content === "string"
-    ? [{ type: "text", text: message.content }]
-    : message.content;
+  return typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content;
 }
 
 /** Parts in order: each `alone` part on its own, runs of other parts together. */
@@ -152,8 +147,7 @@ function groups<Part>(parts: readonly Part[], alone: (part: Part) => boolean): P
 
 function pieces(message: ModelMessage): ModelMessage[] {
   if (message.role === "assistant" && typeof message.content !== "string") {
-    const deferred = (part: AssistantPart): boolean =>
-      part.type === "tool-call" && part.providerExecuted !== true;
+    const deferred = (part: AssistantPart): boolean => part.type === "tool-call" && part.providerExecuted !== true;
     const split = groups(message.content, deferred);
     return split.length > 1 ? split.map((content) => ({ ...message, content })) : [message];
   }

@@ -3,10 +3,10 @@
  * SDK returns the model's tool calls instead of running them.
  */
 import {
+  isStepCount,
   type LanguageModel,
   type LanguageModelUsage,
   type ModelMessage,
-  isStepCount,
   streamText,
   type ToolSet,
 } from "ai";
@@ -77,11 +77,7 @@ export async function runModelCall(request: ModelCallRequest): Promise<ModelCall
       throw abortError(request.signal);
     }
   }
-  const [response, usage, finishReason] = await Promise.all([
-    result.response,
-    result.usage,
-    result.finishReason,
-  ]);
+  const [response, usage, finishReason] = await Promise.all([result.response, result.usage, result.finishReason]);
   return {
     // Tools have no execute, so a tool message here only answers calls the SDK found invalid;
     // the tool Step answers every call instead, valid or not.

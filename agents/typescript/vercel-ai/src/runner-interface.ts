@@ -5,66 +5,170 @@
 export type ToolEffect = "read" | "idempotent_write" | "non_idempotent_write" | "unclassified";
 export type MessageRole = "user" | "assistant" | "tool";
 
-export interface AgentMessage { sequence: number; turnId: string; role: MessageRole; text: string | null;
-  toolCallId: string | null; toolName: string | null; toolArguments: string | null; toolOutput: string | null;
-  frameworkItem: string; createdAt: string }
-export interface QuestionAnswer { interruptId: string; question: string; answer: string;
-  resolution: "answered" | "declined" | "deadline_passed" }
-export interface AgentToolCall { toolCallId: string; turnId: string; toolName: string; arguments: string;
-  effect: ToolEffect; requiresApproval: boolean; status: string /* ToolCallStatus union */; output: string | null;
-  error: string | null; rejectionMessage: string | null; deferralOrder: number;
-  toolSourceReference?: string | null; traceContext?: string | null; waitUntil?: string | null;
-  inputContinuation?: string | null; inputAnswers?: QuestionAnswer[]; inputQuestion?: string | null;
-  inputChoices?: string[]; inputAllowsFreeText?: boolean; cancellationReason?: "steered" | "turn_cancelled" | null;
-  taskId?: string | null; taskPollIntervalSeconds?: number | null; taskAnswerPending?: boolean }
-export interface AgentUsage { modelCalls: number; inputTokens: number; outputTokens: number;
-  cachedInputTokens: number; reasoningTokens: number }
-export interface ModelCallMetadata { requestModel?: string | null; responseModel?: string | null;
-  providerName?: string | null; responseId?: string | null; finishReasons?: string[] }
-export interface ToolPolicy { effect?: ToolEffect | null; requiresApproval?: boolean | null }
+export interface AgentMessage {
+  sequence: number;
+  turnId: string;
+  role: MessageRole;
+  text: string | null;
+  toolCallId: string | null;
+  toolName: string | null;
+  toolArguments: string | null;
+  toolOutput: string | null;
+  frameworkItem: string;
+  createdAt: string;
+}
+export interface QuestionAnswer {
+  interruptId: string;
+  question: string;
+  answer: string;
+  resolution: "answered" | "declined" | "deadline_passed";
+}
+export interface AgentToolCall {
+  toolCallId: string;
+  turnId: string;
+  toolName: string;
+  arguments: string;
+  effect: ToolEffect;
+  requiresApproval: boolean;
+  status: string /* ToolCallStatus union */;
+  output: string | null;
+  error: string | null;
+  rejectionMessage: string | null;
+  deferralOrder: number;
+  toolSourceReference?: string | null;
+  traceContext?: string | null;
+  waitUntil?: string | null;
+  inputContinuation?: string | null;
+  inputAnswers?: QuestionAnswer[];
+  inputQuestion?: string | null;
+  inputChoices?: string[];
+  inputAllowsFreeText?: boolean;
+  cancellationReason?: "steered" | "turn_cancelled" | null;
+  taskId?: string | null;
+  taskPollIntervalSeconds?: number | null;
+  taskAnswerPending?: boolean;
+}
+export interface AgentUsage {
+  modelCalls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  reasoningTokens: number;
+}
+export interface ModelCallMetadata {
+  requestModel?: string | null;
+  responseModel?: string | null;
+  providerName?: string | null;
+  responseId?: string | null;
+  finishReasons?: string[];
+}
+export interface ToolPolicy {
+  effect?: ToolEffect | null;
+  requiresApproval?: boolean | null;
+}
 
 /** One stored item: its projection plus the framework's own item as JSON text. */
-export interface FrameworkMessage { role: MessageRole; frameworkItem: string; text?: string | null;
-  toolCallId?: string | null; toolName?: string | null; toolArguments?: string | null; toolOutput?: string | null }
+export interface FrameworkMessage {
+  role: MessageRole;
+  frameworkItem: string;
+  text?: string | null;
+  toolCallId?: string | null;
+  toolName?: string | null;
+  toolArguments?: string | null;
+  toolOutput?: string | null;
+}
 
-export interface DeferredToolCall { toolCallId: string; toolName: string; arguments: string;
-  policy?: ToolPolicy | null; toolSourceReference?: string | null }
+export interface DeferredToolCall {
+  toolCallId: string;
+  toolName: string;
+  arguments: string;
+  policy?: ToolPolicy | null;
+  toolSourceReference?: string | null;
+}
 
 export type AgentTurnOutcome =
-  | { kind: "turn_completed"; newMessages?: FrameworkMessage[]; usage?: AgentUsage | null;
-      modelCallMetadata?: ModelCallMetadata | null; turnError?: string | null }
-  | { kind: "tool_calls_requested"; frameworkRunState: string; toolCalls: DeferredToolCall[];
-      usage?: AgentUsage | null; newMessages?: FrameworkMessage[]; modelCallMetadata?: ModelCallMetadata | null }
-  | { kind: "turn_continued"; frameworkRunState: string; newMessages?: FrameworkMessage[];
-      usage?: AgentUsage | null; modelCallMetadata?: ModelCallMetadata | null };
+  | {
+      kind: "turn_completed";
+      newMessages?: FrameworkMessage[];
+      usage?: AgentUsage | null;
+      modelCallMetadata?: ModelCallMetadata | null;
+      turnError?: string | null;
+    }
+  | {
+      kind: "tool_calls_requested";
+      frameworkRunState: string;
+      toolCalls: DeferredToolCall[];
+      usage?: AgentUsage | null;
+      newMessages?: FrameworkMessage[];
+      modelCallMetadata?: ModelCallMetadata | null;
+    }
+  | {
+      kind: "turn_continued";
+      frameworkRunState: string;
+      newMessages?: FrameworkMessage[];
+      usage?: AgentUsage | null;
+      modelCallMetadata?: ModelCallMetadata | null;
+    };
 
-export interface EventWriter { write(type: string, payload: Record<string, unknown>): void }
+export interface EventWriter {
+  write(type: string, payload: Record<string, unknown>): void;
+}
 
 /** What a runner is given for one model call. `history` is the turn's stored messages, each
  *  with its parsed framework item (parse via the runner's parseItem, cached per session by
  *  serveRunners; treat as read-only). */
 export interface AgentTurnContext<Item = unknown> {
-  flowId: string; turnId: string; attempt: number; stepExecutionId: string;
+  flowId: string;
+  turnId: string;
+  attempt: number;
+  stepExecutionId: string;
   messages: readonly AgentMessage[];
-  items: readonly Item[];                  // items[i] is messages[i]'s parsed framework item
-  frameworkRunState: string | null; toolCalls: readonly AgentToolCall[];
-  events: EventWriter; heartbeat(): void; signal: AbortSignal;
-  toolPolicies: Readonly<Record<string, ToolPolicy>>; defaultToolEffect: ToolEffect;
-  enabledBuiltInTools: readonly string[]; sessionSettings: Readonly<Record<string, unknown>>;
-  interactionMode: "chat" | "plan"; plan: unknown | null; contextSummary: unknown | null;
-  resolveToolPolicy(toolName: string, frameworkEffect?: ToolEffect | null, frameworkRequiresApproval?: boolean | null): Required<ToolPolicy>;
+  items: readonly Item[]; // items[i] is messages[i]'s parsed framework item
+  frameworkRunState: string | null;
+  toolCalls: readonly AgentToolCall[];
+  events: EventWriter;
+  heartbeat(): void;
+  signal: AbortSignal;
+  toolPolicies: Readonly<Record<string, ToolPolicy>>;
+  defaultToolEffect: ToolEffect;
+  enabledBuiltInTools: readonly string[];
+  sessionSettings: Readonly<Record<string, unknown>>;
+  interactionMode: "chat" | "plan";
+  plan: unknown | null;
+  contextSummary: unknown | null;
+  resolveToolPolicy(
+    toolName: string,
+    frameworkEffect?: ToolEffect | null,
+    frameworkRequiresApproval?: boolean | null,
+  ): Required<ToolPolicy>;
 }
 
 export type DeferredToolOutcome =
   | { kind: "tool_execution_result"; output: string }
-  | { kind: "tool_input_requested"; question: string; choices?: string[]; allowsFreeText?: boolean; continuation?: string | null }
+  | {
+      kind: "tool_input_requested";
+      question: string;
+      choices?: string[];
+      allowsFreeText?: boolean;
+      continuation?: string | null;
+    }
   | { kind: "tool_task_started"; taskId: string; pollIntervalSeconds: number };
 
 export interface DeferredToolExecution<Item = unknown> {
-  flowId: string; turnId: string; stepExecutionId: string; toolCall: AgentToolCall; idempotencyKey: string;
-  attempt: number; events: EventWriter; heartbeat(): void; signal: AbortSignal;
-  saveHeartbeatCheckpoint(checkpoint: string): Promise<void>; heartbeatCheckpoint: string | null;
-  inputAnswers: readonly QuestionAnswer[]; supportsToolTasks: boolean; turn: AgentTurnContext<Item> | null;
+  flowId: string;
+  turnId: string;
+  stepExecutionId: string;
+  toolCall: AgentToolCall;
+  idempotencyKey: string;
+  attempt: number;
+  events: EventWriter;
+  heartbeat(): void;
+  signal: AbortSignal;
+  saveHeartbeatCheckpoint(checkpoint: string): Promise<void>;
+  heartbeatCheckpoint: string | null;
+  inputAnswers: readonly QuestionAnswer[];
+  supportsToolTasks: boolean;
+  turn: AgentTurnContext<Item> | null;
 }
 
 /** Thrown by a tool: a failure the model reads, recorded `failed`, never retried. */
@@ -86,4 +190,3 @@ export interface AgentFrameworkRunner<Item = unknown> {
   readonly supportsPlanMode?: boolean;
   readonly toolStepsReadTurn?: boolean;
 }
-

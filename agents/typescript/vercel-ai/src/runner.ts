@@ -146,7 +146,11 @@ export class VercelAiRunner implements AgentFrameworkRunner<ModelMessage> {
 }
 
 /** Runs `work`, calling `heartbeat` every `intervalMs` until it settles. */
-async function withHeartbeat<T>(heartbeat: () => void, intervalMs: number | undefined, work: () => Promise<T>): Promise<T> {
+async function withHeartbeat<T>(
+  heartbeat: () => void,
+  intervalMs: number | undefined,
+  work: () => Promise<T>,
+): Promise<T> {
   const timer = setInterval(heartbeat, intervalMs ?? DEFAULT_HEARTBEAT_MS);
   timer.unref();
   try {

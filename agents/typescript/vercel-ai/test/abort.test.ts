@@ -10,7 +10,10 @@ const history = [{ message: storedMessage(1, "turn-1", USER, USER.content), item
 describe("a model call that does not answer", () => {
   let server: ModelServer;
   before(async () => {
-    server = await startModelServer([{ text: "Too late.", delay_seconds: 30 }, { status: 500, text: "overloaded" }]);
+    server = await startModelServer([
+      { text: "Too late.", delay_seconds: 30 },
+      { status: 500, text: "overloaded" },
+    ]);
   });
   after(async () => await server.stop());
 

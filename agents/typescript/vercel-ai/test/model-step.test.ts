@@ -197,7 +197,10 @@ describe("a turn with tool calls", () => {
       replayed.map((message) => message.role),
       ["user", "assistant", "tool", "tool", "assistant", "user"],
     );
-    assert.deepEqual(replayed.slice(0, 5), [...sent, { role: "assistant", content: "A1 shipped; the refund was not made." }]);
+    assert.deepEqual(replayed.slice(0, 5), [
+      ...sent,
+      { role: "assistant", content: "A1 shipped; the refund was not made." },
+    ]);
   });
 });
 
@@ -236,7 +239,9 @@ describe("outcomes other than success", () => {
     );
     assert.equal(second.kind, "turn_completed");
     assert.deepEqual(
-      sentMessages(server, 1).slice(2).map((message) => [message.tool_call_id, message.content]),
+      sentMessages(server, 1)
+        .slice(2)
+        .map((message) => [message.tool_call_id, message.content]),
       [
         ["f1", `${TOOL_CALL_FAILED_PREFIX}the warehouse is offline`],
         ["u1", OUTCOME_UNKNOWN_TEXT],

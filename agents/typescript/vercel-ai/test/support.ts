@@ -47,7 +47,19 @@ export async function startModelServer(replies: ScriptedReply[]): Promise<ModelS
   const port = await freePort();
   const child = spawn(
     "uv",
-    ["run", "--project", CORE_PROJECT, "--no-sync", "dex-agents", "model-server", "--script", script, "--port", String(port), "--once"],
+    [
+      "run",
+      "--project",
+      CORE_PROJECT,
+      "--no-sync",
+      "dex-agents",
+      "model-server",
+      "--script",
+      script,
+      "--port",
+      String(port),
+      "--once",
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   const baseUrl = await waitForLine(child);

@@ -120,7 +120,9 @@ describe("tool metadata", () => {
       { effect: "idempotent_write", requiresApproval: null },
     );
     assert.deepEqual(
-      declaredPolicy(tool({ inputSchema: schema, metadata: { effect: "non_idempotent_write", requiresApproval: false } })),
+      declaredPolicy(
+        tool({ inputSchema: schema, metadata: { effect: "non_idempotent_write", requiresApproval: false } }),
+      ),
       { effect: "non_idempotent_write", requiresApproval: false },
     );
     assert.deepEqual(declaredPolicy(tool({ inputSchema: schema, metadata: { effect: "bogus" } })), {
@@ -166,13 +168,21 @@ describe("results the model reads", () => {
       const stepRecord = record(call.toolCallId, call.toolName, call.arguments, { status: "approved" });
       const outcome = await runner.executeDeferredToolCall(toolExecution(stepRecord));
       assert.equal(outcome.kind, "tool_execution_result");
-      records.push({ ...stepRecord, status: "succeeded", output: outcome.kind === "tool_execution_result" ? outcome.output : null });
+      records.push({
+        ...stepRecord,
+        status: "succeeded",
+        output: outcome.kind === "tool_execution_result" ? outcome.output : null,
+      });
     }
     assert.deepEqual(
       records.map((entry) => entry.output),
       ['"said hi"', '{"rows":2}'],
     );
-    const turn = turnContext(new MemoryEvents(), { history, frameworkRunState: first.frameworkRunState, toolCalls: records });
+    const turn = turnContext(new MemoryEvents(), {
+      history,
+      frameworkRunState: first.frameworkRunState,
+      toolCalls: records,
+    });
     const second = await runner.runModelStep(turn);
     assert.equal(second.kind, "turn_completed");
     const sent = (server.requests[1]?.messages ?? []) as { role: string; content: unknown }[];
@@ -203,7 +213,12 @@ describe("an unfinished turn", () => {
     const turn = turnContext(new MemoryEvents(), { frameworkRunState: JSON.stringify(state), toolCalls: records });
     const messages = await runner.buildUnfinishedTurnMessages(turn);
     assert.deepEqual(
-      messages.map((message) => [message.role, message.text ?? null, message.toolCallId ?? null, message.toolOutput ?? null]),
+      messages.map((message) => [
+        message.role,
+        message.text ?? null,
+        message.toolCallId ?? null,
+        message.toolOutput ?? null,
+      ]),
       [
         ["assistant", "Checking.", null, null],
         ["assistant", null, "a1", null],
