@@ -38,6 +38,7 @@ export interface ModelCallRequest {
   instructions: Instructions;
   messages: ModelMessage[];
   tools: ToolSet;
+  toolsContext: Record<string, unknown> | undefined;
   generate: GenerateOptions;
   maxRetries: number | undefined;
   signal: AbortSignal;
@@ -59,6 +60,8 @@ export async function runModelCall(request: ModelCallRequest): Promise<ModelCall
     instructions: request.instructions,
     messages: request.messages,
     tools: withoutExecute(request.tools),
+    // The SDK types `toolsContext` from each tool's context schema, which a plain ToolSet lacks.
+    ...((request.toolsContext === undefined ? {} : { toolsContext: request.toolsContext }) as object),
     abortSignal: request.signal,
     stopWhen: isStepCount(1),
     ...(request.maxRetries === undefined ? {} : { maxRetries: request.maxRetries }),

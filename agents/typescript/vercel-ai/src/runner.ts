@@ -87,6 +87,7 @@ export class VercelAiRunner implements AgentFrameworkRunner<ModelMessage> {
         instructions: instructions ?? system,
         messages: [...replayHistory(turn.messages, turn.items), ...turnMessages],
         tools: this.#tools,
+        toolsContext,
         generate,
         maxRetries: frameworkRetries === true ? undefined : 0,
         signal: turn.signal,

@@ -96,6 +96,24 @@ describe("a tool Step", () => {
     assert.deepEqual(result, { kind: "tool_execution_result", output: '{"done":3,"of":3}' });
   });
 
+  test("gets its entry of the runner's toolsContext", async () => {
+    const runner = new VercelAiRunner({
+      model: MODEL_UNUSED,
+      toolsContext: { whoami: { tenant: "acme" } },
+      tools: {
+        whoami: tool({
+          inputSchema: z.object({}),
+          contextSchema: z.object({ tenant: z.string() }),
+          execute: async (_input, options) => options.context.tenant,
+        }),
+      },
+    });
+    const result = await runner.executeDeferredToolCall(
+      toolExecution(record("t1", "whoami", "{}", { status: "approved" })),
+    );
+    assert.deepEqual(result, { kind: "tool_execution_result", output: '"acme"' });
+  });
+
   test("a tool the runner does not have fails with the names it has", async () => {
     const runner = new VercelAiRunner({
       model: MODEL_UNUSED,
