@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModel, ModelMessage } from "ai";
 import type {
@@ -26,6 +27,7 @@ const CORE_PROJECT = resolve(process.cwd(), "..", "..", "python", "core");
 /** One scripted reply, as `dex-agents model-server --script` reads it. */
 export interface ScriptedReply {
   text?: string;
+  reasoning?: string;
   tool_calls?: { id: string; name: string; arguments: unknown }[];
   delay_seconds?: number;
   status?: number;
@@ -35,7 +37,10 @@ export interface ModelServer {
   baseUrl: string;
   /** The JSON bodies the provider sent, in order. */
   requests: Record<string, unknown>[];
+  /** The server's Chat Completions endpoint through the OpenAI-compatible provider. */
   model: LanguageModel;
+  /** The server's Responses endpoint through the OpenAI provider (reasoning streams here). */
+  responsesModel: LanguageModel;
   stop(): Promise<void>;
 }
 
@@ -77,7 +82,14 @@ export async function startModelServer(replies: ScriptedReply[]): Promise<ModelS
     includeUsage: true,
     fetch: recording,
   });
-  return { baseUrl, requests, model: provider.chatModel("scripted-model"), stop: () => stopProcess(child) };
+  const openai = createOpenAI({ baseURL: baseUrl, apiKey: "scripted", fetch: recording });
+  return {
+    baseUrl,
+    requests,
+    model: provider.chatModel("scripted-model"),
+    responsesModel: openai.responses("scripted-model"),
+    stop: () => stopProcess(child),
+  };
 }
 
 function waitForLine(child: ChildProcess): Promise<string> {
