@@ -58,10 +58,15 @@ const DEFAULT_HEARTBEAT_MS = 20_000;
 export class VercelAiRunner implements AgentFrameworkRunner<ModelMessage> {
   readonly #options: VercelAiRunnerOptions;
   readonly #tools: ToolSet;
+  /** The options passed through to every `streamText` call as they are. */
+  readonly #generate: GenerateOptions;
 
   constructor(options: VercelAiRunnerOptions) {
+    const { model, instructions, system, tools, toolsContext, frameworkRetries, heartbeatIntervalMs, ...generate } =
+      options;
     this.#options = options;
-    this.#tools = options.tools ?? {};
+    this.#tools = tools ?? {};
+    this.#generate = generate;
   }
 
   /** The tools this runner offers the model, by name. */
@@ -79,17 +84,16 @@ export class VercelAiRunner implements AgentFrameworkRunner<ModelMessage> {
 
   async runModelStep(turn: AgentTurnContext<ModelMessage>): Promise<AgentTurnOutcome> {
     const turnMessages = await this.#withResults(turn, true);
-    const { model, instructions, system, tools, toolsContext, frameworkRetries, heartbeatIntervalMs, ...generate } =
-      this.#options;
-    const call = await withHeartbeat(turn.heartbeat, heartbeatIntervalMs, () =>
+    const options = this.#options;
+    const call = await withHeartbeat(turn.heartbeat, options.heartbeatIntervalMs, () =>
       runModelCall({
-        model,
-        instructions: instructions ?? system,
+        model: options.model,
+        instructions: options.instructions ?? options.system,
         messages: [...replayHistory(turn.messages, turn.items), ...turnMessages],
         tools: this.#tools,
-        toolsContext,
-        generate,
-        maxRetries: frameworkRetries === true ? undefined : 0,
+        toolsContext: options.toolsContext,
+        generate: this.#generate,
+        maxRetries: options.frameworkRetries === true ? undefined : 0,
         signal: turn.signal,
         events: turn.events,
       }),
