@@ -13,6 +13,7 @@ describe("a model call that does not answer", () => {
     server = await startModelServer([
       { text: "Too late.", delay_seconds: 30 },
       { status: 500, text: "overloaded" },
+      { text: "Slowly.", delay_seconds: 1 },
     ]);
   });
   after(async () => await server.stop());
@@ -35,5 +36,17 @@ describe("a model call that does not answer", () => {
     const runner = new VercelAiRunner({ model: server.model });
     await assert.rejects(runner.runModelStep(turnContext(new MemoryEvents(), { history })), /overloaded/);
     assert.equal(server.requests.length, 2, "the SDK did not retry the request itself");
+  });
+
+  test("a slow model call heartbeats while it waits", async () => {
+    let beats = 0;
+    const runner = new VercelAiRunner({ model: server.model, heartbeatIntervalMs: 100 });
+    const turn = { ...turnContext(new MemoryEvents(), { history }), heartbeat: () => (beats += 1) };
+    const outcome = await runner.runModelStep(turn);
+    assert.equal(outcome.kind, "turn_completed");
+    assert.ok(beats >= 5, `expected a heartbeat every 100 ms of a 1 s wait, got ${beats}`);
+    const after = beats;
+    await new Promise((done) => setTimeout(done, 300));
+    assert.equal(beats, after, "the heartbeat stops with the call");
   });
 });
