@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # What CI runs for this package: a locked install, the strict type check, lint and format,
-# the build, and the tests. The tests start the Python core's scripted model server, so the
-# core's environment is synced first.
+# the build, and the tests. The runner contract comes from the TypeScript core beside it
+# (`file:../core`), built first; the tests start the Python core's scripted model server, so
+# the Python core's environment is synced too.
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v uv >/dev/null || python3 -m pip install --quiet uv
 (cd ../../python/core && uv sync --locked --all-extras --quiet)
+(cd ../core && npm ci --no-audit --no-fund --loglevel=error && npm run build)
 npm ci --no-audit --no-fund --loglevel=error
 npx tsc --noEmit
 npx biome check .

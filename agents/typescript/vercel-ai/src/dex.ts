@@ -1,6 +1,6 @@
 /**
- * The one place this package imports the dex-agents runner contract from, so that pointing it
- * at another module is a one-line change.
+ * The one place this package imports the dex-agents runner contract from: the core package,
+ * `@superdurable/dex-agents`.
  */
 export {
   type AgentFrameworkRunner,
@@ -14,8 +14,9 @@ export {
   type DeferredToolOutcome,
   type EventWriter,
   type FrameworkMessage,
+  type MessageRole,
   type ModelCallMetadata,
   type ToolEffect,
   ToolExecutionError,
   type ToolPolicy,
-} from "./runner-interface.js";
+} from "@superdurable/dex-agents";

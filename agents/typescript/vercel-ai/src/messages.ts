@@ -9,7 +9,7 @@
  * SDK made.
  */
 import type { AssistantModelMessage, ModelMessage, ToolModelMessage, ToolResultPart } from "ai";
-import type { FrameworkMessage, MessageRole } from "./runner-interface.js";
+import type { FrameworkMessage, MessageRole } from "./dex.js";
 
 type AssistantPart = Exclude<AssistantModelMessage["content"], string>[number];
 type ToolPart = ToolModelMessage["content"][number];

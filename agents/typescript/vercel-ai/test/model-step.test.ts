@@ -146,7 +146,7 @@ describe("a turn with tool calls", () => {
     assert.equal(runs.lookup, 1);
 
     const records = [
-      { ...lookupRecord, status: "succeeded", output: '{"order":"A1","status":"shipped"}' },
+      { ...lookupRecord, status: "succeeded" as const, output: '{"order":"A1","status":"shipped"}' },
       record("c2", "refund", '{"order":"A1","amount":5}', { status: "rejected", rejectionMessage: "Not today." }),
     ];
     const events = new MemoryEvents();

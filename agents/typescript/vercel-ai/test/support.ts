@@ -175,11 +175,14 @@ export interface TurnOptions {
 export function turnContext(events: MemoryEvents, options: TurnOptions = {}): AgentTurnContext<ModelMessage> {
   const history = options.history ?? [];
   const toolPolicies = options.toolPolicies ?? {};
+  const sequences = history.map((entry) => entry.message.sequence);
   return {
+    flowType: "Test",
     flowId: "flow-1",
     turnId: options.turnId ?? "turn-1",
     attempt: 1,
     stepExecutionId: "step-1",
+    history: { firstSequence: sequences[0] ?? 1, lastSequence: sequences.at(-1) ?? 0 },
     messages: history.map((entry) => entry.message),
     items: history.map((entry) => entry.item),
     frameworkRunState: options.frameworkRunState ?? null,
@@ -237,6 +240,18 @@ export function record(
     error: null,
     rejectionMessage: null,
     deferralOrder: 0,
+    toolSourceReference: null,
+    traceContext: null,
+    waitUntil: null,
+    inputContinuation: null,
+    inputAnswers: [],
+    inputQuestion: null,
+    inputChoices: [],
+    inputAllowsFreeText: true,
+    cancellationReason: null,
+    taskId: null,
+    taskPollIntervalSeconds: null,
+    taskAnswerPending: false,
     ...outcome,
   };
 }
@@ -244,6 +259,7 @@ export function record(
 /** A tool Step's execution of `toolCall`. */
 export function toolExecution(toolCall: AgentToolCall, signal?: AbortSignal): DeferredToolExecution<ModelMessage> {
   return {
+    flowType: "Test",
     flowId: "flow-1",
     turnId: toolCall.turnId,
     stepExecutionId: "step-tool",

@@ -188,7 +188,7 @@ describe("results the model reads", () => {
       assert.equal(outcome.kind, "tool_execution_result");
       records.push({
         ...stepRecord,
-        status: "succeeded",
+        status: "succeeded" as const,
         output: outcome.kind === "tool_execution_result" ? outcome.output : null,
       });
     }
