@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every Python package's checks and tests: lint, types, then pytest.
+# Runs every package's checks and tests: for a Python package lint, types, then pytest; for a
+# TypeScript package its ci.sh (locked install, strict type check, lint, build, tests).
 # Postgres tests run when DEX_AGENTS_TEST_POSTGRES_URL is set (see scripts/start-postgres.sh).
-# Usage: scripts/test.sh [package-dir ...]   (default: every agents/python/*/ with a pyproject)
+# Usage: scripts/test.sh [package-dir ...]   (default: every agents/python/*/ with a pyproject,
+# then every agents/typescript/*/ with a ci.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null || python3 -m pip install --quiet uv
@@ -13,6 +15,11 @@ if [ ${#packages[@]} -eq 0 ]; then
     [ -f "$dir/pyproject.toml" ] || continue
     [[ " ${packages[*]-} " == *" $dir "* ]] || packages+=("$dir")
   done
+  for dir in agents/typescript/core agents/typescript/*/; do
+    dir="${dir%/}"
+    [ -f "$dir/ci.sh" ] || continue
+    [[ " ${packages[*]-} " == *" $dir "* ]] || packages+=("$dir")
+  done
 fi
 
 # Bytecode is compiled once at install (and for the packages' own sources), so that the many
@@ -22,6 +29,10 @@ fi
 status=0
 for dir in "${packages[@]}"; do
   echo "=== $dir"
+  if [ -f "$dir/ci.sh" ] && [ ! -f "$dir/pyproject.toml" ]; then
+    "$dir/ci.sh" || status=1
+    continue
+  fi
   # Chained with && : errexit does not apply inside a command tested with ||.
   (
     cd "$dir" &&
