@@ -7,6 +7,7 @@
 
 import type {
   AgentPlan,
+  AgentToolCall,
   AgentUsage,
   CancellationReason,
   ContextSummary,
@@ -55,26 +56,14 @@ export interface Message {
 }
 
 /** A tool call record as the API shows it (without what only Steps read). */
-export interface ToolCall {
-  toolCallId: string;
-  turnId: string;
-  toolName: string;
-  arguments: string;
-  effect: ToolEffect;
-  requiresApproval: boolean;
-  status: ToolCallStatus;
-  output: string | null;
-  error: string | null;
-  rejectionMessage: string | null;
-  deferralOrder: number;
-  waitUntil: string | null;
-  inputQuestion: string | null;
-  inputChoices: string[];
-  inputAllowsFreeText: boolean;
-  cancellationReason: CancellationReason | null;
-  taskId: string | null;
-  taskPollIntervalSeconds: number | null;
-}
+export type ToolCall = Omit<
+  AgentToolCall,
+  | "toolSourceReference"
+  | "traceContext"
+  | "inputContinuation"
+  | "inputAnswers"
+  | "taskAnswerPending"
+>;
 
 export interface AgentInterrupt {
   interruptId: string;
