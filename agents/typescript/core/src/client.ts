@@ -393,7 +393,7 @@ export class AgentClient {
           headers,
           signal: signal ?? null,
         });
-      } catch (error) {
+      } catch {
         if (signal?.aborted) return;
         await sleep(this.reconnectDelayMs, signal);
         continue;
