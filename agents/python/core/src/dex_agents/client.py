@@ -362,8 +362,8 @@ class AgentClient:
                     continue
                 if event.turn_id != turn_id:
                     continue
-                if event.type in _TURN_ENDS:
-                    status = _TURN_ENDS[event.type]
+                if event.type in store.TURN_END_STATUSES:
+                    status = store.TURN_END_STATUSES[event.type]
                     error = _payload(event).get("error") if status == "failed" else None
                     return await self._turn_result(
                         session_id, turn_id, status, first_sequence, usage, after, error=error
@@ -793,13 +793,6 @@ class SyncAgentClient:
         self._loop.close()
 
 
-# The events that end a turn, and the outcome each means.
-_TURN_ENDS: dict[str, TurnStatus] = {
-    "turn_completed": "completed",
-    "turn_failed": "failed",
-    "turn_steered": "steered",
-    "turn_cancelled": "cancelled",
-}
 # How many events one read returns (read_events' default limit).
 _EVENT_PAGE = 1000
 

@@ -166,12 +166,14 @@ steps = sa.Table(
     sa.Index("dex_steps_by_seq", "session_id", "seq"),
 )
 
+# The longest wake-up key: a session ID, or a key made by `store.control_wake_key`.
+WAKE_KEY_CHARS = 255
 # Cross-process wake-ups: a writer inserts the session ID; Workers poll for new rows.
 wakeups = sa.Table(
     "dex_wakeups",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("session_id", sa.String(255), nullable=False),
+    sa.Column("session_id", sa.String(WAKE_KEY_CHARS), nullable=False),
     sa.Column("created", sa.Float, nullable=False),
     # The writing process's Database, so a Worker skips the wake-ups it already delivered.
     sa.Column("origin", sa.String(32), nullable=False, default=""),

@@ -22,11 +22,12 @@ from dbos._core import execute_dequeued_workflow
 from dbos._dbos import _get_dbos_instance
 from dbos._utils import GlobalParams, generate_uuid
 
+from . import store
+
 log = logging.getLogger("dex_agents")
 
-# A wake-up key no session ID can be (session IDs hold no control characters).
+# What begins a queue's wake-up key (`store.control_wake_key`).
 _QUEUE_KEY_PREFIX = "\x1f"
-_KEY_CHARS = 255
 # A woken Worker waits this long per workflow it runs before it claims, at most the maximum,
 # so that new sessions go to the less busy Workers.
 CLAIM_DELAY_PER_WORKFLOW = 0.001
@@ -35,7 +36,7 @@ MAX_CLAIM_DELAY = 0.05
 
 def queue_wake_key(flow_type: str) -> str:
     """The wake-up that tells the Workers hosting `flow_type` that its queue has Steps."""
-    return (_QUEUE_KEY_PREFIX + flow_type)[:_KEY_CHARS]
+    return store.control_wake_key(_QUEUE_KEY_PREFIX, flow_type)
 
 
 class Dequeuer:

@@ -36,6 +36,7 @@ from .types import (
     TurnCancellationRequest,
     TurnReplySequence,
     TurnSessionSettings,
+    TurnStatus,
 )
 from .wake_socket import TURN_KEY_PREFIX
 
@@ -653,20 +654,29 @@ def step_history(conn: Connection, session_id: str) -> list[StepExecution]:
     ]
 
 
+# The events that end a turn, and the outcome each means.
+TURN_END_STATUSES: dict[str, TurnStatus] = {
+    "turn_completed": "completed",
+    "turn_failed": "failed",
+    "turn_steered": "steered",
+    "turn_cancelled": "cancelled",
+}
 # The events after which a client waiting for a turn reads the session's events again: the
 # turn's outcome, or an interrupt it waits on. The other events of a turn (deltas, tool calls,
 # usage) wait for that read.
-TURN_OUTCOME_EVENTS = frozenset(
-    {"turn_completed", "turn_failed", "turn_steered", "turn_cancelled", "interrupt_raised"}
-)
-# A wake-up key no session ID can be (session IDs hold no control characters), cut to the
-# wake-up table's width: two sessions cut to one key only wake each other's waits in vain.
-_KEY_CHARS = 255
+TURN_OUTCOME_EVENTS = frozenset({*TURN_END_STATUSES, "interrupt_raised"})
+
+
+def control_wake_key(prefix: str, name: str) -> str:
+    """A wake-up key that no session ID can be: `prefix`, a control character (session IDs
+    hold none), then `name`, cut to the wake-up table's width. Two names cut to one key only
+    wake each other's waits in vain."""
+    return (prefix + name)[: db.WAKE_KEY_CHARS]
 
 
 def turn_wake_key(session_id: str) -> str:
     """The wake-up of a commit that wrote one of `TURN_OUTCOME_EVENTS` for the session."""
-    return (TURN_KEY_PREFIX + session_id)[:_KEY_CHARS]
+    return control_wake_key(TURN_KEY_PREFIX, session_id)
 
 
 def wake(conn: Connection, session_id: str) -> None:
