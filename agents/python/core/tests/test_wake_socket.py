@@ -6,10 +6,11 @@ origin and socket); a datagram that is not sent or dropped is caught only by the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,31 @@ async def _woken(waker: Waker, sessions: list[str], before: dict[str, int]) -> s
     return {s for s in sessions if waker.generation(s) != before[s]}
 
 
+@contextlib.asynccontextmanager
+async def _feeding(waker: Waker) -> AsyncIterator[None]:
+    """The waker's wake-up feed running, as in a waiting process, once it had a moment to
+    bind its socket."""
+    waker.bind(asyncio.get_running_loop())
+    feed = asyncio.create_task(waker.poll_forever())
+    try:
+        await asyncio.sleep(0.2)
+        yield
+    finally:
+        feed.cancel()
+        await asyncio.gather(feed, return_exceptions=True)
+
+
+@pytest.fixture
+def two_processes(tmp_path: Path) -> Iterator[tuple[Database, Database]]:
+    """A waiting and a committing process of one SQLite file (two Databases)."""
+    url = f"sqlite:///{tmp_path / 'wake.sqlite'}"
+    waiting, committing = Database(url), Database(url)
+    waiting.create_schema()
+    yield waiting, committing
+    waiting.close()
+    committing.close()
+
+
 def _wake(*sessions: str) -> Callable[..., None]:
     def write(conn: object) -> None:
         for session_id in sessions:
@@ -111,17 +137,12 @@ def _wake(*sessions: str) -> Callable[..., None]:
 
 
 async def test_another_process_commit_wakes_by_datagram_without_the_probe(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, two_processes: tuple[Database, Database]
 ) -> None:
     monkeypatch.setattr(runtime, "FALLBACK_POLL_SECONDS", 3600.0)
-    url = f"sqlite:///{tmp_path / 'wake.sqlite'}"
-    waiting, committing = Database(url), Database(url)
-    waiting.create_schema()
+    waiting, committing = two_processes
     waker = Waker(waiting, 3600.0, prune=False)  # no probe: only datagrams and the rows
-    waker.bind(asyncio.get_running_loop())
-    feed = asyncio.create_task(waker.poll_forever())
-    try:
-        await asyncio.sleep(0.2)
+    async with _feeding(waker):
         before = {"s1": waker.generation("s1")}
         await committing.write(_wake("s1"))
         assert await _woken(waker, ["s1"], before) == {"s1"}
@@ -133,26 +154,16 @@ async def test_another_process_commit_wakes_by_datagram_without_the_probe(
         for session_id in sessions:
             committing.write_sync(_wake(session_id))  # the loop does not run meanwhile
         assert await _woken(waker, sessions, before) == set(sessions)
-    finally:
-        feed.cancel()
-        await asyncio.gather(feed, return_exceptions=True)
-        waiting.close()
-        committing.close()
 
 
 async def test_a_turns_only_waker_hears_everything_once_something_else_waits(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, two_processes: tuple[Database, Database]
 ) -> None:
     monkeypatch.setattr(runtime, "FALLBACK_POLL_SECONDS", 3600.0)
-    url = f"sqlite:///{tmp_path / 'wake.sqlite'}"
-    waiting, committing = Database(url), Database(url)
-    waiting.create_schema()
+    waiting, committing = two_processes
     waker = Waker(waiting, 3600.0, prune=False, turns_only=True)  # a client's
-    waker.bind(asyncio.get_running_loop())
-    feed = asyncio.create_task(waker.poll_forever())
     turn_key = store.turn_wake_key("s1")
-    try:
-        await asyncio.sleep(0.2)
+    async with _feeding(waker):
         assert waiting.wake_directory is not None
         (name,) = [p.name for p in waiting.wake_directory.iterdir()]
         assert name.endswith("-turns")
@@ -173,11 +184,6 @@ async def test_a_turns_only_waker_hears_everything_once_something_else_waits(
         await committing.write(_wake("s1"))
         await asyncio.wait_for(waited, 5.0)
         assert waker.generation("s1") != generation
-    finally:
-        feed.cancel()
-        await asyncio.gather(feed, return_exceptions=True)
-        waiting.close()
-        committing.close()
 
 
 async def test_a_commit_no_datagram_announced_wakes_through_the_fallback_probe(
@@ -188,21 +194,17 @@ async def test_a_commit_no_datagram_announced_wakes_through_the_fallback_probe(
     waiting = Database(f"sqlite:///{path}")
     waiting.create_schema()
     waker = Waker(waiting, runtime.WAKE_POLL_SECONDS, prune=False)
-    waker.bind(asyncio.get_running_loop())
-    feed = asyncio.create_task(waker.poll_forever())
     try:
-        await asyncio.sleep(0.2)
-        before = {"s1": waker.generation("s1")}
-        # A process that committed and died before its send (or a release without sockets).
-        with sqlite3.connect(path) as conn:
-            conn.execute(
-                "insert into dex_wakeups (session_id, created, origin) values (?, ?, ?)",
-                ("s1", time.time(), "f" * 32),
-            )
-        assert await _woken(waker, ["s1"], before) == {"s1"}
+        async with _feeding(waker):
+            before = {"s1": waker.generation("s1")}
+            # A process that committed and died before its send (or a release without sockets).
+            with sqlite3.connect(path) as conn:
+                conn.execute(
+                    "insert into dex_wakeups (session_id, created, origin) values (?, ?, ?)",
+                    ("s1", time.time(), "f" * 32),
+                )
+            assert await _woken(waker, ["s1"], before) == {"s1"}
     finally:
-        feed.cancel()
-        await asyncio.gather(feed, return_exceptions=True)
         waiting.close()
 
 
