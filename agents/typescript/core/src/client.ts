@@ -6,6 +6,7 @@
  */
 
 import type {
+  AgentMessage,
   AgentPlan,
   AgentToolCall,
   AgentUsage,
@@ -43,17 +44,7 @@ export interface AgentState {
 }
 
 /** A stored message as the API shows it (without the framework's item). */
-export interface Message {
-  sequence: number;
-  turnId: string;
-  role: MessageRole;
-  text: string | null;
-  toolCallId: string | null;
-  toolName: string | null;
-  toolArguments: string | null;
-  toolOutput: string | null;
-  createdAt: string;
-}
+export type Message = Omit<AgentMessage, "frameworkItem">;
 
 /** A tool call record as the API shows it (without what only Steps read). */
 export type ToolCall = Omit<
