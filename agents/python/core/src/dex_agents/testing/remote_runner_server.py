@@ -329,7 +329,7 @@ class ScriptedRunnerServer(LoopbackServer):
         for message in turn.get("messages") or ():
             session[int(message["sequence"])] = message
         first, last = int(history["first_sequence"]), int(history["last_sequence"])
-        if last == 0:
+        if last == 0 or int(history["messages_after"]) == 0:
             return None
         held = first - 1
         while held + 1 in session and held < last:
