@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dex_agents.errors import RemoteRunnerError, RunnerUnavailable
+from dex_agents.errors import FlowLoadError, RemoteRunnerError, RunnerUnavailable
 from dex_agents.remote import RemoteCapabilities, RemoteRunner, select_cutoff
 from dex_agents.runner import (
     AgentTurnContext,
@@ -289,3 +289,40 @@ async def test_closing_the_call_is_seen_by_the_runner(server: ScriptedRunnerServ
             break
         await asyncio.sleep(0.05)
     assert server.disconnects == 1
+
+
+async def test_the_token_is_sent_and_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dex_agents.remote import remote_flow
+
+    with ScriptedRunnerServer([FLOW], token="s3cret") as server:
+        server.script("run_model_step", final_text("ok"))
+        monkeypatch.setenv("DEX_AGENTS_RUNNER_TOKEN", "s3cret")
+        flow = remote_flow(server.base_url, FLOW)
+        outcome = await flow.runner.run_model_step(_turn([], RecordingEvents(), Beats()))
+        assert isinstance(outcome, TurnCompleted)
+        wrong = RemoteRunner(server.base_url, FLOW, token="guess")
+        with pytest.raises(RemoteRunnerError, match="HTTP 401"):
+            await wrong.execute_deferred_tool_call(_execution([]))
+        monkeypatch.setenv("DEX_AGENTS_RUNNER_TOKEN", "guess")
+        with pytest.raises(FlowLoadError, match="HTTP 401"):
+            remote_flow(server.base_url, FLOW)
+
+
+async def test_a_runner_that_reads_the_turn_gets_it_with_the_tool_call(
+    server: ScriptedRunnerServer,
+) -> None:
+    server.script("execute_deferred_tool_call", tool_output("ok"), tool_output("ok"))
+    runner = RemoteRunner(
+        server.base_url, FLOW, capabilities=RemoteCapabilities(tool_steps_read_turn=True)
+    )
+    assert getattr(runner, "tool_steps_read_turn", False) is True
+    turn = _turn([_message(1, "a"), _message(2, "b")], RecordingEvents(), Beats())
+    execution = dataclasses.replace(_execution([]), turn=turn)
+    await runner.execute_deferred_tool_call(execution)
+    turn = _turn([_message(n, "m") for n in (1, 2, 3)], RecordingEvents(), Beats())
+    await runner.execute_deferred_tool_call(dataclasses.replace(execution, turn=turn))
+    first, second = (b["turn"] for b in server.bodies("execute_deferred_tool_call"))
+    assert [m["sequence"] for m in first["messages"]] == [1, 2]
+    # The second call sends only the message the runner has not seen.
+    assert second["history"]["messages_after"] == 2
+    assert [m["sequence"] for m in second["messages"]] == [3]
