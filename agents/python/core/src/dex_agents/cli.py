@@ -11,7 +11,7 @@ import secrets
 import signal
 import sys
 import warnings
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -42,6 +42,7 @@ from .cli_format import (
 from .client import AgentClient
 from .db import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, one_line_error
 from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFound
+from .flow import AgentSessionFlow
 from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
 from .types import (
     AgentEvent,
@@ -72,7 +73,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("target")
+@click.argument("target", required=False)
 @click.option("--database-url", envvar="DEX_AGENTS_DATABASE_URL", default=None)
 @click.option(
     "--worker-id",
@@ -81,27 +82,72 @@ def cli() -> None:
     help="A stable ID, so a restart recovers this Worker's Steps at once [env "
     "DEX_AGENTS_WORKER_ID; default: an ID of this process alone].",
 )
+@click.option(
+    "--remote",
+    "remotes",
+    multiple=True,
+    metavar="FLOW=URL",
+    help="Host flow type FLOW, whose runner is served at URL by another process "
+    "(repeatable; token from DEX_AGENTS_RUNNER_TOKEN).",
+)
+@click.option(
+    "--remote-config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE.toml",
+    help="Host the remote flows of a TOML file: [flows.<FlowType>] url = ..., and options.",
+)
 @click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
-def worker(target: str, database_url: str | None, worker_id: str | None, debug: bool) -> None:
-    """Run a Worker for the flows at TARGET (module:attribute).
+def worker(
+    target: str | None,
+    database_url: str | None,
+    worker_id: str | None,
+    remotes: tuple[str, ...],
+    remote_config: str | None,
+    debug: bool,
+) -> None:
+    """Run a Worker for the flows at TARGET (module:attribute) and the remote flows.
 
     SIGTERM or Ctrl-C stops it cleanly: running model and tool calls finish first (up to
     DEX_AGENTS_WORKER_DRAIN_SECONDS, default 20); a second signal stops at once. A database
     that does not answer yet is waited for.
     """
+    if target is None and not remotes and remote_config is None:
+        raise click.UsageError("give TARGET (module:attribute), --remote or --remote-config")
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        _run_worker(target, database_url, worker_id)
+        _run_worker(target, database_url, worker_id, remotes, remote_config)
     except Exception as error:
         if debug:
             raise
         raise CliError(_worker_failure(error, database_url).splitlines()[0]) from None
 
 
-def _run_worker(target: str, database_url: str | None, worker_id: str | None) -> None:
-    flows = load_flows(target)
+def _worker_flows(
+    target: str | None, remotes: Sequence[str], remote_config: str | None
+) -> list[AgentSessionFlow]:
+    """The flows of TARGET, then those of --remote and --remote-config (each described)."""
+    from .remote import parse_remote, remote_flow, remote_flows_from_config
+
+    flows = load_flows(target) if target is not None else []
+    for value in remotes:
+        flow_type, url = parse_remote(value)
+        flows.append(remote_flow(url, flow_type))
+    if remote_config is not None:
+        flows.extend(remote_flows_from_config(remote_config))
+    return flows
+
+
+def _run_worker(
+    target: str | None,
+    database_url: str | None,
+    worker_id: str | None,
+    remotes: Sequence[str] = (),
+    remote_config: str | None = None,
+) -> None:
+    flows = _worker_flows(target, remotes, remote_config)
     runner = Worker(flows, database_url=database_url, worker_id=worker_id)
     # What the imports built lives as long as the process: kept out of the collector's full
     # passes, which otherwise walk those some 250,000 objects every few turns (about 170 ms

@@ -100,6 +100,26 @@ class FlowLoadError(WorkerError, ValueError):
     """A `module:attribute` target does not import or does not hold AgentSessionFlows."""
 
 
+# Runners in other processes ----------------------------------------------------------------
+
+
+class RunnerUnavailable(DexAgentsError):
+    """A runner in another process could not be reached, or did not accept the call.
+
+    The call never started at the runner, so a Step retries it with backoff without counting
+    it as a started attempt: a single-attempt tool does not become outcome_unknown."""
+
+
+class RemoteRunnerError(DexAgentsError):
+    """A runner in another process failed a call after it started; `stack` is its stack text."""
+
+    stack: str | None = None
+
+    def __init__(self, message: str, stack: str | None = None) -> None:
+        super().__init__(message)
+        self.stack = stack
+
+
 # Tool sources -----------------------------------------------------------------------------
 
 

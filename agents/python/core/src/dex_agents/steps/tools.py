@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from .. import store, texts
 from ..clock import parse_time
+from ..errors import RunnerUnavailable
 from ..policy import idempotency_key
 from ..runner import (
     DeferredToolExecution,
@@ -50,6 +53,8 @@ from .common import (
 )
 from .turns import LoadedTurn, load_turn, turn_context
 
+log = logging.getLogger("dex_agents.steps")
+
 
 @dataclass(frozen=True)
 class LoadedCall:
@@ -64,6 +69,41 @@ class ToolFailed:
     """A ToolExecutionError: a failure the model sees, never retried."""
 
     error: str
+
+
+@dataclass(frozen=True)
+class RunnerWasUnavailable:
+    """The runner was not reached (RunnerUnavailable): the call never started there."""
+
+    error: str
+
+
+# Backoff while a runner is unavailable: the first wait, and the longest.
+RUNNER_RETRY_FIRST_SECONDS = 0.5
+RUNNER_RETRY_MAX_SECONDS = 30.0
+# Per (session, tool call): how many times in a row this Worker found the runner unavailable.
+_unavailable_streak: dict[tuple[str, str], int] = {}
+
+
+async def _after_runner_unavailable(
+    ctx: StepContext[Any], record: AgentToolCall, error: RunnerUnavailable
+) -> RunnerWasUnavailable:
+    """Waits out the backoff, then hands the commit a result that schedules the call again.
+
+    The Step ends instead of failing, so its attempt is not counted against the tool (a
+    single-attempt tool would otherwise become outcome_unknown for a call that never ran)."""
+    key = (ctx.session_id, record.tool_call_id)
+    streak = _unavailable_streak.get(key, 0)
+    _unavailable_streak[key] = streak + 1
+    delay = min(RUNNER_RETRY_MAX_SECONDS, RUNNER_RETRY_FIRST_SECONDS * 2**streak)
+    log.warning(
+        "%s: the runner is unavailable, calling it again in %g s: %s",
+        ctx.step_execution_id,
+        delay,
+        error,
+    )
+    await asyncio.sleep(delay)
+    return RunnerWasUnavailable(str(error) or type(error).__name__)
 
 
 def _tool_started_event(tx: StepTx, record: AgentToolCall) -> None:
@@ -138,8 +178,11 @@ class CallTool(StepHandler[LoadedCall]):
                 outcome = await runner.execute_deferred_tool_call(execution)
         except ToolExecutionError as error:
             return ToolFailed(str(error) or type(error).__name__)
+        except RunnerUnavailable as error:
+            return await _after_runner_unavailable(ctx, record, error)
         finally:
             await writer.close()
+        _unavailable_streak.pop((ctx.session_id, record.tool_call_id), None)
         return _checked_outcome(ctx, outcome, "execute_deferred_tool_call")
 
     def commit(self, ctx: StepContext[LoadedCall], tx: StepTx, result: Any) -> Transition:
@@ -148,6 +191,9 @@ class CallTool(StepHandler[LoadedCall]):
             return END
         if isinstance(result, ToolTaskStarted):
             return self._task_started(ctx, tx, record, result)
+        if isinstance(result, RunnerWasUnavailable):
+            # The record stays approved; a new Step of this type calls the runner again.
+            return go((self.step_type, record.tool_call_id))
         return record_outcome(tx, record, result)
 
     def _task_started(

@@ -1,0 +1,34 @@
+"""Runners in other processes: a flow whose framework runner is served over HTTP.
+
+    flow = remote_flow("http://127.0.0.1:3000/dex", "TriageAgent")
+
+The engine (every Step, RPC and retry) stays in the Python Worker; the runner's methods are
+calls to the URL, one POST each, answered with a stream of NDJSON lines.
+"""
+
+from ..errors import RemoteRunnerError, RunnerUnavailable
+from .flows import (
+    PROTOCOL_MAJOR_VERSION,
+    TOKEN_ENV,
+    describe,
+    options_from_table,
+    parse_remote,
+    remote_flow,
+    remote_flows_from_config,
+)
+from .runner import RemoteCapabilities, RemoteRunner, select_cutoff
+
+__all__ = [
+    "PROTOCOL_MAJOR_VERSION",
+    "TOKEN_ENV",
+    "RemoteCapabilities",
+    "RemoteRunner",
+    "RemoteRunnerError",
+    "RunnerUnavailable",
+    "describe",
+    "options_from_table",
+    "parse_remote",
+    "remote_flow",
+    "remote_flows_from_config",
+    "select_cutoff",
+]

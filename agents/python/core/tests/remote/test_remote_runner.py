@@ -1,0 +1,213 @@
+"""RemoteRunner against the scripted runner server, on an in-process Worker: a turn with a
+tool, streamed events, the history delta, a runner that is down or dies, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from dex_agents import AgentClient, Worker
+from dex_agents.errors import FlowLoadError
+from dex_agents.remote import RemoteRunner, remote_flow
+from dex_agents.testing.remote_runner_server import (
+    ScriptedRunnerServer,
+    die_after_accept,
+    final_text,
+    hold_until_gone,
+    refuse,
+    tool_calls,
+    tool_output,
+)
+from dex_agents.testing.sessions import events_of, step_types, turns_done
+from dex_agents.testing.tool_log import ToolRunLog
+
+FLOW = "TriageAgent"
+
+
+@pytest.fixture
+def runner() -> Iterator[ScriptedRunnerServer]:
+    with ScriptedRunnerServer([FLOW]) as server:
+        yield server
+
+
+@pytest.fixture
+async def worker(runner: ScriptedRunnerServer, database_url: str) -> AsyncIterator[Worker]:
+    flow = remote_flow(runner.base_url, FLOW)
+    async with Worker([flow], database_url=database_url) as running:
+        yield running
+
+
+async def _tool_status(client: AgentClient, session_id: str, name: str) -> list[str]:
+    """The final statuses the session recorded for calls of tool `name` (its events)."""
+    finished = await events_of(client, session_id, "tool_call_finished")
+    return [e["status"] for e in finished if e["tool_name"] == name]
+
+
+async def test_a_turn_runs_its_tool_at_the_runner_and_streams_events(
+    runner: ScriptedRunnerServer, worker: Worker, client: AgentClient, tool_log: ToolRunLog
+) -> None:
+    runner.script("run_model_step", tool_calls(("c1", "lookup", '{"order": 7}'), effect="read"))
+    runner.script("execute_deferred_tool_call", tool_output("order 7: shipped", log=tool_log))
+    runner.script("run_model_step", final_text("It shipped."))
+    session = await client.start_session(FLOW, "Where is order 7?")
+    snapshot = await client.wait_for(session, turns_done(1), timeout=30)
+
+    assert [m.text for m in snapshot.messages if m.role == "assistant"][-1] == "It shipped."
+    assert await _tool_status(client, session, "lookup") == ["succeeded"]
+    assert tool_log.count("lookup") == 1
+    deltas = await events_of(client, session, "text_delta")
+    assert "".join(d["delta"] for d in deltas) == "It shipped."
+    # The user's message reached the runner as the neutral item, and the second model call
+    # saw the tool's record.
+    first, second = runner.bodies("run_model_step")
+    assert (
+        first["messages"][0]["framework_item"]
+        == '{"kind": "user_text", "text": "Where is order 7?"}'
+    )
+    assert second["tool_calls"][0]["status"] == "succeeded"
+    assert second["tool_calls"][0]["output"] == "order 7: shipped"
+    assert (
+        runner.bodies("execute_deferred_tool_call")[0]["tool_call"]["arguments"] == '{"order": 7}'
+    )
+
+
+async def test_history_is_sent_once_and_again_when_the_runner_lost_it(
+    runner: ScriptedRunnerServer, worker: Worker, client: AgentClient
+) -> None:
+    runner.script("run_model_step", final_text("One."), final_text("Two."), final_text("Three."))
+    session = await client.start_session(FLOW, "first")
+    await client.wait_for(session, turns_done(1), timeout=30)
+    await client.send_user_message(session, "second")
+    await client.wait_for(session, turns_done(2), timeout=30)
+    runner.forget_history()  # a restarted runner process
+    await client.send_user_message(session, "third")
+    snapshot = await client.wait_for(session, turns_done(3), timeout=30)
+
+    calls = runner.recorded("run_model_step")
+    assert [c.outcome for c in calls] == ["result", "result", "need_history", "result"]
+    first, second, asked, resent = (c.body for c in calls)
+    assert first["history"]["messages_after"] == 0
+    # The second turn sends only the messages after the first turn's last one.
+    assert second["history"]["messages_after"] == first["history"]["last_sequence"]
+    assert [m["text"] for m in second["messages"]] == ["One.", "second"][-len(second["messages"]) :]
+    assert all(m["sequence"] > second["history"]["messages_after"] for m in second["messages"])
+    # After need_history, every message from the first is sent again.
+    assert asked["history"]["messages_after"] > 0
+    assert resent["history"]["messages_after"] == 0
+    assert [m["sequence"] for m in resent["messages"]] == [m.sequence for m in snapshot.messages][
+        :-1
+    ]
+
+
+async def test_a_single_attempt_tool_waits_out_a_runner_that_is_down(
+    runner: ScriptedRunnerServer, worker: Worker, client: AgentClient, tool_log: ToolRunLog
+) -> None:
+    runner.script(
+        "run_model_step", tool_calls(("w1", "refund", "{}"), effect="non_idempotent_write")
+    )
+    runner.script(
+        "execute_deferred_tool_call",
+        refuse(503),
+        refuse(502),
+        tool_output("refunded", log=tool_log),
+    )
+    runner.script("run_model_step", final_text("Refunded."))
+    session = await client.start_session(FLOW, "Refund me")
+    await client.wait_for(session, turns_done(1), timeout=30)
+
+    assert await _tool_status(client, session, "refund") == ["succeeded"]
+    assert runner.bodies("run_model_step")[1]["tool_calls"][0]["output"] == "refunded"
+    assert tool_log.count("refund") == 1
+    types = await step_types(client, session)
+    assert types.count("CallSingleAttemptTool") == 3
+    assert "RecordToolOutcomeUnknown" not in types
+
+
+async def test_a_runner_that_dies_inside_a_single_attempt_write_gives_outcome_unknown(
+    runner: ScriptedRunnerServer, worker: Worker, client: AgentClient, tool_log: ToolRunLog
+) -> None:
+    runner.script(
+        "run_model_step", tool_calls(("w1", "refund", "{}"), effect="non_idempotent_write")
+    )
+    runner.script("execute_deferred_tool_call", die_after_accept(log=tool_log))
+    runner.script("run_model_step", final_text("I could not confirm it."))
+    session = await client.start_session(FLOW, "Refund me")
+    await client.wait_for(session, turns_done(1), timeout=30)
+
+    assert await _tool_status(client, session, "refund") == ["outcome_unknown"]
+    assert tool_log.count("refund") == 1
+    assert len(runner.bodies("execute_deferred_tool_call")) == 1
+
+
+async def test_a_model_call_waits_out_a_runner_that_is_down(
+    runner: ScriptedRunnerServer, worker: Worker, client: AgentClient
+) -> None:
+    runner.script("run_model_step", refuse(503), refuse(503), refuse(503), final_text("Back."))
+    session = await client.start_session(FLOW, "hello")
+    snapshot = await client.wait_for(session, turns_done(1), timeout=30)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    assert [m.text for m in snapshot.messages][-1] == "Back."
+    assert (await step_types(client, session)).count("RunModel") == 1
+
+
+async def test_cancel_turn_closes_the_call(
+    runner: ScriptedRunnerServer, worker: Worker, client: AgentClient
+) -> None:
+    started = threading.Event()
+    runner.script("run_model_step", hold_until_gone(started=started))
+    session = await client.start_session(FLOW, "take your time")
+    assert await asyncio.to_thread(started.wait, 20)
+    assert await client.cancel_turn(session)
+    await client.wait_for(session, turns_done(1), timeout=30)
+    for _ in range(200):
+        if runner.disconnects:
+            break
+        await asyncio.sleep(0.05)
+    assert runner.disconnects == 1
+    assert [c.outcome for c in runner.recorded("run_model_step")] == ["disconnected"]
+
+
+def test_describe_refuses_another_major_version() -> None:
+    with ScriptedRunnerServer([FLOW], protocol_version=2) as server:
+        url = server.base_url
+        with pytest.raises(FlowLoadError, match=url) as raised:
+            remote_flow(url, FLOW)
+    assert "version 2" in str(raised.value)
+
+
+def test_describe_refuses_a_flow_type_not_served(runner: ScriptedRunnerServer) -> None:
+    with pytest.raises(FlowLoadError, match="does not serve flow type 'Other'"):
+        remote_flow(runner.base_url, "Other")
+
+
+def test_an_unreachable_runner_is_a_flow_load_error_after_the_retries(tmp_path: Path) -> None:
+    with ScriptedRunnerServer([FLOW]) as server:
+        url = server.base_url
+    with pytest.raises(FlowLoadError, match="not reachable"):
+        remote_flow(url, FLOW, attempts=2, retry_seconds=0.01)
+
+
+def test_the_runner_class_has_exactly_the_advertised_capabilities() -> None:
+    from dex_agents.remote import RemoteCapabilities
+    from dex_agents.runner import (
+        ContextCompactionRunner,
+        ToolTaskPoller,
+        UnfinishedTurnMessageBuilder,
+    )
+
+    plain = RemoteRunner("http://127.0.0.1:1", FLOW)
+    rich = RemoteRunner(
+        "http://127.0.0.1:1",
+        FLOW,
+        capabilities=RemoteCapabilities(unfinished_turn_messages=True, context_compaction=True),
+    )
+    assert not isinstance(plain, UnfinishedTurnMessageBuilder | ContextCompactionRunner)
+    assert isinstance(rich, UnfinishedTurnMessageBuilder)
+    assert isinstance(rich, ContextCompactionRunner)
+    assert not isinstance(rich, ToolTaskPoller)
+    assert not getattr(plain, "supports_plan_mode", False)
