@@ -484,10 +484,56 @@ function errorLine(error: unknown): WireLine {
   if (isToolExecutionError(error)) {
     return { error: { kind: "tool_execution_error", message: error.message } };
   }
-  if (error instanceof Error) {
-    return { error: { kind: "runner_error", message: error.message, stack: error.stack ?? "" } };
+  const message = error instanceof Error ? error.message : String(error);
+  const stack = error instanceof Error ? (error.stack ?? "") : "";
+  return { error: { kind: "runner_error", message, stack, ...httpFailure(error) } };
+}
+
+const RETRY_HEADERS = ["retry-after", "retry-after-ms"];
+
+/** The HTTP status and retry headers of a provider's error (the AI SDK's `APICallError` and
+ *  the providers' SDKs carry `statusCode` or `status`, and `responseHeaders` or `headers`),
+ *  looked for in the error, its causes and a retry wrapper's last error. */
+function httpFailure(error: unknown): {
+  status_code?: number;
+  response_headers?: Record<string, string>;
+} {
+  const seen = new Set<unknown>();
+  let current: unknown = error;
+  while (typeof current === "object" && current !== null && !seen.has(current)) {
+    seen.add(current);
+    const candidate = current as Record<string, unknown>;
+    const status = candidate.statusCode ?? candidate.status;
+    if (typeof status === "number" && Number.isInteger(status) && status >= 100 && status < 600) {
+      return {
+        status_code: status,
+        response_headers: retryHeaders(candidate.responseHeaders ?? candidate.headers),
+      };
+    }
+    current = candidate.lastError ?? candidate.cause;
   }
-  return { error: { kind: "runner_error", message: String(error), stack: "" } };
+  return {};
+}
+
+function retryHeaders(headers: unknown): Record<string, string> {
+  const found: Record<string, string> = {};
+  if (typeof headers !== "object" || headers === null) {
+    return found;
+  }
+  const read =
+    headers instanceof Headers
+      ? (name: string) => headers.get(name) ?? undefined
+      : (name: string) => {
+          const entry = Object.entries(headers).find(([key]) => key.toLowerCase() === name);
+          return entry === undefined ? undefined : String(entry[1]);
+        };
+  for (const name of RETRY_HEADERS) {
+    const value = read(name);
+    if (value !== undefined) {
+      found[name] = value;
+    }
+  }
+  return found;
 }
 
 /** Wraps a raw line writer: one line at a time, in order, nothing after close, and a

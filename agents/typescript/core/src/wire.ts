@@ -274,6 +274,11 @@ export type WireLine =
         kind: "tool_execution_error" | "runner_error";
         message: string;
         stack?: string;
+        /** A model provider's HTTP status, when the error was one (the engine decides on it
+         *  whether RunModel tries again). */
+        status_code?: number;
+        /** That answer's `retry-after` and `retry-after-ms` headers. */
+        response_headers?: Record<string, string>;
       };
     };
 

@@ -87,7 +87,9 @@ export class EchoRunner implements AgentFrameworkRunner<EchoItem> {
       fail?: string;
       crash?: string;
       foreign?: string;
+      status?: number;
     };
+    if (args.status) throw providerError(args.status);
     if (args.fail) throw new ToolExecutionError(args.fail);
     if (args.foreign) throw new ForeignToolExecutionError(args.foreign);
     if (args.crash) throw new TypeError(args.crash);
@@ -109,4 +111,16 @@ export class EchoRunner implements AgentFrameworkRunner<EchoItem> {
       },
     ];
   }
+}
+
+/** A provider's HTTP error as the AI SDK throws it after its own retries: a retry wrapper
+ *  whose last error carries the status and the answer's headers. */
+function providerError(status: number): Error {
+  const last = Object.assign(new Error(`provider said ${status}`), {
+    statusCode: status,
+    responseHeaders: { "Retry-After": "2", "content-type": "application/json" },
+  });
+  return Object.assign(new Error(`Failed after 3 attempts. Last error: ${last.message}`), {
+    lastError: last,
+  });
 }

@@ -219,7 +219,7 @@ describe("serveRunners on a real HTTP server", () => {
       await post(
         served.url,
         "run_model_step",
-        turnBody([all[2]!], { first: 1, last: 3, after: 2 }, flow),
+        turnBody(all.slice(2), { first: 1, last: 3, after: 2 }, flow),
         {
           headers: auth,
         },
@@ -329,6 +329,17 @@ describe("serveRunners on a real HTTP server", () => {
     assert.equal(error.kind, "runner_error");
     assert.equal(error.message, "boom");
     assert.match(error.stack, /TypeError: boom\n\s+at /);
+    assert.equal("status_code" in error, false);
+    // A provider's HTTP error carries its status and retry headers, for RunModel's retries.
+    got = await lines(
+      await post(served.url, "execute_deferred_tool_call", toolBody({ status: 429 }), {
+        headers: auth,
+      }),
+    );
+    const http = got[1]?.error as Record<string, unknown>;
+    assert.equal(http.message, "Failed after 3 attempts. Last error: provider said 429");
+    assert.equal(http.status_code, 429);
+    assert.deepEqual(http.response_headers, { "retry-after": "2" });
     echo.mode = "fail";
     const body = turnBody(
       [userMessage(1, "x")],

@@ -1,9 +1,11 @@
 /**
  * The recorded outcome of each tool call, turned into the tool message the model reads next.
  *
- * A succeeded call's output is the JSON its tool returned; it goes back to the model the way the
- * AI SDK would have sent it had it run the tool itself (the tool's `toModelOutput`, else text for
- * a string and JSON for anything else). Every other final outcome is the session contract's text.
+ * A succeeded call's output is the string its tool returned, or the JSON of any other value; it
+ * goes back to the model the way the AI SDK would have sent it had it run the tool itself (the
+ * tool's `toModelOutput`, else text for a string and JSON for anything else). A string that is
+ * itself a JSON number, boolean, null, object or array comes back as that value. Every other
+ * final outcome is the session contract's text.
  */
 import type { JSONValue, ModelMessage, ToolResultPart, ToolSet } from "ai";
 import type { AgentToolCall } from "./dex.js";
@@ -73,10 +75,8 @@ async function outputOf(record: AgentToolCall, input: unknown, tools: ToolSet): 
   if (record.status !== "succeeded") {
     return { type: "error-text", value: text };
   }
-  const value = parsedOutput(text);
-  if (value === undefined) {
-    return { type: "text", value: text };
-  }
+  const parsed = parsedOutput(text);
+  const value = parsed === undefined || typeof parsed === "string" ? text : parsed;
   const tool = Object.hasOwn(tools, record.toolName) ? tools[record.toolName] : undefined;
   if (tool?.toModelOutput !== undefined) {
     return await tool.toModelOutput({ toolCallId: record.toolCallId, input, output: value });
@@ -84,7 +84,7 @@ async function outputOf(record: AgentToolCall, input: unknown, tools: ToolSet): 
   return typeof value === "string" ? { type: "text", value } : { type: "json", value };
 }
 
-/** The recorded output as JSON, or undefined when it is not JSON (then sent as text). */
+/** The recorded output as JSON, or undefined when it is not JSON (a string the tool returned). */
 function parsedOutput(text: string): JSONValue | undefined {
   try {
     return JSON.parse(text) as JSONValue;

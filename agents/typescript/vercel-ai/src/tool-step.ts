@@ -40,7 +40,9 @@ export async function runToolCall(run: ToolRun, call: DeferredToolExecution): Pr
     }
     throw new ToolExecutionError(errorText(error));
   }
-  return { kind: "tool_execution_result", output: JSON.stringify(toJson(output)) };
+  // A string is recorded as it is (what the failure note and a person read); anything else as JSON.
+  const recorded = typeof output === "string" ? output : JSON.stringify(toJson(output));
+  return { kind: "tool_execution_result", output: recorded };
 }
 
 async function validInput(tool: Tool, toolName: string, argumentsText: string): Promise<unknown> {

@@ -111,7 +111,7 @@ describe("a tool Step", () => {
     const result = await runner.executeDeferredToolCall(
       toolExecution(record("t1", "whoami", "{}", { status: "approved" })),
     );
-    assert.deepEqual(result, { kind: "tool_execution_result", output: '"acme"' });
+    assert.deepEqual(result, { kind: "tool_execution_result", output: "acme" });
   });
 
   test("a tool the runner does not have fails with the names it has", async () => {
@@ -194,7 +194,7 @@ describe("results the model reads", () => {
     }
     assert.deepEqual(
       records.map((entry) => entry.output),
-      ['"said hi"', '{"rows":2}'],
+      ["said hi", '{"rows":2}'],
     );
     const turn = turnContext(new MemoryEvents(), {
       history,

@@ -111,13 +111,29 @@ class RunnerUnavailable(DexAgentsError):
 
 
 class RemoteRunnerError(DexAgentsError):
-    """A runner in another process failed a call after it started; `stack` is its stack text."""
+    """A runner in another process failed a call after it started; `stack` is its stack text.
+
+    When the runner's error was an HTTP error of its model provider, `status_code` is its
+    status and `response_headers` the answer's `Retry-After` headers: RunModel judges it as
+    it judges a model error raised in this process (retried or not, and when).
+    """
 
     stack: str | None = None
+    status_code: int | None = None
+    response_headers: dict[str, str]
 
-    def __init__(self, message: str, stack: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        stack: str | None = None,
+        *,
+        status_code: int | None = None,
+        response_headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.stack = stack
+        self.status_code = status_code
+        self.response_headers = response_headers or {}
 
 
 # Tool sources -----------------------------------------------------------------------------

@@ -6,7 +6,9 @@ way on every attempt, so the Step goes to its failure route at once; a rate limi
 server error is tried again, no sooner than the answer's `Retry-After` (or `retry-after-ms`)
 asks, up to RETRY_AFTER_MAX_SECONDS. The status and headers are read from the exception the
 framework raised or from one it was raised from (Pydantic AI's `ModelHTTPError` wraps the
-`openai` SDK's error; LiteLLM's and the `openai` SDK's carry `status_code` and `response`).
+`openai` SDK's error; LiteLLM's and the `openai` SDK's carry `status_code` and `response`;
+`RemoteRunnerError` carries what a runner in another process sent: `status_code` and
+`response_headers`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def _status_code(error: BaseException) -> int | None:
 def _retry_after(error: BaseException) -> float | None:
     for cause in _causes(error):
         headers = getattr(getattr(cause, "response", None), "headers", None)
+        if headers is None:  # a runner in another process sends the headers alone
+            headers = getattr(cause, "response_headers", None)
         if isinstance(headers, Mapping):
             seconds = retry_after_seconds(headers)
             if seconds is not None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dex_agents.errors import FlowLoadError, RemoteRunnerError, RunnerUnavailable
+from dex_agents.model_errors import model_call_retry_advice
 from dex_agents.remote import RemoteCapabilities, RemoteRunner, select_cutoff
 from dex_agents.runner import (
     AgentTurnContext,
@@ -153,6 +154,27 @@ async def test_error_lines_raise_the_tool_error_or_the_runner_error(
     with pytest.raises(RemoteRunnerError, match="model exploded") as raised:
         await runner.run_model_step(_turn([], RecordingEvents(), Beats()))
     assert raised.value.stack == "at x.js:3"
+    assert raised.value.status_code is None
+
+
+async def test_a_providers_http_error_is_judged_as_a_model_error_in_this_process(
+    server: ScriptedRunnerServer,
+) -> None:
+    """RunModel's retries read the status and Retry-After a runner sends with its error."""
+    server.script(
+        "run_model_step",
+        runner_error("bad request", status_code=400),
+        runner_error("slow down", status_code=429, response_headers={"retry-after": "2"}),
+        runner_error("overloaded"),
+    )
+    runner = RemoteRunner(server.base_url, FLOW)
+    advice = []
+    for _ in range(3):
+        with pytest.raises(RemoteRunnerError) as raised:
+            await runner.run_model_step(_turn([], RecordingEvents(), Beats()))
+        advice.append(model_call_retry_advice(raised.value))
+    assert [(a.retry, a.delay) for a in advice] == [(False, None), (True, 2.0), (True, None)]
+    assert advice[0].reason == "HTTP 400 is not retried"
 
 
 async def test_a_refused_connection_is_runner_unavailable() -> None:

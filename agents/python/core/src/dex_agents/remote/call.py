@@ -150,9 +150,24 @@ async def _dispatch(line: Mapping[str, Any], url: str, handlers: LineHandlers) -
         message = str(error.get("message", ""))
         if error.get("kind") == "tool_execution_error":
             raise ToolExecutionError(message)
-        raise RemoteRunnerError(message, error.get("stack"))
+        raise _runner_error(error)
     else:
         raise RemoteRunnerError(f"the runner at {url} sent an unknown line: {dict(line)}")
+
+
+def _runner_error(error: Mapping[str, Any]) -> RemoteRunnerError:
+    """The exception for a runner's `error` line; a provider's HTTP status and retry headers
+    come with it when the runner sent them."""
+    status = error.get("status_code")
+    headers = error.get("response_headers")
+    return RemoteRunnerError(
+        str(error.get("message", "")),
+        error.get("stack"),
+        status_code=status if isinstance(status, int) and not isinstance(status, bool) else None,
+        response_headers=(
+            {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else None
+        ),
+    )
 
 
 def get_json(endpoint: Endpoint, method: str) -> Any:

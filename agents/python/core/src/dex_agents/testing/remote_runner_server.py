@@ -151,10 +151,22 @@ def tool_error(message: str) -> Script:
     return answer
 
 
-def runner_error(message: str, stack: str = "Error: boom\n    at runner.js:1:1") -> Script:
+def runner_error(
+    message: str,
+    stack: str = "Error: boom\n    at runner.js:1:1",
+    *,
+    status_code: int | None = None,
+    response_headers: dict[str, str] | None = None,
+) -> Script:
+    """Accepts the call, then fails it; with `status_code`, as a model provider's HTTP error."""
+    error: dict[str, Any] = {"kind": "runner_error", "message": message, "stack": stack}
+    if status_code is not None:
+        error["status_code"] = status_code
+        error["response_headers"] = response_headers or {}
+
     def answer(call: RunnerCall) -> None:
         call.send({"accepted": True})
-        call.send({"error": {"kind": "runner_error", "message": message, "stack": stack}})
+        call.send({"error": error})
 
     return answer
 
