@@ -50,8 +50,9 @@ class NodeRunner:
         self.url = line.removeprefix("runners at ").strip()
         self.port = int(self.url.rsplit(":", 1)[1].split("/", 1)[0])
         pid_file = os.environ.get(PID_FILE_ENV)
-        if pid_file:
-            Path(pid_file).write_text(str(process.pid))
+        if pid_file:  # whole or not at all: a test may read it at any moment
+            Path(f"{pid_file}.new").write_text(str(process.pid))
+            os.replace(f"{pid_file}.new", pid_file)
         return process
 
     def _supervise(self) -> None:
