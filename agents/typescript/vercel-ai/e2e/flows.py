@@ -5,7 +5,8 @@ The Node process is a child of the Worker, in its process group: a SIGKILL of th
 group (the matrix's kill tests) takes the runner down with it, and the restarted Worker starts
 a new one, as a deployment that runs both in one container would. The Worker restarts a
 runner that exits on its own (a supervisor's job in production), and writes the runner's PID
-to $RUNNER_PID_FILE, so a test can SIGKILL the runner alone.
+to $RUNNER_PID_FILE, so a test can SIGKILL the runner alone. With $RUNNER_URL set, the
+Worker starts no runner and calls that one, served by a process of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dex_agents.testing.matrix_app import matrix_options
 
 APP = Path(__file__).resolve().parent.parent / "dist-test" / "e2e" / "matrix-app.js"
 PID_FILE_ENV = "RUNNER_PID_FILE"
+RUNNER_URL_ENV = "RUNNER_URL"
 
 
 class NodeRunner:
@@ -72,9 +74,10 @@ class NodeRunner:
         self.process.kill()
 
 
-node = NodeRunner()
+# $RUNNER_URL: a runner already served by another process (a separate service); else a child.
+url = os.environ.get(RUNNER_URL_ENV) or NodeRunner().url
 flows = [
-    remote_flow(node.url, FLOW_TYPE, matrix_options()),
-    remote_flow(node.url, DEADLINE_FLOW_TYPE, matrix_options(timedelta(seconds=1))),
-    remote_flow(node.url, CLIENT_RETRIES_FLOW_TYPE, matrix_options()),
+    remote_flow(url, FLOW_TYPE, matrix_options()),
+    remote_flow(url, DEADLINE_FLOW_TYPE, matrix_options(timedelta(seconds=1))),
+    remote_flow(url, CLIENT_RETRIES_FLOW_TYPE, matrix_options()),
 ]

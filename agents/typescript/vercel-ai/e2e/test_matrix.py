@@ -4,7 +4,8 @@ what only a runner in its own process can do: die alone, be aborted, restart wit
 
 The matrix's kill tests SIGKILL the Worker's process group, the Node runner with it. The tests
 below SIGKILL the Node runner alone; the Worker starts it again (flows.py) and writes its PID
-to $RUNNER_PID_FILE.
+to $RUNNER_PID_FILE. `TestRunnerOfItsOwn` serves the runner from a process the tests start,
+as a separate service, and SIGKILLs the Worker alone.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
+import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from dex_agents import texts
 from dex_agents.testing.matrix import (
     FLOW_TYPE,
@@ -23,9 +28,18 @@ from dex_agents.testing.matrix import (
     MatrixSuite,
     chat_completions,
 )
-from dex_agents.testing.model_server import ScriptedReply, reply_text, reply_tools
+from dex_agents.testing.model_server import (
+    ScriptedModelServer,
+    ScriptedReply,
+    reply_text,
+    reply_tools,
+)
+from dex_agents.testing.scripted_runner import MODEL_URL_ENV
 from dex_agents.testing.sessions import events_of, turns_done, wait_until
+from dex_agents.testing.shared_worker import SharedWorkerSuite, WorkerApp
+from dex_agents.testing.tool_log import ToolRunLog
 
+APP = Path(__file__).resolve().parent.parent / "dist-test" / "e2e" / "matrix-app.js"
 RUNNER_PID_FILE = Path(tempfile.gettempdir()) / f"dex-vercel-e2e-runner-{os.getpid()}.pid"
 
 
@@ -121,3 +135,78 @@ class TestMatrix(MatrixSuite):
         assert {"role": "assistant", "content": "Kyiv is cold."}.items() <= next(
             m for m in second if m["role"] == "assistant"
         ).items()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+SERVICE_PORT = _free_port()
+
+
+class TestRunnerOfItsOwn(SharedWorkerSuite):
+    app = WorkerApp(
+        worker_target="flows:flows",
+        worker_cwd=Path(__file__).parent,
+        model_view=chat_completions,
+        worker_env={"RUNNER_URL": f"http://127.0.0.1:{SERVICE_PORT}/dex"},
+    )
+
+    @pytest.fixture(scope="class", autouse=True)
+    @classmethod
+    def service(
+        cls, shared_model: ScriptedModelServer, shared_tool_log: ToolRunLog
+    ) -> Iterator[subprocess.Popen[str]]:
+        """The Node runner, started before the Worker (autouse) and outliving its kills."""
+        process = subprocess.Popen(
+            ["node", str(APP)],
+            env={
+                **os.environ,
+                "PORT": str(SERVICE_PORT),
+                MODEL_URL_ENV: shared_model.base_url,
+                "TOOL_LOG": str(shared_tool_log.path),
+            },
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("runners at ")
+        yield process
+        process.kill()
+        process.wait()
+
+    async def test_a_worker_killed_in_run_model_reruns_it_against_the_same_runner(
+        self, run: MatrixRun, service: subprocess.Popen[str]
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("r1", "get_weather", {"city": "Kyiv"})),
+            ScriptedReply(text="never delivered", hang=True),
+            reply_text("Snow in Kyiv."),
+        )
+        client = run.client
+        session = await client.start_session(FLOW_TYPE, "Weather in Kyiv?")
+        await asyncio.to_thread(run.model.wait_for_requests, run.first_request + 2, 60)
+        dropped = run.model.dropped
+        run.worker.kill()
+        # The runner saw its caller go: it aborted streamText, whose request the server saw go.
+        await asyncio.to_thread(run.model.wait_for_dropped, dropped + 1, 10)
+        run.worker.start()
+        snapshot = await client.wait_for(session, turns_done(1), timeout=60)
+
+        assert service.poll() is None  # the same runner process throughout
+        assert run.phases("get_weather") == ["started", "finished"]
+        assert len(run.requests) == 3
+        # The rerun sends what the killed attempt sent, rebuilt from the stored run state.
+        assert run.requests[2].body == run.requests[1].body
+        history = await client.get_step_history(session)
+        assert [(s.step_type, s.attempts) for s in history] == [
+            ("StartAgentSession", 1),
+            ("RunModel", 1),
+            ("CallTool", 1),
+            ("ResumeTurn", 1),
+            ("RunModel", 2),
+            ("AwaitUserMessage", 0),  # waiting
+        ]
+        assert snapshot.messages[-1].text == "Snow in Kyiv."
