@@ -578,7 +578,7 @@ async function handleNode(
   res.on("close", () => {
     if (!res.writableFinished) controller.abort(new Error("the engine closed the connection"));
   });
-  const answer = server.check(head) ?? server.answer(head, await readBody(req));
+  const answer = server.check(head) ?? server.answer(head, await bodyOf(req));
   if (answer.kind === "json") {
     res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
     res.end(JSON.stringify(answer.body));
@@ -599,6 +599,24 @@ async function handleNode(
     lines.stop();
     if (!res.destroyed) res.end();
   }
+}
+
+/** The request's body: read from the stream, or, when a framework's body parser read it first
+ *  (Express's `express.json()`, Fastify's JSON parser), what that parser left on `req.body`. */
+function bodyOf(req: IncomingMessage & { body?: unknown }): Promise<string> | string {
+  const parsed = req.body;
+  if (!req.readableEnded) {
+    return readBody(req);
+  }
+  if (parsed === undefined || parsed === null) {
+    throw new Error(
+      "the request's body was read before serveRunners got it: mount serveRunners before body " +
+        "parsers, or leave the parsed body on req.body",
+    );
+  }
+  if (typeof parsed === "string") return parsed;
+  if (Buffer.isBuffer(parsed)) return parsed.toString("utf8");
+  return JSON.stringify(parsed);
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
