@@ -347,6 +347,27 @@ class ContextCompactionRunner(Protocol):
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult: ...
 
 
+def earliest_cut_within_budget(
+    messages: Sequence[AgentMessage],
+    cuts: Sequence[int],
+    sizes: Sequence[int],
+    retained_token_budget: int,
+) -> int | None:
+    """For `select_compaction_cutoff`: the sequence of the earliest cut (an index into
+    `messages`, in order) after which the messages' `sizes` (tokens, one per message) fit in
+    the retained budget, else of the latest cut; None when there is no cut."""
+    if not cuts:
+        return None
+    retained = sum(sizes)
+    previous = -1
+    for index in cuts:
+        retained -= sum(sizes[previous + 1 : index + 1])
+        previous = index
+        if retained <= retained_token_budget:
+            return messages[index].sequence
+    return messages[cuts[-1]].sequence
+
+
 @runtime_checkable
 class PlanModeRunner(Protocol):
     supports_plan_mode: bool

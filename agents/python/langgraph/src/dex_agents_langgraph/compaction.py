@@ -12,7 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from dex_agents.runner import AgentTurnContext, ContextSummaryRequest
+from dex_agents.runner import (
+    AgentTurnContext,
+    ContextSummaryRequest,
+    earliest_cut_within_budget,
+)
 from dex_agents.stepwise.compaction import SUMMARY_INSTRUCTION
 from dex_agents.stepwise.items import SUMMARY_PREFIX
 from dex_agents.types import AgentMessage, ContextSummary
@@ -44,17 +48,10 @@ def select_cutoff(
         for index in range(len(messages) - 1)
         if messages[index + 1].role == "user" and messages[index].turn_id != turn.turn_id
     ]
-    if not cuts:
+    if not cuts:  # no sizes to count
         return None
     sizes = [count_tokens_approximately([turn.parsed(m, decode_message)]) for m in messages]
-    retained = sum(sizes)
-    previous = -1
-    for index in cuts:
-        retained -= sum(sizes[previous + 1 : index + 1])
-        previous = index
-        if retained <= retained_token_budget:
-            return messages[index].sequence
-    return messages[cuts[-1]].sequence
+    return earliest_cut_within_budget(messages, cuts, sizes, retained_token_budget)
 
 
 def render(message: BaseMessage) -> str:

@@ -31,6 +31,7 @@ from ..runner import (
     ToolTaskCancellation,
     ToolTaskPoll,
     ToolTaskPollOutcome,
+    earliest_cut_within_budget,
 )
 from ..types import AgentMessage
 from . import wire
@@ -326,14 +327,7 @@ def select_cutoff(messages: Sequence[AgentMessage], retained_token_budget: int) 
     """The last sequence to summarize: the earliest cut whose later messages fit in the
     retained budget, else the latest cut; None when the history has no cut."""
     cuts = _cut_points(messages)
-    if not cuts:
+    if not cuts:  # no sizes to count
         return None
     sizes = [_message_tokens(message) for message in messages]
-    retained = sum(sizes)
-    previous = -1
-    for index in cuts:
-        retained -= sum(sizes[previous + 1 : index + 1])
-        previous = index
-        if retained <= retained_token_budget:
-            return messages[index].sequence
-    return messages[cuts[-1]].sequence
+    return earliest_cut_within_budget(messages, cuts, sizes, retained_token_budget)

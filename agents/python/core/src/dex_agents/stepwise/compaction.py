@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ..runner import ContextSummaryRequest, ContextSummaryResult
+from ..runner import ContextSummaryRequest, ContextSummaryResult, earliest_cut_within_budget
 from ..types import AgentMessage
 from .items import SUMMARY_PREFIX, Item, stored_item, strip_for_request, tool_calls_of, user_item
 from .model import ModelClient, ModelRequest, count_text_tokens, count_tokens, stream_completion
@@ -49,17 +49,10 @@ def select_cutoff(
     """The last sequence to summarize: the earliest cut whose later messages fit in the
     retained budget, else the latest cut; None when the history has no cut."""
     cuts = cut_points(messages)
-    if not cuts:
+    if not cuts:  # no sizes to count
         return None
     sizes = [count_tokens(model, [strip_for_request(stored_item(m))]) for m in messages]
-    retained = sum(sizes)
-    previous = -1
-    for index in cuts:
-        retained -= sum(sizes[previous + 1 : index + 1])
-        previous = index
-        if retained <= retained_token_budget:
-            return messages[index].sequence
-    return messages[cuts[-1]].sequence
+    return earliest_cut_within_budget(messages, cuts, sizes, retained_token_budget)
 
 
 async def summarize(
