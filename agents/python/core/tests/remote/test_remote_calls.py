@@ -36,7 +36,7 @@ from dex_agents.testing.remote_runner_server import (
 )
 from dex_agents.types import AgentMessage, AgentToolCall
 
-FLOW = "TriageAgent"
+from .conftest import FLOW
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -25,13 +25,7 @@ from dex_agents.testing.remote_runner_server import (
 from dex_agents.testing.sessions import events_of, step_types, turns_done
 from dex_agents.testing.tool_log import ToolRunLog
 
-FLOW = "TriageAgent"
-
-
-@pytest.fixture
-def runner() -> Iterator[ScriptedRunnerServer]:
-    with ScriptedRunnerServer([FLOW]) as server:
-        yield server
+from .conftest import FLOW
 
 
 @pytest.fixture

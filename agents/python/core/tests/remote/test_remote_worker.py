@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,13 +23,7 @@ from dex_agents.testing.remote_runner_server import (
 from dex_agents.testing.sessions import events_of, turns_done
 from dex_agents.testing.tool_log import ToolRunLog
 
-FLOW = "TriageAgent"
-
-
-@pytest.fixture
-def runner() -> Iterator[ScriptedRunnerServer]:
-    with ScriptedRunnerServer([FLOW]) as server:
-        yield server
+from .conftest import FLOW
 
 
 def _worker(target: str, database_url: str, tmp_path: Path) -> WorkerProcess:

@@ -135,15 +135,7 @@ class RemoteRunner:
         return FrameworkMessage(role="user", text=text, framework_item=wire.user_item(text))
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        handlers = LineHandlers(turn.events, turn.heartbeat)
-        result = await self._until_available(
-            "run_model_step",
-            turn.flow_id,
-            turn.messages,
-            lambda after: wire.turn_body(self.flow_type, turn, after),
-            handlers,
-        )
-        return wire.turn_outcome(result)
+        return wire.turn_outcome(await self._turn_call("run_model_step", turn))
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         handlers = LineHandlers(call.events, call.heartbeat, call.save_heartbeat_checkpoint)
@@ -158,6 +150,16 @@ class RemoteRunner:
             "execute_deferred_tool_call", call.flow_id, messages, body, handlers
         )
         return wire.deferred_outcome(result)
+
+    async def _turn_call(self, method: str, turn: AgentTurnContext) -> Any:
+        """A call whose body is the turn, with the history the runner lacks."""
+        return await self._until_available(
+            method,
+            turn.flow_id,
+            turn.messages,
+            lambda after: wire.turn_body(self.flow_type, turn, after),
+            LineHandlers(turn.events, turn.heartbeat),
+        )
 
     async def _until_available(
         self,
@@ -211,13 +213,7 @@ class _UnfinishedTurnMessages(RemoteRunner):
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
     ) -> Sequence[FrameworkMessage]:
-        result = await self._until_available(
-            "build_unfinished_turn_messages",
-            turn.flow_id,
-            turn.messages,
-            lambda after: wire.turn_body(self.flow_type, turn, after),
-            LineHandlers(turn.events, turn.heartbeat),
-        )
+        result = await self._turn_call("build_unfinished_turn_messages", turn)
         return wire.unfinished_messages(result)
 
 
