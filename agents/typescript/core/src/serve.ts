@@ -516,21 +516,17 @@ function httpFailure(error: unknown): {
 }
 
 function retryHeaders(headers: unknown): Record<string, string> {
-  const found: Record<string, string> = {};
-  if (typeof headers !== "object" || headers === null) {
-    return found;
-  }
-  const read =
+  const entries =
     headers instanceof Headers
-      ? (name: string) => headers.get(name) ?? undefined
-      : (name: string) => {
-          const entry = Object.entries(headers).find(([key]) => key.toLowerCase() === name);
-          return entry === undefined ? undefined : String(entry[1]);
-        };
-  for (const name of RETRY_HEADERS) {
-    const value = read(name);
-    if (value !== undefined) {
-      found[name] = value;
+      ? [...headers]
+      : typeof headers === "object" && headers !== null
+        ? Object.entries(headers)
+        : [];
+  const found: Record<string, string> = {};
+  for (const [key, value] of entries) {
+    const name = key.toLowerCase();
+    if (RETRY_HEADERS.includes(name)) {
+      found[name] = String(value);
     }
   }
   return found;
