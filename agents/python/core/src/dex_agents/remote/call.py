@@ -79,13 +79,16 @@ async def post(
 
 
 async def _check_status(response: httpx.Response, url: str) -> None:
-    if response.status_code == 200:
-        return
-    text = (await response.aread()).decode(errors="replace")[:500]
-    message = f"the runner at {url} answered HTTP {response.status_code}: {text}"
-    if response.status_code >= 500:
-        raise RunnerUnavailable(message)
-    raise RemoteRunnerError(message)
+    if response.status_code != 200:
+        text = (await response.aread()).decode(errors="replace")
+        raise _status_error(url, response.status_code, text)
+
+
+def _status_error(url: str, status: int, text: str) -> RunnerUnavailable | RemoteRunnerError:
+    """A refusal before the call started: a 5xx may pass (the runner is unavailable), any
+    other status will not."""
+    message = f"the runner at {url} answered HTTP {status}: {text[:500]}"
+    return RunnerUnavailable(message) if status >= 500 else RemoteRunnerError(message)
 
 
 async def _follow(lines: Any, url: str, handlers: LineHandlers) -> Any | NeedHistory:
@@ -147,9 +150,8 @@ async def _dispatch(line: Mapping[str, Any], url: str, handlers: LineHandlers) -
         await handlers.checkpoint(str(line["checkpoint"]))
     elif "error" in line:
         error = line["error"]
-        message = str(error.get("message", ""))
         if error.get("kind") == "tool_execution_error":
-            raise ToolExecutionError(message)
+            raise ToolExecutionError(str(error.get("message", "")))
         raise _runner_error(error)
     else:
         raise RemoteRunnerError(f"the runner at {url} sent an unknown line: {dict(line)}")
@@ -178,10 +180,6 @@ def get_json(endpoint: Endpoint, method: str) -> Any:
         response = httpx.get(url, headers=endpoint.headers(), timeout=endpoint.timeout())
     except httpx.TransportError as error:
         raise RunnerUnavailable(f"the runner at {url} cannot be reached: {error}") from error
-    if response.status_code >= 500:
-        raise RunnerUnavailable(f"the runner at {url} answered HTTP {response.status_code}")
     if response.status_code != 200:
-        raise RemoteRunnerError(
-            f"the runner at {url} answered HTTP {response.status_code}: {response.text[:500]}"
-        )
+        raise _status_error(url, response.status_code, response.text)
     return response.json()
