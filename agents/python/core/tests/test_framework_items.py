@@ -69,3 +69,57 @@ def test_message_cache_keeps_parsed_items_only_for_sessions_it_holds() -> None:
     cache._sessions["s1"] = (0, [message(1, "{}")])
 
     assert cache.framework_items("s1") is cache.framework_items("s1")
+
+
+class CountingFold:
+    """A history as the tuple of the messages' items; counts the messages it folds."""
+
+    def __init__(self) -> None:
+        self.folded: list[int] = []
+
+    def __call__(self, earlier: tuple[str, ...] | None, messages: Any) -> tuple[str, ...]:
+        self.folded.extend(m.sequence for m in messages)
+        return (*(earlier or ()), *(m.framework_item for m in messages))
+
+
+def test_a_fold_reads_only_the_messages_appended_since_its_last_call() -> None:
+    cache = FrameworkItemCache()
+    fold = CountingFold()
+    history = [message(sequence, f"m{sequence}") for sequence in range(1, 4)]
+
+    first = cache.folded(history, fold)
+    history += [message(4, "m4"), message(5, "m5")]
+    second = cache.folded(history, fold)
+
+    assert first == ("m1", "m2", "m3")
+    assert second == ("m1", "m2", "m3", "m4", "m5")
+    assert cache.folded(history, fold) is second
+    assert fold.folded == [1, 2, 3, 4, 5]
+
+
+def test_a_fold_starts_over_when_the_messages_do_not_continue_its_last_ones() -> None:
+    cache = FrameworkItemCache()
+    fold = CountingFold()
+    cache.folded([message(1, "m1"), message(2, "m2"), message(3, "m3")], fold)
+
+    # A context summary moved the start; then a sequence came back with other text.
+    assert cache.folded([message(2, "m2"), message(3, "m3")], fold) == ("m2", "m3")
+    assert cache.folded([message(2, "m2"), message(3, "other")], fold) == ("m2", "other")
+    # A shorter history (a turn's messages rolled back) is folded anew too.
+    assert cache.folded([message(2, "m2")], fold) == ("m2",)
+    assert fold.folded == [1, 2, 3, 2, 3, 2, 3, 2]
+
+
+def test_retain_forgets_folds_over_messages_outside_the_range() -> None:
+    cache = FrameworkItemCache()
+    fold = CountingFold()
+    history = [message(sequence, f"m{sequence}") for sequence in range(1, 4)]
+    cache.folded(history, fold)
+
+    cache.retain(after=0, through=3)
+    cache.folded(history, fold)
+    assert fold.folded == [1, 2, 3]
+
+    cache.retain(after=1, through=3)
+    cache.folded(history[1:], fold)
+    assert fold.folded == [1, 2, 3, 2, 3]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
@@ -22,8 +23,9 @@ from pydantic_ai.usage import RequestUsage
 
 from dex_agents_pydantic_ai.deferral import framework_effect
 from dex_agents_pydantic_ai.messages import (
+    dump_message,
+    extend_history,
     load_history,
-    parse_item,
     to_framework_messages,
     user_message,
 )
@@ -61,8 +63,8 @@ def conversation() -> list[ModelMessage]:
     ]
 
 
-def native_json(messages: list[ModelMessage]) -> bytes:
-    return ModelMessagesTypeAdapter.dump_json(messages)
+def native_json(messages: Sequence[ModelMessage]) -> bytes:
+    return ModelMessagesTypeAdapter.dump_json(list(messages))
 
 
 def test_each_call_and_return_is_its_own_stored_message_with_projection() -> None:
@@ -153,24 +155,46 @@ def test_effects_from_tool_metadata(metadata: dict[str, object] | None, effect: 
     assert framework_effect(ToolDefinition(name="t", metadata=metadata)) == effect
 
 
-def test_history_from_shared_parsed_items_never_shares_what_a_run_may_change() -> None:
+def test_a_run_gets_its_own_copy_of_the_last_request_and_what_follows_it() -> None:
     response = ModelResponse(
         parts=[TextPart("done")],
         provider_details={"finish_reason": "stop", "logprobs": [{"token": "done"}]},
         metadata={"pydantic_ai": {"context": {"input_tokens": 3}}},
     )
-    (stored,) = to_framework_messages([response])
-    parsed = parse_item(stored.framework_item)  # a Worker shares this between Steps
+    stored = [
+        user_message("one"),
+        *to_framework_messages([ModelResponse(parts=[TextPart("a")], timestamp=NOW)]),
+        user_message("two"),
+        *to_framework_messages([response]),
+    ]
+    history = extend_history(None, stored)  # a Worker shares this between Steps
 
-    (first,) = load_history([stored], lambda _: parsed)
-    assert isinstance(first, ModelResponse)
-    assert first.provider_details is not None and first.metadata is not None
-    first.provider_details["logprobs"][0]["token"] = "changed"
-    first.metadata["pydantic_ai"]["context"]["input_tokens"] = 99
-    first.parts.append(TextPart("more"))
+    run = history.for_run()
+    # What comes before the last request is shared; the request and the response after it
+    # are the run's own.
+    assert run[0] is history.messages[0] and run[1] is history.messages[1]
+    request, answer = run[2], run[3]
+    assert request is not history.messages[2] and answer is not history.messages[3]
+    assert isinstance(request, ModelRequest) and isinstance(answer, ModelResponse)
+    assert answer.provider_details is not None and answer.metadata is not None
+    answer.provider_details["logprobs"][0]["token"] = "changed"
+    answer.metadata["pydantic_ai"]["context"]["input_tokens"] = 99
+    assert isinstance(answer.parts, list) and isinstance(request.parts, list)
+    answer.parts.append(TextPart("more"))
+    request.parts.append(UserPromptPart("more"))
+    request.instructions = "changed"
 
-    (second,) = load_history([stored], lambda _: parsed)
-    assert isinstance(second, ModelResponse)
-    assert second.provider_details == {"finish_reason": "stop", "logprobs": [{"token": "done"}]}
-    assert second.metadata == {"pydantic_ai": {"context": {"input_tokens": 3}}}
-    assert [part.content for part in second.parts if isinstance(part, TextPart)] == ["done"]
+    assert [dump_message(m) for m in history.for_run()] == [m.framework_item for m in stored]
+
+
+def test_a_history_extended_by_later_messages_is_left_as_it_was() -> None:
+    pieces = to_framework_messages(conversation())
+    earlier = extend_history(None, pieces[:3])
+    before = [dump_message(m) for m in earlier.messages]
+
+    later = extend_history(earlier, pieces[3:])
+
+    assert [dump_message(m) for m in earlier.messages] == before
+    # A piece stored after the split still merges into the native message it belongs to.
+    assert native_json(later.messages) == native_json(conversation())
+    assert native_json(later.messages) == native_json(extend_history(None, pieces).messages)

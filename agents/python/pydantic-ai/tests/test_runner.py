@@ -38,7 +38,7 @@ from pydantic_ai.messages import (
 )
 
 from dex_agents_pydantic_ai import DepsContext, PydanticAiRunner
-from dex_agents_pydantic_ai.messages import dump_message, load_history, parse_item
+from dex_agents_pydantic_ai.messages import dump_message, extend_history, load_history
 from dex_agents_pydantic_ai.model_step import write_delta
 
 from .apps.agents import (
@@ -180,7 +180,7 @@ async def test_history_replays_on_the_next_turn(
     assert replayed[4]["content"] == "what did I ask?"
 
 
-async def test_a_sessions_parsed_history_is_reused_and_never_changed_by_a_run(
+async def test_a_sessions_history_is_built_once_and_never_changed_by_a_run(
     triage_runner: PydanticAiRunner[AppDeps], model: ScriptedModelServer
 ) -> None:
     memo = FrameworkItemCache()
@@ -197,16 +197,21 @@ async def test_a_sessions_parsed_history_is_reused_and_never_changed_by_a_run(
     )
 
     await driver.turn("weather in Paris?")
-    first = [memo.parsed(m, parse_item) for m in driver.messages]
+    first = memo.folded(driver.messages, extend_history)
     await driver.turn("what did I ask?")
     await driver.turn("and before?")
 
-    # Parsed once per stored message: later model calls reused the very same values...
-    again = [memo.parsed(m, parse_item) for m in driver.messages[: len(first)]]
-    assert all(value is parsed for value, parsed in zip(again, first, strict=True))
-    # ...which Pydantic AI never changed, though a run fills in fields of its history.
-    for message in driver.messages:
-        assert dump_message(memo.parsed(message, parse_item).message) == message.framework_item
+    # Later model calls extended the very same history, message by message...
+    later = memo.folded(driver.messages, extend_history)
+    assert len(later.messages) > len(first.messages)
+    assert all(a is b for a, b in zip(later.messages, first.messages[:-1], strict=False))
+    # ...which the runs never changed, though a run fills in fields of the request it sends
+    # (system prompts, a dynamic prompt, instructions, deferred and parallel calls here).
+    rebuilt = extend_history(None, driver.messages)
+    assert [dump_message(m) for m in later.messages] == [dump_message(m) for m in rebuilt.messages]
+    assert [dump_message(m) for m in later.messages] == [
+        dump_message(m) for m in load_history(driver.messages)
+    ]
     # The model saw the same history as without a memo.
     assert sent_messages(model, 3)[:-2] == sent_messages(model, 2)
 

@@ -116,13 +116,15 @@ class EventWriter(Protocol):
 PolicyResolver = Callable[[str, "ToolEffect | None", "bool | None"], ToolPolicy]
 
 ParsedT = TypeVar("ParsedT")
+FoldT = TypeVar("FoldT")
 
 
 class FrameworkItemCache:
     """What a runner made of one session's stored `framework_item`s, by message sequence.
 
     Stored messages never change, so a Worker keeps one of these per session beside its
-    cached messages, and a RunModel parses only the messages appended since the last one.
+    cached messages, and a RunModel parses only the messages appended since the last one
+    (`parsed`) and extends the runner's history only by them (`folded`).
     A value is kept with the item text and the parse function it came from and is used only
     when both match. Cached values are shared between Steps: a runner must treat them as
     read-only and hand its framework copies of whatever the framework may change.
@@ -130,6 +132,8 @@ class FrameworkItemCache:
 
     def __init__(self) -> None:
         self._items: dict[int, tuple[str, Callable[[str], Any], Any]] = {}
+        # fold -> (the messages it has folded, its value for them)
+        self._folds: dict[Callable[..., Any], tuple[list[AgentMessage], Any]] = {}
 
     def parsed(self, message: AgentMessage, parse: Callable[[str], ParsedT]) -> ParsedT:
         """`parse(message.framework_item)`, computed once per stored message."""
@@ -142,6 +146,35 @@ class FrameworkItemCache:
         self._items[message.sequence] = (item, parse, value)
         return value
 
+    def folded(
+        self,
+        messages: Sequence[AgentMessage],
+        fold: Callable[[FoldT | None, Sequence[AgentMessage]], FoldT],
+    ) -> FoldT:
+        """`fold(None, messages)`, computed from the messages appended since the last call.
+
+        When `messages` begin with the messages of this fold's last call (the same stored
+        messages: a session's history only grows between its Steps), the value is
+        `fold(last_value, appended)`; otherwise, e.g. after a context summary moved the
+        history's start, `fold(None, messages)`. `fold` must be one function (it keys the
+        memo), must not change the earlier value it is given, and its result is shared by
+        every later Step of the session: treat it as read-only.
+        """
+        memo = self._folds.get(fold)
+        if memo is not None:
+            done, earlier = memo
+            # List equality tries identity first: the same cached objects compare at C speed.
+            if len(messages) >= len(done) and list(messages[: len(done)]) == done:
+                if len(messages) == len(done):
+                    value: FoldT = earlier
+                    return value
+                value = fold(earlier, messages[len(done) :])
+                self._folds[fold] = (list(messages), value)
+                return value
+        value = fold(None, messages)
+        self._folds[fold] = (list(messages), value)
+        return value
+
     def retain(self, after: int, through: int) -> None:
         """Forgets the values of messages outside the sequences (after, through]."""
         if any(not after < sequence <= through for sequence in self._items):
@@ -150,6 +183,11 @@ class FrameworkItemCache:
                 for sequence, entry in self._items.items()
                 if after < sequence <= through
             }
+        if any(
+            done and not (after < done[0].sequence and done[-1].sequence <= through)
+            for done, _ in self._folds.values()
+        ):
+            self._folds.clear()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -184,6 +222,12 @@ class AgentTurnContext:
         `parse` must be one function (not a new lambda per call), and its result is shared
         by every later Step of the session: treat it as read-only."""
         return self.framework_items.parsed(message, parse)
+
+    def folded(self, fold: Callable[[FoldT | None, Sequence[AgentMessage]], FoldT]) -> FoldT:
+        """`fold(None, self.messages)`, extended from the last Step's value by the messages
+        stored since (see `FrameworkItemCache.folded`): a runner's history, built in time
+        that does not grow with the session. Treat the result as read-only."""
+        return self.framework_items.folded(self.messages, fold)
 
     def resolve_tool_policy(
         self,

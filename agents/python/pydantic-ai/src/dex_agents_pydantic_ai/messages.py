@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
@@ -24,6 +24,7 @@ from pydantic_ai.messages import (
     ModelRequestPart,
     ModelResponse,
     ModelResponsePart,
+    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -59,53 +60,68 @@ def user_message(text: str) -> FrameworkMessage:
 
 
 @dataclass(frozen=True)
-class ParsedItem:
-    """A stored item parsed once: its native message and the envelope replay merges by.
+class StoredHistory:
+    """A session's stored messages as Pydantic AI's native history, pieces merged back.
 
-    A Worker shares it between the Steps of a session, so `message` is never handed to
-    Pydantic AI itself (which changes the messages of the history it runs): `load_history`
-    gives Pydantic AI a copy of each message.
+    A Worker builds it once per session and extends it with the messages stored since each
+    Step (`AgentTurnContext.folded(extend_history)`), so its messages are shared by every
+    later Step: a run gets them through `for_run()`.
     """
 
-    message: ModelMessage
-    envelope: str
-
-
-def parse_item(framework_item: str) -> ParsedItem:
-    message = load_message(framework_item)
-    return ParsedItem(message, _envelope(message))
-
-
-def _parse_stored(item: StoredItem) -> ParsedItem:
-    return parse_item(item.framework_item)
-
-
-def load_history(
-    items: Iterable[StoredItem], parsed: Callable[[StoredItem], ParsedItem] = _parse_stored
-) -> list[ModelMessage]:
-    """Native messages from stored items, with the pieces of each native message merged.
-
-    `parsed` may return shared, cached values: every message returned is a new object.
-    """
-    history: list[ModelMessage] = []
+    messages: tuple[ModelMessage, ...] = ()
     last_envelope: str | None = None
+    """The envelope of the last message: a next piece with the same one is merged into it."""
+    has_system_prompt: bool = False
+
+    def for_run(self) -> list[ModelMessage]:
+        """The history one Pydantic AI run may change: the messages before the last request
+        shared, that request and what follows it copied.
+
+        A run changes only the request at the end of its history and the requests it adds
+        itself (it fills in the request's `timestamp`, `run_id`, `instructions` and
+        `metadata` and replaces its `parts`); it replaces an earlier message with a copy
+        rather than change it, and its history passes (cleaning, merging) build new lists.
+        So a model call costs the same at message 10 and message 10,000.
+        """
+        start = len(self.messages)
+        while start and not isinstance(self.messages[start - 1], ModelRequest):
+            start -= 1
+        start = max(start - 1, 0)
+        return [*self.messages[:start], *(_fresh(message) for message in self.messages[start:])]
+
+
+def extend_history(history: StoredHistory | None, items: Sequence[StoredItem]) -> StoredHistory:
+    """`history` with the stored `items` after it: each parsed, consecutive pieces of one
+    native message merged. `history` itself is not changed."""
+    messages = list(history.messages) if history else []
+    last_envelope = history.last_envelope if history else None
+    has_system_prompt = history.has_system_prompt if history else False
     for item in items:
-        piece = parsed(item)
-        if history and piece.envelope == last_envelope:
-            history[-1] = _merged(history[-1], piece.message)
+        message = load_message(item.framework_item)
+        envelope = _envelope(message)
+        if messages and envelope == last_envelope:
+            messages[-1] = _merged(messages[-1], message)
         else:
-            history.append(_fresh(piece.message))
-        last_envelope = piece.envelope
-    return history
+            messages.append(message)
+        last_envelope = envelope
+        has_system_prompt = has_system_prompt or (
+            isinstance(message, ModelRequest)
+            and any(isinstance(part, SystemPromptPart) for part in message.parts)
+        )
+    return StoredHistory(tuple(messages), last_envelope, has_system_prompt)
+
+
+def load_history(items: Sequence[StoredItem]) -> list[ModelMessage]:
+    """Native messages from stored items, with the pieces of each native message merged."""
+    return extend_history(None, items).for_run()
 
 
 ObjectT = TypeVar("ObjectT")
 
 
 def _fresh(message: ModelMessage) -> ModelMessage:
-    """A copy Pydantic AI may change: a run sets fields of history messages (timestamp,
-    run_id, instructions, parts) and updates their metadata in place. Parts are shared:
-    Pydantic AI replaces them, never changes them."""
+    """A copy a run may change: its `parts` list, `metadata`, `provider_details` and `usage`
+    are its own. Parts are shared: Pydantic AI replaces them, never changes them."""
     fresh = _shallow_copy(message)
     fresh.parts = list(message.parts)  # type: ignore[assignment]
     if message.metadata:

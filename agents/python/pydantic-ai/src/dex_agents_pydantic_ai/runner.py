@@ -43,7 +43,7 @@ from pydantic_ai.settings import ModelSettings
 
 from .deferral import ToolCatalog, deferred_tool_calls
 from .heartbeat import heartbeat_every
-from .messages import ParsedItem, load_history, parse_item, to_framework_messages, user_message
+from .messages import StoredHistory, extend_history, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
 from .tool_sources import SourceOffer, SourceTools
@@ -129,9 +129,7 @@ class PydanticAiRunner(Generic[DepsT]):
         deps = await self._deps(
             DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
-        history = await self._with_system_prompt(
-            [*load_history(turn.messages, _parsed_by(turn)), *state.messages], deps
-        )
+        history = await self._with_system_prompt(turn.folded(extend_history), state, deps)
         catalog = ToolCatalog(defer=True)
         offer = await self._sources.offer()
         async with heartbeat_every(turn.heartbeat, self._heartbeat_interval):
@@ -233,16 +231,18 @@ class PydanticAiRunner(Generic[DepsT]):
         return deps
 
     async def _with_system_prompt(
-        self, history: list[ModelMessage], deps: Any
+        self, stored: StoredHistory, state: RunState, deps: Any
     ) -> list[ModelMessage]:
-        """Puts the agent's system prompts first, as a Pydantic AI run does on a new history.
+        """The run's history: the stored messages, then the turn's own so far, with the
+        agent's system prompts first, as a Pydantic AI run puts them on a new history.
 
         Stored messages never hold them, so each model call uses the prompts of the code that
         runs it.
         """
-        if any(
+        history = [*stored.for_run(), *state.messages]
+        if stored.has_system_prompt or any(
             isinstance(part, SystemPromptPart)
-            for message in history
+            for message in state.messages
             if isinstance(message, ModelRequest)
             for part in message.parts
         ):
@@ -284,11 +284,6 @@ def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
             "DeferredToolRequests]"
         )
     return [*items, DeferredToolRequests]
-
-
-def _parsed_by(turn: AgentTurnContext) -> Callable[[Any], ParsedItem]:
-    """Each stored message parsed once per session (the Worker keeps the memo)."""
-    return lambda message: turn.parsed(message, parse_item)
 
 
 def _tool_results(state: RunState, records: Sequence[AgentToolCall]) -> DeferredToolResults | None:
