@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -328,6 +330,27 @@ def test_dropped_client_while_hanging(server: ScriptedModelServer) -> None:
     http.close()
     server.wait_for_dropped(1, timeout=5)
     assert server.dropped == 1
+
+
+def test_a_request_cut_off_by_a_dying_client_is_neither_recorded_nor_answered(
+    server: ScriptedModelServer, client: httpx.Client
+) -> None:
+    server.enqueue(reply_text("for the next request"))
+    url = urlsplit(server.base_url)
+    head = (
+        f"POST {url.path}/chat/completions HTTP/1.1\r\nHost: {url.netloc}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+    )
+    for body in (b"", b'{"messages": ['):  # killed after the headers, or mid-body
+        with socket.create_connection((url.hostname, url.port)) as sock:
+            sock.sendall(head.encode() + body)
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(1024) == b""  # the server closed without an answer
+
+    answer = client.post("/chat/completions", json={"messages": [{"role": "user"}]})
+
+    assert answer.json()["choices"][0]["message"]["content"] == "for the next request"
+    assert [request.body for request in server.requests] == [{"messages": [{"role": "user"}]}]
 
 
 def test_dropped_client_mid_stream(server: ScriptedModelServer, client: httpx.Client) -> None:

@@ -26,6 +26,18 @@ def client_gone(sock: socket.socket) -> bool:
         return True
 
 
+def read_body(handler: BaseHTTPRequestHandler) -> bytes | None:
+    """The request's body; None when the client went away before sending all of it (a
+    process killed while it sent the request), which a scripted server must neither record
+    nor answer."""
+    length = int(handler.headers.get("Content-Length") or 0)
+    raw = handler.rfile.read(length) if length > 0 else b""
+    if len(raw) < length:
+        handler.close_connection = True
+        return None
+    return raw
+
+
 def pieces(text: str, count: int) -> list[str]:
     """``text`` split into at most ``count`` consecutive non-empty pieces."""
     if not text:

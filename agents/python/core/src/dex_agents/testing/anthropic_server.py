@@ -42,6 +42,7 @@ from ._loopback import (
     LoopbackServer,
     client_gone,
     pieces,
+    read_body,
 )
 
 __all__ = [
@@ -320,10 +321,6 @@ class ScriptedAnthropicServer(LoopbackServer):
 
     # -- request handling ------------------------------------------------------------------
 
-    def _read_body(self, handler: Handler) -> bytes:
-        length = int(handler.headers.get("Content-Length") or 0)
-        return handler.rfile.read(length) if length > 0 else b""
-
     def _send_error(self, handler: Handler, status: int, message: str) -> None:
         try:
             _Exchange(handler).send_json(status, _error_body(status, message))
@@ -334,7 +331,9 @@ class ScriptedAnthropicServer(LoopbackServer):
         self._send_error(handler, 404, f"scripted Anthropic server: no route for {handler.path}")
 
     def _handle_post(self, handler: Handler) -> None:
-        raw = self._read_body(handler)
+        raw = read_body(handler)
+        if raw is None:
+            return
         path = handler.path.split("?", 1)[0]
         try:
             body = json.loads(raw or b"{}")

@@ -45,6 +45,7 @@ from ._loopback import (
     LoopbackServer,
     client_gone,
     pieces,
+    read_body,
 )
 
 __all__ = [
@@ -230,12 +231,9 @@ class ScriptedModelServer(LoopbackServer):
     # -- request handling ------------------------------------------------------------------
 
     def _handle_unknown(self, handler: Handler) -> None:
-        self._read_body(handler)
+        if read_body(handler) is None:
+            return
         self._send_error(handler, 404, f"scripted model server: no route for {handler.path}")
-
-    def _read_body(self, handler: Handler) -> bytes:
-        length = int(handler.headers.get("Content-Length") or 0)
-        return handler.rfile.read(length) if length > 0 else b""
 
     def _send_error(self, handler: Handler, status: int, message: str) -> None:
         try:
@@ -244,7 +242,9 @@ class ScriptedModelServer(LoopbackServer):
             handler.close_connection = True
 
     def _handle_post(self, handler: Handler) -> None:
-        raw = self._read_body(handler)
+        raw = read_body(handler)
+        if raw is None:
+            return
         path = handler.path.split("?", 1)[0]
         if path not in (CHAT_COMPLETIONS_PATH, RESPONSES_PATH):
             self._send_error(handler, 404, f"scripted model server: no route for {path}")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._loopback import ClientGone, Exchange, Handler, LoopbackServer, client_gone
+from ._loopback import ClientGone, Exchange, Handler, LoopbackServer, client_gone, read_body
 from .tool_log import ToolRunLog
 
 
@@ -294,8 +294,10 @@ class ScriptedRunnerServer(LoopbackServer):
     def _handle_post(self, handler: Handler) -> None:
         exchange = Exchange(handler)
         method = handler.path.rstrip("/").rsplit("/", 1)[-1]
-        length = int(handler.headers.get("Content-Length") or 0)
-        body = json.loads(handler.rfile.read(length) or b"{}")
+        raw = read_body(handler)
+        if raw is None:
+            return
+        body = json.loads(raw or b"{}")
         recorded = RecordedCall(method, body)
         with self._lock:
             self.calls.append(recorded)
