@@ -160,18 +160,18 @@ class FrameworkItemCache:
         memo), must not change the earlier value it is given, and its result is shared by
         every later Step of the session: treat it as read-only.
         """
+        earlier: FoldT | None = None
+        start = 0
         memo = self._folds.get(fold)
         if memo is not None:
-            done, earlier = memo
+            done, cached = memo
             # List equality tries identity first: the same cached objects compare at C speed.
             if len(messages) >= len(done) and list(messages[: len(done)]) == done:
                 if len(messages) == len(done):
-                    value: FoldT = earlier
-                    return value
-                value = fold(earlier, messages[len(done) :])
-                self._folds[fold] = (list(messages), value)
-                return value
-        value = fold(None, messages)
+                    unchanged: FoldT = cached
+                    return unchanged
+                earlier, start = cached, len(done)
+        value = fold(earlier, messages[start:])
         self._folds[fold] = (list(messages), value)
         return value
 

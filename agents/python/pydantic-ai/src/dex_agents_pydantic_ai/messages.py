@@ -81,12 +81,11 @@ class StoredHistory:
         itself (it fills in the request's `timestamp`, `run_id`, `instructions` and
         `metadata` and replaces its `parts`); it replaces an earlier message with a copy
         rather than change it, and its history passes (cleaning, merging) build new lists.
-        So a model call costs the same at message 10 and message 10,000.
+        So handing a run its history costs the same at message 10 and message 10,000.
         """
-        start = len(self.messages)
-        while start and not isinstance(self.messages[start - 1], ModelRequest):
+        start = max(len(self.messages) - 1, 0)
+        while start and not isinstance(self.messages[start], ModelRequest):
             start -= 1
-        start = max(start - 1, 0)
         return [*self.messages[:start], *(_fresh(message) for message in self.messages[start:])]
 
 
