@@ -2,7 +2,9 @@
 
 Run from agents/python/core/bench: `uv sync --locked && uv run python pydantic_ai_history.py`.
 Times `run_model_step` with an in-process model at several history lengths; the model call
-itself costs nothing, so the figures are the adapter's own work.
+itself costs nothing, so the figures are the adapter's and Pydantic AI's own work. Also
+times the part that is the adapter's alone: the history it hands the run, from the session's
+memo (`AgentTurnContext.folded`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 from dex_agents_pydantic_ai import PydanticAiRunner
-from dex_agents_pydantic_ai.messages import to_framework_messages
+from dex_agents_pydantic_ai.messages import extend_history, to_framework_messages
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -124,12 +126,28 @@ async def measure(runner: PydanticAiRunner[None], count: int, repeats: int) -> f
     return statistics.median(times) * 1000
 
 
+def measure_history(count: int, repeats: int) -> float:
+    """The history a run is handed, once the session's memo holds the stored messages."""
+    turn = context(history(count), 0)
+    turn.folded(extend_history).for_run()
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        turn.folded(extend_history).for_run()
+        times.append(time.process_time() - start)
+    return statistics.median(times) * 1000
+
+
 async def main() -> None:
     counts = [int(arg) for arg in sys.argv[1:]] or [10, 100, 1000]
     runner = PydanticAiRunner(build_agent())
     for count in counts:
         ms = await measure(runner, count, repeats=30 if count <= 1000 else 5)
-        print(f"pydantic-ai  {count:>6} stored messages: {ms:7.2f} ms CPU per run_model_step")
+        handed = measure_history(count, repeats=30)
+        print(
+            f"pydantic-ai  {count:>6} stored messages: {ms:7.2f} ms CPU per run_model_step, "
+            f"of which {handed:.3f} ms the history it hands the run"
+        )
 
 
 if __name__ == "__main__":
