@@ -50,7 +50,7 @@ import sqlalchemy as sa
 from instant_app import FLOW_TYPE
 
 from dex_agents import AgentClient, db
-from dex_agents.runtime import STEP_WORKFLOW
+from dex_agents.routing import STEP_WORKFLOW
 from dex_agents.testing import WorkerProcess
 from dex_agents.worker import WORKER_ID_ENV
 

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from dex_agents import FlowTypeNotHostedWarning, db
-from dex_agents.runtime import step_queue_name
+from dex_agents.routing import step_queue_name
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 
 from .helpers import no_failed_workflows, step_workflows, turns_done, wait_until

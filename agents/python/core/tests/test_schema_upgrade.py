@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from dex_agents import AgentClient, schema
 from dex_agents.db import Database, create_engine, metadata, normalize_url
 from dex_agents.errors import SchemaTooNew
-from dex_agents.runtime import STEP_QUEUE, STEP_WORKFLOW, step_queue_name
+from dex_agents.routing import STEP_QUEUE, STEP_WORKFLOW, step_queue_name
 from dex_agents.testing import reply_text, reply_tools
 
 from .helpers import pending_interrupt, step_types, turns_done

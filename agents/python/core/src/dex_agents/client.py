@@ -30,14 +30,8 @@ from .errors import FlowTypeNotHostedWarning, InvalidInput
 from .errors import MessageTooLarge as MessageTooLarge
 from .errors import SessionExists as SessionExists
 from .events import read_events
-from .runtime import (
-    DRIVER_VERSION,
-    STEP_WORKFLOW,
-    WAKE_POLL_SECONDS,
-    Waker,
-    step_queue_name,
-    step_workflow_id,
-)
+from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name, step_workflow_id
+from .runtime import WAKE_POLL_SECONDS, Waker
 from .types import (
     AgentEvent,
     AgentMessagesPage,

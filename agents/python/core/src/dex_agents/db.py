@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -29,6 +29,9 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from . import fastsql, schema
 from .errors import DatabaseUnavailable
 from .wake_socket import WakeSender, wake_directory
+
+if TYPE_CHECKING:
+    from .parking import WakeEnqueuer
 
 log = logging.getLogger("dex_agents")
 
@@ -163,7 +166,25 @@ steps = sa.Table(
     sa.Column("scheduled_at", sa.String(32), nullable=False),
     sa.Column("started_at", sa.String(32)),
     sa.Column("ended_at", sa.String(32)),
+    # Parked Steps (see parking.py): how often the Step was woken from parked, which names
+    # the workflow of each wake, and when a parked Step is due (epoch seconds) if ever.
+    sa.Column("wakes", sa.Integer, nullable=False, default=0, server_default="0"),
+    sa.Column("due_at", sa.Float),
     sa.Index("dex_steps_by_seq", "session_id", "seq"),
+    # Only parked rows: a commit that wakes a session finds its parked Steps, and a Worker
+    # finds the due ones, without reading the Steps that run or ended.
+    sa.Index(
+        "dex_steps_parked",
+        "session_id",
+        sqlite_where=sa.text("status = 'parked'"),
+        postgresql_where=sa.text("status = 'parked'"),
+    ),
+    sa.Index(
+        "dex_steps_parked_due",
+        "due_at",
+        sqlite_where=sa.text("status = 'parked' AND due_at IS NOT NULL"),
+        postgresql_where=sa.text("status = 'parked' AND due_at IS NOT NULL"),
+    ),
 )
 
 # The longest wake-up key: a session ID, or a key made by `store.control_wake_key`.
@@ -356,6 +377,10 @@ class Database:
         )
         # Called with the sessions a committed transaction woke (from a pool thread).
         self.on_wake: Callable[[set[str]], None] | None = None
+        # Called after a commit that woke parked Steps, with their flow types (a Worker
+        # claims their wakes at once when it hosts one).
+        self.on_parked_wake: Callable[[set[str]], None] | None = None
+        self._enqueuer: WakeEnqueuer | None = None
         self.origin = uuid.uuid4().hex
         # SQLite: the other processes of the file hear of this process's commits by datagram.
         path = self._sqlite_path() if self.sqlite else ""
@@ -404,6 +429,9 @@ class Database:
             conn.info["dex_origin"] = self.origin
             result = fn(conn)
             woken: set[str] = conn.info.pop("dex_woken", set())
+            parked_flow_types = self._wake_parked(conn, woken) if woken else None
+            if parked_flow_types:
+                woken |= conn.info.pop("dex_woken", set())
             if woken:
                 now = time.time()
                 rows = [{"session_id": s, "created": now, "origin": self.origin} for s in woken]
@@ -416,7 +444,25 @@ class Database:
             self._wake_sender.send(wake_names(woken))
         if woken and self.on_wake is not None:
             self.on_wake(woken)
+        if parked_flow_types and self.on_parked_wake is not None:
+            self.on_parked_wake(parked_flow_types)
         return result
+
+    def _wake_parked(self, conn: Connection, woken: set[str]) -> set[str]:
+        """Every commit that wakes a session also wakes its parked Steps, in the same
+        transaction (see parking.py); returns their flow types."""
+        from .parking import wake_parked
+
+        return wake_parked(conn, woken, self.enqueuer)
+
+    @property
+    def enqueuer(self) -> WakeEnqueuer:
+        """Enqueues Step workflows in this database's transactions."""
+        if self._enqueuer is None:
+            from .parking import WakeEnqueuer
+
+            self._enqueuer = WakeEnqueuer(self.url)
+        return self._enqueuer
 
     def _try_write_inline(self, fn: Callable[[Connection], T]) -> T | _NotRun:
         """A SQLite write on the caller's thread (the event loop) when it can commit at once:
@@ -508,6 +554,8 @@ class Database:
             self._inline_engine.dispose()
         if self._wake_sender is not None:
             self._wake_sender.close()
+        if self._enqueuer is not None:
+            self._enqueuer.close()
 
 
 class Outage:

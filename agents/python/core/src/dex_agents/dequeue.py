@@ -22,21 +22,14 @@ from dbos._core import execute_dequeued_workflow
 from dbos._dbos import _get_dbos_instance
 from dbos._utils import GlobalParams, generate_uuid
 
-from . import store
+from .store import queue_wake_key as queue_wake_key
 
 log = logging.getLogger("dex_agents")
 
-# What begins a queue's wake-up key (`store.control_wake_key`).
-_QUEUE_KEY_PREFIX = "\x1f"
 # A woken Worker waits this long per workflow it runs before it claims, at most the maximum,
 # so that new sessions go to the less busy Workers.
 CLAIM_DELAY_PER_WORKFLOW = 0.001
 MAX_CLAIM_DELAY = 0.05
-
-
-def queue_wake_key(flow_type: str) -> str:
-    """The wake-up that tells the Workers hosting `flow_type` that its queue has Steps."""
-    return store.control_wake_key(_QUEUE_KEY_PREFIX, flow_type)
 
 
 class Dequeuer:
@@ -58,6 +51,13 @@ class Dequeuer:
     def kick_all(self) -> None:
         for flow_type in self._queues:
             self.kick(flow_type)
+
+    def kick_threadsafe(self, flow_types: set[str]) -> None:
+        """Claims the hosted ones of these flow types' queues, from any thread."""
+        hosted = [flow_type for flow_type in flow_types if flow_type in self._queues]
+        if hosted and not self._loop.is_closed():
+            for flow_type in hosted:
+                self._loop.call_soon_threadsafe(self.kick, flow_type)
 
     def kick_all_threadsafe(self) -> None:
         if not self._loop.is_closed():

@@ -22,6 +22,7 @@ from bisect import bisect_right
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -36,6 +37,8 @@ from .dequeue import queue_wake_key
 from .errors import SessionNotFound
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
+from .parking import DEFAULT_HOT_WINDOW_SECONDS, DUE_SCAN_SECONDS, wake_due
+from .routing import STEP_WORKFLOW, step_queue_name, step_workflow_id
 from .runner import FrameworkItemCache
 from .stepkit import (
     Recovery,
@@ -52,13 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dex_agents")
 
-# Pinned as the DBOS application version: a deploy that keeps the driver keeps recovering
-# the sessions that were in flight, whatever else changed in the application.
-DRIVER_VERSION = "dex-agents-driver-1"
-STEP_WORKFLOW = "dex_agents.run_step"
-# Steps of one flow type go through the queue of that flow type, so a Worker takes only the
-# Steps of the flows it hosts. `STEP_QUEUE` is the one queue of databases written before.
-STEP_QUEUE = "dex_agents_steps"
 # A waiting Step looks at committed state again at least this often, even unwoken.
 RECHECK_SECONDS = 30.0
 # How long a Step execution whose driver failed waits before it tries again, at first and
@@ -76,15 +72,6 @@ MAX_FRESH_ROWS = 4096
 WAKE_POLL_SECONDS = 0.005
 
 
-def step_queue_name(flow_type: str) -> str:
-    """The DBOS queue of one flow type's Steps."""
-    return f"{STEP_QUEUE}:{flow_type}"
-
-
-def step_workflow_id(session_id: str, step_execution_id: str) -> str:
-    return f"{session_id}/{step_execution_id}"
-
-
 _runtime: Runtime | None = None
 
 
@@ -95,9 +82,11 @@ def current_runtime() -> Runtime:
 
 
 @DBOS.workflow(name=STEP_WORKFLOW)
-async def run_step_workflow(session_id: str, step_execution_id: str) -> None:
+async def run_step_workflow(session_id: str, step_execution_id: str, wake: int = 0) -> None:
+    """Drives a Step execution and the successors it runs inline. `wake`: the workflow of a
+    parked Step's wake (see parking.py) drives it only while its row holds that wake."""
     runtime = current_runtime()
-    done = await runtime.run_step_until_done(session_id, step_execution_id)
+    done = await runtime.run_step_until_done(session_id, step_execution_id, wake=wake)
     # The last successor runs in this workflow and the others are enqueued as workflows of
     # their own, so parallel Steps (go_to_many) run in parallel while a plain chain of Steps
     # costs no workflow starts. A lone sibling of a waiting Step (a turn's one tool call,
@@ -594,6 +583,14 @@ class StepCancelled(Exception):
     pass
 
 
+class WaitOutcome(Enum):
+    """How a Step's wait ended."""
+
+    READY = "ready"
+    CANCELLED = "cancelled"
+    PARKED = "parked"
+
+
 @dataclass(frozen=True)
 class StepDone:
     """How the driver of a Step execution ended: the successors to start; whether the
@@ -618,6 +615,7 @@ class Runtime:
         wake_poll_interval: float = WAKE_POLL_SECONDS,
         retry_backoff_seconds: float = 0.5,
         tracer: StepTracer | None = None,
+        hot_window: float = DEFAULT_HOT_WINDOW_SECONDS,
     ) -> None:
         self.flows = {flow.flow_type: flow for flow in flows}
         self.step_handlers = step_handlers
@@ -629,6 +627,8 @@ class Runtime:
         self.waker = Waker(database, wake_poll_interval)
         self.messages = MessageCache()
         self.retry_backoff_seconds = retry_backoff_seconds
+        # How long a waiting Step stays in memory before it parks (see parking.py).
+        self.hot_window = hot_window
         # OpenTelemetry spans of the Steps (dex_agents.otel); None while tracing is off.
         self.tracer: StepTracer | None = tracer
         self._running: dict[str, dict[str, asyncio.Task[Any]]] = defaultdict(dict)
@@ -647,7 +647,12 @@ class Runtime:
     # The driver ---------------------------------------------------------------------------
 
     async def run_step_until_done(
-        self, session_id: str, step_execution_id: str, *, likely_ready: bool = False
+        self,
+        session_id: str,
+        step_execution_id: str,
+        *,
+        likely_ready: bool = False,
+        wake: int = 0,
     ) -> StepDone:
         """`run_step`, tried again with capped backoff when the driver itself fails (user
         code's failures are the Step's own business and never get here): a Step execution's
@@ -657,7 +662,9 @@ class Runtime:
         logged = False
         while True:
             try:
-                return await self.run_step(session_id, step_execution_id, likely_ready=likely_ready)
+                return await self.run_step(
+                    session_id, step_execution_id, likely_ready=likely_ready, wake=wake
+                )
             except Exception:
                 # A Step that waited while its Worker stopped wakes to a closed database: it
                 # stays pending, for the Worker that takes it over, like any other.
@@ -675,11 +682,20 @@ class Runtime:
             delay = min(delay * 2, DRIVER_RETRY_MAX_SECONDS)
 
     async def run_step(
-        self, session_id: str, step_execution_id: str, *, likely_ready: bool = False
+        self,
+        session_id: str,
+        step_execution_id: str,
+        *,
+        likely_ready: bool = False,
+        wake: int = 0,
     ) -> StepDone:
-        """Drives a Step execution to its end. `likely_ready`: a waiting Step whose condition
-        probably holds (its lone sibling just ended) looks at it first in its commit, saving a
-        read; when it does not hold, the Step waits as usual."""
+        """Drives a Step execution to its end, or until it parks. `likely_ready`: a waiting
+        Step whose condition probably holds (its lone sibling just ended) looks at it first
+        in its commit, saving a read; when it does not hold, the Step waits as usual.
+
+        A Step has one driver at a time: the workflow that scheduled it until it parks, then
+        the workflow of each wake in turn. A driver whose wake is not the row's (the Step
+        parked, or was woken since) ends here, on its first run and on a replay alike."""
         await self._hold_while_draining()
         row = self._fresh.pop((session_id, step_execution_id), None)
         if row is None:
@@ -690,6 +706,8 @@ class Runtime:
             log.error(
                 "Step execution %s of session %s does not exist", step_execution_id, session_id
             )
+            return StepDone(())
+        if row.wakes != wake or row.status == store.PARKED:
             return StepDone(())
         handler = self.step_handlers[row.step_type]
         may_move = handler.options.moves_session_after
@@ -710,8 +728,9 @@ class Runtime:
         # Whether the next commit looks at the wait condition itself (only the first one).
         check = likely_ready and handler.options.waits and not handler.has_execute
         while True:
-            if handler.options.waits and not check and not await self._wait(ctx, handler):
-                return StepDone(())
+            waits = handler.options.waits and not check
+            if waits and await self._wait(ctx, handler) is not WaitOutcome.READY:
+                return StepDone(())  # cancelled, or parked
             if handler.has_execute:
                 return self._done(ctx, await self._run_attempts(ctx, handler), may_move)
             committed = await self.database.write(
@@ -803,6 +822,8 @@ class Runtime:
         """Begins no more attempts and waits up to `timeout` for the running ones to commit,
         so a clean stop leaves no attempt half done. Returns how many still run."""
         self._draining = True
+        # Every Step that waits parks now, so the Worker that follows recovers none of them.
+        self.waker.wake_all()
         if self._attempts_running:
             log.info(
                 "stopping: waiting up to %g s for %d running Steps to finish",
@@ -859,8 +880,10 @@ class Runtime:
             )
         return flow
 
-    async def _wait(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> bool:
-        """Waits until the Step's condition holds; False when the Step was cancelled."""
+    async def _wait(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> WaitOutcome:
+        """Waits, hot, until the Step's condition holds, or parks it once the hot window
+        passed with the condition still not holding (see parking.py)."""
+        hot_until = time.monotonic() + self.hot_window
         while True:
             generation = self.waker.generation(ctx.session_id)
 
@@ -872,13 +895,58 @@ class Runtime:
 
             wait = await self.database.read(check)
             if wait is None:
-                return False
+                return WaitOutcome.CANCELLED
             if wait.ready:
-                return True
-            timeout = RECHECK_SECONDS
+                return WaitOutcome.READY
+            hot = hot_until - time.monotonic()
+            if hot <= 0 or self._draining:
+                outcome = await self.database.write(lambda conn: self._park(conn, ctx, handler))
+                if outcome is not None:
+                    return outcome
+                continue  # it became ready: look again and go on
+            timeout = min(RECHECK_SECONDS, hot)
             if wait.deadline is not None:
                 timeout = min(timeout, wait.deadline - time.time())
             await self.waker.wait(ctx.session_id, generation, timeout)
+
+    def _park(
+        self, conn: Connection, ctx: StepContext[Any], handler: StepHandler[Any]
+    ) -> WaitOutcome | None:
+        """Parks the Step unless its condition holds now (None: look again), under the
+        session's lock, which every write of what it waits for takes too."""
+        store.lock_session(conn, ctx.session_id)
+        row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
+        if row is None or row.status in ("succeeded", "failed", "cancelled", store.PARKED):
+            return WaitOutcome.CANCELLED
+        wait = handler.check(ctx, conn)
+        if wait.ready:
+            return None
+        store.park_step(conn, ctx.session_id, ctx.step_execution_id, wait.deadline)
+        return WaitOutcome.PARKED
+
+    async def wake_due_forever(self) -> None:
+        """Wakes the parked Steps of the hosted flow types whose due time came, a few times a
+        second; one indexed look for every session, whatever how many are parked."""
+        flow_types = list(self.flows)
+        failing = False
+        while True:
+            await asyncio.sleep(DUE_SCAN_SECONDS)
+            try:
+                await self._wake_due(flow_types)
+                failing = False
+            except Exception:
+                if not failing:
+                    log.exception("waking due parked Steps failed; trying again")
+                failing = True
+
+    async def _wake_due(self, flow_types: list[str]) -> None:
+        now = time.time()
+        due = await self.database.read(lambda conn: store.due_steps(conn, now, flow_types, 1))
+        if due:
+            enqueuer = self.database.enqueuer
+            await self.database.write(
+                lambda conn: wake_due(conn, time.time(), flow_types, enqueuer)
+            )
 
     def _begin_attempt(
         self, conn: Connection, ctx: StepContext[Any], handler: StepHandler[Any]

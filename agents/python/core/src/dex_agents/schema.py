@@ -27,11 +27,11 @@ from .errors import SchemaTooNew
 
 VERSION_TABLE = "dex_schema_version"
 # Steps went through this one DBOS queue before version 2, and through one queue per flow
-# type since (runtime.step_queue_name, frozen here as migration 2 knows it).
+# type since (routing.step_queue_name, frozen here as migration 2 knows it).
 LEGACY_STEP_QUEUE = "dex_agents_steps"
 # DBOS's schema on Postgres (the Worker keeps DBOS's default); SQLite has no schemas.
 DBOS_SCHEMA = "dbos"
-# The Step workflow's DBOS name (runtime.STEP_WORKFLOW, frozen here).
+# The Step workflow's DBOS name (routing.STEP_WORKFLOW, frozen here).
 STEP_WORKFLOW = "dex_agents.run_step"
 # The Postgres advisory lock that serializes migrations ("dexschem" in ASCII).
 MIGRATION_LOCK_KEY = 0x6465_7873_6368_656D
@@ -323,12 +323,34 @@ def _add_trace_context(conn: Connection) -> None:
     conn.execute(sa.text("ALTER TABLE dex_sessions ADD COLUMN trace_context TEXT"))
 
 
+# Migration 4 --------------------------------------------------------------------------------
+
+
+def _add_parking(conn: Connection) -> None:
+    """Parked Steps (parking.py): a wake counter and a due time on each Step execution, and
+    partial indexes over the parked rows. Steps that wait the old way (a workflow each) need
+    nothing: the Worker that recovers them parks them after its hot window."""
+    float_type = "DOUBLE PRECISION" if conn.dialect.name == "postgresql" else "FLOAT"
+    conn.execute(sa.text("ALTER TABLE dex_steps ADD COLUMN wakes INTEGER DEFAULT 0 NOT NULL"))
+    conn.execute(sa.text(f"ALTER TABLE dex_steps ADD COLUMN due_at {float_type}"))
+    conn.execute(
+        sa.text("CREATE INDEX dex_steps_parked ON dex_steps (session_id) WHERE status = 'parked'")
+    )
+    conn.execute(
+        sa.text(
+            "CREATE INDEX dex_steps_parked_due ON dex_steps (due_at) "
+            "WHERE status = 'parked' AND due_at IS NOT NULL"
+        )
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables of dex-agents 0.2", _create_baseline),
     Migration(
         2, "Step workflows move to the queue of their flow type", _move_steps_to_flow_type_queues
     ),
     Migration(3, "sessions keep the trace context of their activation", _add_trace_context),
+    Migration(4, "waiting Steps park: a wake counter and a due time per Step", _add_parking),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 assert [m.version for m in MIGRATIONS] == list(range(1, LATEST_VERSION + 1))

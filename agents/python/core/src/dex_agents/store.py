@@ -556,6 +556,10 @@ class StepRow:
     error: str | None
     next_steps: list[str]
     scheduled_at: str
+    # How often the Step was woken from parked (parking.py): its wake workflow's number.
+    wakes: int = 0
+    # When a parked Step is due (epoch seconds), if ever.
+    due_at: float | None = None
 
     @property
     def input_value(self) -> Any:
@@ -615,6 +619,8 @@ def load_step(conn: Connection, session_id: str, step_execution_id: str) -> Step
         error=row.error,
         next_steps=json.loads(row.next_steps),
         scheduled_at=row.scheduled_at,
+        wakes=row.wakes,
+        due_at=row.due_at,
     )
 
 
@@ -629,10 +635,122 @@ def open_steps(conn: Connection, session_id: str, step_types: Iterable[str]) -> 
     query = sa.select(db.steps.c.step_execution_id).where(
         db.steps.c.session_id == session_id,
         db.steps.c.step_type.in_(list(step_types)),
-        db.steps.c.status.in_(["scheduled", "waiting", "running"]),
+        db.steps.c.status.in_(["scheduled", "waiting", "running", PARKED]),
     )
     rows = [load_step(conn, session_id, sx) for sx in conn.execute(query).scalars()]
     return [row for row in rows if row is not None]
+
+
+# Parked Steps (see parking.py) ------------------------------------------------------------
+
+# The status of a waiting Step that no Worker holds: it waits in its row alone.
+PARKED = "parked"
+
+
+@dataclass(frozen=True)
+class ParkedStep:
+    """A parked Step execution, with what its wake needs: the wake number its row holds and
+    its session's flow type (the queue of the wake)."""
+
+    session_id: str
+    step_execution_id: str
+    wakes: int
+    flow_type: str
+
+
+_PARKED_COLUMNS = (
+    db.steps.c.session_id,
+    db.steps.c.step_execution_id,
+    db.steps.c.wakes,
+    db.sessions.c.flow_type,
+)
+_PARKED_FROM = db.steps.join(db.sessions, db.sessions.c.session_id == db.steps.c.session_id)
+_PARKED_OF_SESSION = (
+    sa.select(*_PARKED_COLUMNS)
+    .select_from(_PARKED_FROM)
+    .where(db.steps.c.session_id == sa.bindparam("sid"), db.steps.c.status == PARKED)
+)
+_PARKED_OF_SESSIONS = (
+    sa.select(*_PARKED_COLUMNS)
+    .select_from(_PARKED_FROM)
+    .where(
+        db.steps.c.session_id.in_(sa.bindparam("sids", expanding=True)),
+        db.steps.c.status == PARKED,
+    )
+)
+_DUE = (
+    sa.select(*_PARKED_COLUMNS)
+    .select_from(_PARKED_FROM)
+    .where(
+        db.steps.c.status == PARKED,
+        db.steps.c.due_at.is_not(None),
+        db.steps.c.due_at <= sa.bindparam("now"),
+        db.sessions.c.flow_type.in_(sa.bindparam("flow_types", expanding=True)),
+    )
+    .order_by(db.steps.c.due_at)
+    .limit(sa.bindparam("limit"))
+)
+_NEXT_DUE = sa.select(sa.func.min(db.steps.c.due_at)).where(
+    db.steps.c.status == PARKED, db.steps.c.due_at.is_not(None)
+)
+_UNPARK = (
+    db.steps.update()
+    .where(
+        db.steps.c.session_id == sa.bindparam("b_sid"),
+        db.steps.c.step_execution_id == sa.bindparam("b_sx"),
+        db.steps.c.status == PARKED,
+        db.steps.c.wakes == sa.bindparam("b_wakes"),
+    )
+    .values(status=sa.bindparam("status"), wakes=sa.bindparam("wakes"), due_at=sa.bindparam("due"))
+)
+
+
+def park_step(
+    conn: Connection, session_id: str, step_execution_id: str, due_at: float | None
+) -> None:
+    """Marks a waiting Step parked; the caller holds the session's lock and has just seen
+    its condition not hold. Wakes nobody: nothing it waits for changed."""
+    update_step(conn, session_id, step_execution_id, status=PARKED, due_at=due_at)
+
+
+def parked_steps(conn: Connection, keys: Iterable[str]) -> list[ParkedStep]:
+    """The parked Steps of the sessions among wake-up keys (a control key names none)."""
+    session_ids = [key for key in keys if key and key[0] >= " "]
+    if not session_ids:
+        return []
+    if len(session_ids) == 1:
+        rows = fastsql.rows(conn, _PARKED_OF_SESSION, {"sid": session_ids[0]})
+    else:
+        rows = list(conn.execute(_PARKED_OF_SESSIONS, {"sids": session_ids}))
+    return [ParkedStep(*row) for row in rows]
+
+
+def due_steps(
+    conn: Connection, now: float, flow_types: Sequence[str], limit: int
+) -> list[ParkedStep]:
+    """Parked Steps of these flow types whose due time has come, earliest first."""
+    params = {"now": now, "flow_types": list(flow_types), "limit": limit}
+    return [ParkedStep(*row) for row in conn.execute(_DUE, params)]
+
+
+def next_due(conn: Connection) -> float | None:
+    """The earliest due time of any parked Step."""
+    value = conn.execute(_NEXT_DUE).scalar()
+    return None if value is None else float(value)
+
+
+def unpark_step(conn: Connection, parked: ParkedStep) -> bool:
+    """Takes a parked Step out of its row for its next wake: True for exactly one caller,
+    however many wake it at once (the row must still be parked with the same wake number)."""
+    params = {
+        "b_sid": parked.session_id,
+        "b_sx": parked.step_execution_id,
+        "b_wakes": parked.wakes,
+        "status": "waiting",
+        "wakes": parked.wakes + 1,
+        "due": None,
+    }
+    return fastsql.execute(conn, _UNPARK, params) == 1
 
 
 def step_history(conn: Connection, session_id: str) -> list[StepExecution]:
@@ -672,6 +790,15 @@ def control_wake_key(prefix: str, name: str) -> str:
     hold none), then `name`, cut to the wake-up table's width. Two names cut to one key only
     wake each other's waits in vain."""
     return (prefix + name)[: db.WAKE_KEY_CHARS]
+
+
+# What begins a queue's wake-up key.
+QUEUE_KEY_PREFIX = "\x1f"
+
+
+def queue_wake_key(flow_type: str) -> str:
+    """The wake-up that tells the Workers hosting `flow_type` that its queue has Steps."""
+    return control_wake_key(QUEUE_KEY_PREFIX, flow_type)
 
 
 def turn_wake_key(session_id: str) -> str:

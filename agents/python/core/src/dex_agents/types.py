@@ -299,7 +299,10 @@ class StepExecution(WireModel):
 
     step_execution_id: str
     step_type: str
-    status: Literal["scheduled", "waiting", "running", "succeeded", "failed", "cancelled"]
+    # "parked": waiting in the database alone, held by no Worker (an addition to the contract).
+    status: Literal[
+        "scheduled", "waiting", "parked", "running", "succeeded", "failed", "cancelled"
+    ]
     attempts: int
     input: str
     error: str | None = None

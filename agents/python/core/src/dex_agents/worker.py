@@ -38,13 +38,9 @@ from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
 from .otel import make_tracer
-from .runtime import (
-    DRIVER_VERSION,
-    STEP_WORKFLOW,
-    Runtime,
-    route_step_workflows,
-    step_queue_name,
-)
+from .parking import DEFAULT_HOT_WINDOW_SECONDS
+from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name
+from .runtime import Runtime, route_step_workflows
 from .steps import STEP_HANDLERS
 
 if TYPE_CHECKING:
@@ -61,6 +57,7 @@ WORKER_ID_ENV = "DEX_AGENTS_WORKER_ID"
 DRAIN_SECONDS_ENV = "DEX_AGENTS_WORKER_DRAIN_SECONDS"
 DEFAULT_DRAIN_SECONDS = 20.0
 READY_FILE_ENV = "DEX_AGENTS_READY_FILE"
+HOT_WINDOW_ENV = "DEX_AGENTS_HOT_WINDOW_SECONDS"
 
 
 class Worker:
@@ -83,10 +80,16 @@ class Worker:
         lease_seconds: float | None = None,
         drain_seconds: float | None = None,
         tracing: bool | TracerProvider | None = None,
+        hot_window: float | None = None,
     ) -> None:
         """`tracing`: OpenTelemetry GenAI spans of every activation, model call and tool
         call (the `otel` extra). True uses the global TracerProvider, a TracerProvider that
-        one, False none; None (the default) turns it on when DEX_AGENTS_TRACING is 1."""
+        one, False none; None (the default) turns it on when DEX_AGENTS_TRACING is 1.
+
+        `hot_window`: seconds a waiting Step (for a message, an approval, a timer) stays in
+        this Worker's memory before it parks in the database, where it costs no Worker
+        anything until a commit or its due time wakes it on any Worker of its flow type;
+        by default DEX_AGENTS_HOT_WINDOW_SECONDS, else 10."""
         self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
         if not self.flows:
             raise ValueError("a Worker needs at least one AgentSessionFlow")
@@ -111,6 +114,7 @@ class Worker:
             else float(os.environ.get(DRAIN_SECONDS_ENV, DEFAULT_DRAIN_SECONDS))
         )
         self.tracer = make_tracer(tracing)
+        self.hot_window = _hot_window(hot_window)
         self._stop_now = asyncio.Event()
         self._stopped = asyncio.Event()
         self._ready = asyncio.Event()
@@ -130,6 +134,7 @@ class Worker:
             STEP_HANDLERS,
             wake_poll_interval=self.wake_poll_interval,
             tracer=self.tracer,
+            hot_window=self.hot_window,
         )
         runtime.waker.bind(asyncio.get_running_loop())
         self.runtime = runtime_module._runtime = runtime
@@ -173,6 +178,8 @@ class Worker:
                     queue_name, polling_interval_sec=self.queue_poll_interval
                 )
             runtime.waker.add_remote_listener(dequeuer.on_wake)
+            # A commit of this Worker that wakes a parked Step claims its wake here too.
+            database.on_parked_wake = dequeuer.kick_threadsafe
             await lease.register()
             background.append(asyncio.create_task(runtime.waker.poll_forever()))
             # DBOS's launch re-enqueues this ID's unfinished workflows in a thread of its own;
@@ -182,6 +189,7 @@ class Worker:
                 _recover_workflows, database, dequeuer.kick_all_threadsafe, [self.worker_id]
             )
             background.append(asyncio.create_task(lease.run_forever()))
+            background.append(asyncio.create_task(runtime.wake_due_forever()))
             runtime.balancer = Balancer(database, self.worker_id, list(queue_names), STEP_WORKFLOW)
             background.append(asyncio.create_task(runtime.balancer.run_forever()))
             log.info(
@@ -323,6 +331,22 @@ def _check_sqlite_directory(url: str) -> None:
             f"the directory of the SQLite database {path} does not exist: create it, or pass "
             f"another --database-url (or {DATABASE_URL_ENV})"
         )
+
+
+def _hot_window(explicit: float | None) -> float:
+    if explicit is None:
+        text = os.environ.get(HOT_WINDOW_ENV)
+        if not text:
+            return DEFAULT_HOT_WINDOW_SECONDS
+        try:
+            explicit = float(text)
+        except ValueError:
+            raise WorkerError(
+                f"{HOT_WINDOW_ENV} must be a number of seconds, not {text!r}"
+            ) from None
+    if not explicit >= 0:
+        raise WorkerError(f"the hot window must be 0 seconds or more, not {explicit}")
+    return explicit
 
 
 def default_worker_id() -> str:
