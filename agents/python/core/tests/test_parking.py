@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -226,7 +227,9 @@ async def test_messages_and_approvals_committed_while_steps_park_are_each_handle
         assert snapshot.state.turn_count == expected
         completed = await events_of(client, session, "turn_completed")
         assert len(completed) == expected
-        assert _held(database_url, session) == {}
+        # Each Step ended or parked: none was left to a Worker that stopped.
+        statuses = {status for status, _ in _steps(database_url, session).values()}
+        assert statuses <= {"succeeded", "parked"}, _steps(database_url, session)
     assert tool_log.count("send_email") == approvals
     sent = [
         m["content"]
@@ -288,7 +291,38 @@ async def test_the_hot_window_keeps_an_active_chat_in_memory(
         await asyncio.sleep(0.5)
         assert _steps(database_url, session)["AwaitUserMessage-3"] == ("waiting", 0)
         assert set(_held(database_url, session).values()) == {"PENDING"}
-        # A clean stop parks what waits: the next Worker has nothing of it to recover.
+        # A clean stop parks what waits: the next Worker drives nothing of it.
         worker.stop()
     assert _steps(database_url, session)["AwaitUserMessage-3"] == ("parked", 0)
-    assert _held(database_url, session) == {}
+    with make_worker(**HOT_0):
+        await _until(lambda: _held(database_url, session) == {})
+    assert _steps(database_url, session)["AwaitUserMessage-3"] == ("parked", 0)
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await asyncio.to_thread(condition):
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_step_that_waited_in_a_workflow_when_its_worker_died_parks_once_recovered(
+    make_worker, model, client, database_url
+):
+    """As a session waits after an upgrade from a release without parking: its Step's
+    workflow is PENDING on a Worker that is gone; the Worker that recovers it parks it."""
+    model.enqueue(reply_text("Hello."), reply_text("Again."))
+    worker = make_worker(DEX_AGENTS_HOT_WINDOW_SECONDS="600").start()
+    session = await client.start_session("Assistant", "Hi")
+    await client.wait_for(session, turns_done(1))
+    worker.kill()
+    assert set(_held(database_url, session).values()) == {"PENDING"}
+    assert _steps(database_url, session)["AwaitUserMessage-3"] == ("waiting", 0)
+    worker.env.update(HOT_0)
+    worker.start()
+    await _parked(database_url, session, "AwaitUserMessage-3")
+    await _until(lambda: _held(database_url, session) == {})
+    assert await client.send_user_message(session, "Again?")
+    await client.wait_for(session, turns_done(2))
+    worker.stop()
+    assert _steps(database_url, session)["AwaitUserMessage-3"] == ("succeeded", 1)

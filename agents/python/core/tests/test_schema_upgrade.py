@@ -34,6 +34,7 @@ VERSIONS = [
     (1, "baseline, adopted: written before schema versioning"),
     (2, "Step workflows move to the queue of their flow type"),
     (3, "sessions keep the trace context of their activation"),
+    (4, "waiting Steps park: a wake counter and a due time per Step"),
 ]
 
 

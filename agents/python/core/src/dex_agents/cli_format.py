@@ -36,6 +36,7 @@ STATUS_STYLES = {
     "compacting_context": "cyan",
     "scheduled": "blue",
     "waiting": "yellow",
+    "parked": "yellow",
     "waiting_for_user_message": "yellow",
     "awaiting_approval": "yellow",
     "awaiting_answer": "yellow",

@@ -66,6 +66,8 @@ DRIVER_RETRY_MAX_SECONDS = 60.0
 # and end cost about 6 ms of CPU, so a chain of 16 cost 17% of an engine-only turn; 256
 # Steps are about 50 turns, and their replay a few tens of milliseconds.
 MAX_INLINE_STEPS = 256
+# How long a clean stop gives the Steps that wait to park, after the running attempts ended.
+PARK_ON_STOP_SECONDS = 5.0
 # Rows of just-scheduled Steps kept for their drivers (see Runtime._done).
 MAX_FRESH_ROWS = 4096
 # How often a SQLite process probes `PRAGMA data_version` for other processes' commits.
@@ -640,6 +642,8 @@ class Runtime:
         # Draining (a clean stop): no new attempt begins; running ones finish and commit.
         self._draining = False
         self._attempts_running = 0
+        # Steps in `_wait`, which a clean stop parks.
+        self._waiting = 0
         self._drained = asyncio.Event()
         database.on_wake = self.waker.notify_threadsafe
         self.waker.add_remote_listener(self._check_cancellations)
@@ -832,7 +836,13 @@ class Runtime:
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._drained.wait(), timeout)
+        await self._parked_all(deadline=time.monotonic() + PARK_ON_STOP_SECONDS)
         return self.attempts_running
+
+    async def _parked_all(self, deadline: float) -> None:
+        """Gives the Steps that wait the moment their park takes (one transaction each)."""
+        while self._waiting and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
 
     @property
     def attempts_running(self) -> int:
@@ -883,6 +893,13 @@ class Runtime:
     async def _wait(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> WaitOutcome:
         """Waits, hot, until the Step's condition holds, or parks it once the hot window
         passed with the condition still not holding (see parking.py)."""
+        self._waiting += 1
+        try:
+            return await self._wait_or_park(ctx, handler)
+        finally:
+            self._waiting -= 1
+
+    async def _wait_or_park(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> WaitOutcome:
         hot_until = time.monotonic() + self.hot_window
         while True:
             generation = self.waker.generation(ctx.session_id)

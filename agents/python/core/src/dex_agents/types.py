@@ -300,9 +300,7 @@ class StepExecution(WireModel):
     step_execution_id: str
     step_type: str
     # "parked": waiting in the database alone, held by no Worker (an addition to the contract).
-    status: Literal[
-        "scheduled", "waiting", "parked", "running", "succeeded", "failed", "cancelled"
-    ]
+    status: Literal["scheduled", "waiting", "parked", "running", "succeeded", "failed", "cancelled"]
     attempts: int
     input: str
     error: str | None = None
