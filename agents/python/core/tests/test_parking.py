@@ -326,3 +326,36 @@ async def test_a_step_that_waited_in_a_workflow_when_its_worker_died_parks_once_
     await client.wait_for(session, turns_done(2))
     worker.stop()
     assert _steps(database_url, session)["AwaitUserMessage-3"] == ("succeeded", 1)
+
+
+def test_the_dbos_seam_enqueues_a_wake_as_the_step_workflow_expects_it(database_url):
+    """The one DBOS call parking makes (`DBOSClient.enqueue_in_transaction`, through
+    `StepEnqueuer`): a DBOS upgrade that changed what it writes fails here, by name."""
+    from dbos import DBOS, DBOSClient
+
+    from dex_agents.db import Database, create_dbos_engine
+    from dex_agents.routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name
+
+    database = Database(database_url)
+    database.create_schema()
+    DBOS.migrate(database.url)
+    try:
+        database.write_sync(
+            lambda conn: database.enqueuer.enqueue(
+                conn, "Assistant", "s-1", "AwaitUserMessage-3", 2
+            )
+        )
+        client = DBOSClient(system_database_engine=create_dbos_engine(database.url))
+        try:
+            [status] = client.list_workflows(workflow_ids=["s-1/AwaitUserMessage-3#2"])
+        finally:
+            client.destroy()
+    finally:
+        database.close()
+    assert (status.status, status.name, status.queue_name, status.app_version) == (
+        "ENQUEUED",
+        STEP_WORKFLOW,
+        step_queue_name("Assistant"),
+        DRIVER_VERSION,
+    )
+    assert list(status.input["args"]) == ["s-1", "AwaitUserMessage-3", 2]

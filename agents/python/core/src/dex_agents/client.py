@@ -17,20 +17,18 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
-from dbos import DBOS, DBOSClient
+from dbos import DBOS
 from sqlalchemy.engine import Connection
 
 from . import liveness, rpcs, store, texts, validation
 from .clock import utc_now
-from .db import Database, create_dbos_engine
-from .dequeue import queue_wake_key
+from .db import Database
 from .errors import ChannelMessageNotFound as ChannelMessageNotFound
 from .errors import DatabaseNotFound as DatabaseNotFound
 from .errors import FlowTypeNotHostedWarning, InvalidInput
 from .errors import MessageTooLarge as MessageTooLarge
 from .errors import SessionExists as SessionExists
 from .events import read_events
-from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name, step_workflow_id
 from .runtime import WAKE_POLL_SECONDS, Waker
 from .types import (
     AgentEvent,
@@ -58,7 +56,6 @@ class AgentClient:
     def __init__(self, database_url: str | None = None) -> None:
         self.database_url = _database_url(database_url)
         self._database: Database | None = None
-        self._dbos_client: DBOSClient | None = None
         # Wake-ups for wait_for, follow_events and run_turn: started on first use, in the
         # event loop that waits.
         self._waker: Waker | None = None
@@ -79,9 +76,6 @@ class AgentClient:
                 database.close()
                 raise
             DBOS.migrate(self.database_url)
-            self._dbos_client = DBOSClient(
-                system_database_engine=create_dbos_engine(self.database_url)
-            )
             self._database = database
         return self._database
 
@@ -100,22 +94,12 @@ class AgentClient:
         return await database.read(fn)
 
     def _enqueue(self, conn: Connection, session: store.Session, step_execution_id: str) -> None:
-        """Enqueues a Step on its flow type's queue, which only Workers hosting it read."""
-        assert self._dbos_client is not None
-        session_id = session.session_id
-        self._dbos_client.enqueue_in_transaction(
-            conn,
-            {
-                "queue_name": step_queue_name(session.flow_type),
-                "workflow_name": STEP_WORKFLOW,
-                "workflow_id": step_workflow_id(session_id, step_execution_id),
-                "app_version": DRIVER_VERSION,
-            },
-            session_id,
-            step_execution_id,
+        """Enqueues a Step on its flow type's queue, which only Workers hosting it read, and
+        wakes them: they take it at once."""
+        assert self._database is not None
+        self._database.enqueuer.enqueue(
+            conn, session.flow_type, session.session_id, step_execution_id
         )
-        # Wakes the Workers that host the flow type, which take the Step at once.
-        store.wake(conn, queue_wake_key(session.flow_type))
 
     async def _wake_feed(self) -> Waker:
         """This client's wake-ups: its own commits at once, other processes' by their commit
@@ -142,9 +126,6 @@ class AgentClient:
 
     async def close(self) -> None:
         await self._stop_wake_feed()
-        if self._dbos_client is not None:
-            self._dbos_client.destroy()
-            self._dbos_client = None
         if self._database is not None:
             self._database.close()
             self._database = None

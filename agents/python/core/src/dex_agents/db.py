@@ -31,7 +31,7 @@ from .errors import DatabaseUnavailable
 from .wake_socket import WakeSender, wake_directory
 
 if TYPE_CHECKING:
-    from .parking import WakeEnqueuer
+    from .parking import StepEnqueuer
 
 log = logging.getLogger("dex_agents")
 
@@ -380,7 +380,7 @@ class Database:
         # Called after a commit that woke parked Steps, with their flow types (a Worker
         # claims their wakes at once when it hosts one).
         self.on_parked_wake: Callable[[set[str]], None] | None = None
-        self._enqueuer: WakeEnqueuer | None = None
+        self._enqueuer: StepEnqueuer | None = None
         self.origin = uuid.uuid4().hex
         # SQLite: the other processes of the file hear of this process's commits by datagram.
         path = self._sqlite_path() if self.sqlite else ""
@@ -456,12 +456,12 @@ class Database:
         return wake_parked(conn, woken, self.enqueuer)
 
     @property
-    def enqueuer(self) -> WakeEnqueuer:
+    def enqueuer(self) -> StepEnqueuer:
         """Enqueues Step workflows in this database's transactions."""
         if self._enqueuer is None:
-            from .parking import WakeEnqueuer
+            from .parking import StepEnqueuer
 
-            self._enqueuer = WakeEnqueuer(self.url)
+            self._enqueuer = StepEnqueuer(self.url)
         return self._enqueuer
 
     def _try_write_inline(self, fn: Callable[[Connection], T]) -> T | _NotRun:

@@ -22,7 +22,8 @@ A due time (an approval deadline, a timer, the next poll of a task) is claimed b
 Worker that hosts the flow type: each looks for due rows a few times a second, through a
 partial index over the parked rows only, and wakes them the same way.
 
-The one part of DBOS this uses is `DBOSClient.enqueue_in_transaction`, a public API.
+The one part of DBOS this uses is `DBOSClient.enqueue_in_transaction`, a public API
+(`StepEnqueuer`, which a client's `start_session` and `cancel_turn` use too).
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ from typing import TYPE_CHECKING
 from sqlalchemy.engine import Connection
 
 from . import store
-from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name, wake_workflow_id
+from .routing import (
+    DRIVER_VERSION,
+    STEP_WORKFLOW,
+    step_queue_name,
+    step_workflow_id,
+    wake_workflow_id,
+)
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
@@ -49,28 +56,46 @@ DUE_SCAN_SECONDS = 0.5
 DUE_BATCH = 500
 
 
-class WakeEnqueuer:
-    """Enqueues the wake workflow of a parked Step in the caller's transaction."""
+class StepEnqueuer:
+    """Enqueues Step workflows on their flow type's queue in the caller's transaction: a
+    session's first Step (a client's `start_session`), a cancellation's, a parked Step's
+    wake. The one place outside the Worker's driver where dex-agents calls DBOS."""
 
     def __init__(self, database_url: str) -> None:
         self._database_url = database_url
         self._client: DBOSClient | None = None
         self._lock = threading.Lock()
 
-    def enqueue(self, conn: Connection, parked: store.ParkedStep) -> None:
-        wake = parked.wakes + 1
+    def enqueue(
+        self,
+        conn: Connection,
+        flow_type: str,
+        session_id: str,
+        step_execution_id: str,
+        wake: int = 0,
+    ) -> None:
+        """Enqueues the workflow that drives a Step execution (`wake` > 0: a parked Step's
+        wake), and wakes the Workers that host the flow type, which claim it at once."""
+        workflow_id = (
+            wake_workflow_id(session_id, step_execution_id, wake)
+            if wake
+            else step_workflow_id(session_id, step_execution_id)
+        )
+        # A first run takes the two arguments every release's driver takes.
+        args: tuple[str | int, ...] = (
+            (session_id, step_execution_id, wake) if wake else (session_id, step_execution_id)
+        )
         self._dbos_client().enqueue_in_transaction(
             conn,
             {
-                "queue_name": step_queue_name(parked.flow_type),
+                "queue_name": step_queue_name(flow_type),
                 "workflow_name": STEP_WORKFLOW,
-                "workflow_id": wake_workflow_id(parked.session_id, parked.step_execution_id, wake),
+                "workflow_id": workflow_id,
                 "app_version": DRIVER_VERSION,
             },
-            parked.session_id,
-            parked.step_execution_id,
-            wake,
+            *args,
         )
+        store.wake(conn, store.queue_wake_key(flow_type))
 
     def _dbos_client(self) -> DBOSClient:
         with self._lock:
@@ -90,25 +115,25 @@ class WakeEnqueuer:
             client.destroy()
 
 
-def wake_parked(conn: Connection, keys: Iterable[str], enqueuer: WakeEnqueuer) -> set[str]:
+def wake_parked(conn: Connection, keys: Iterable[str], enqueuer: StepEnqueuer) -> set[str]:
     """Wakes the parked Steps of the sessions a commit woke; returns their flow types."""
     return _wake(conn, store.parked_steps(conn, keys), enqueuer)
 
 
 def wake_due(
-    conn: Connection, now: float, flow_types: Sequence[str], enqueuer: WakeEnqueuer
+    conn: Connection, now: float, flow_types: Sequence[str], enqueuer: StepEnqueuer
 ) -> set[str]:
     """Wakes the parked Steps of these flow types whose due time came; returns the flow
     types it woke Steps of."""
     return _wake(conn, store.due_steps(conn, now, flow_types, DUE_BATCH), enqueuer)
 
 
-def _wake(conn: Connection, parked: Iterable[store.ParkedStep], enqueuer: WakeEnqueuer) -> set[str]:
+def _wake(conn: Connection, parked: Iterable[store.ParkedStep], enqueuer: StepEnqueuer) -> set[str]:
     flow_types: set[str] = set()
     for step in parked:
         if store.unpark_step(conn, step):
-            enqueuer.enqueue(conn, step)
+            enqueuer.enqueue(
+                conn, step.flow_type, step.session_id, step.step_execution_id, step.wakes + 1
+            )
             flow_types.add(step.flow_type)
-    for flow_type in flow_types:
-        store.wake(conn, store.queue_wake_key(flow_type))
     return flow_types
