@@ -20,6 +20,7 @@ from ..errors import (
     DatabaseError,
     DexAgentsError,
     InvalidInput,
+    InvalidResumeToken,
     MessageTooLarge,
     NotFound,
     SessionExists,
@@ -62,6 +63,7 @@ class ApiError(Exception):
 _DEX_ERRORS: Sequence[tuple[type[DexAgentsError], int, str]] = (
     (MessageTooLarge, 413, "message_too_large"),
     (SessionExists, 409, "session_exists"),
+    (InvalidResumeToken, 400, "invalid_resume_token"),
     (InvalidInput, 400, "invalid_input"),
     (SessionNotFound, 404, "session_not_found"),
     (NotFound, 404, "not_found"),
