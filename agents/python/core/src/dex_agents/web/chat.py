@@ -28,6 +28,7 @@ from ..client import AgentClient
 from ..errors import InvalidInput, InvalidResumeToken
 from ..types import AgentUserMessage
 from .deps import Client, HeartbeatSeconds
+from .guards import GuardedRoute
 from .resume import chosen_token
 from .ui_follow import StreamPlan, UIChunk, follow_turn
 from .ui_messages import convert_agent_snapshot_to_ui_messages
@@ -35,7 +36,7 @@ from .ui_stream import BrowserParts
 from .ui_token import UIStreamToken
 from .wire import WireJSONResponse, json_text
 
-router = APIRouter(tags=["chat"])
+router = APIRouter(tags=["chat"], route_class=GuardedRoute)
 
 UI_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "Cache-Control": "no-cache"}
 STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {

@@ -18,10 +18,11 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from ..client import AgentClient
 from ..errors import InvalidResumeToken
 from .deps import Client, HeartbeatSeconds
+from .guards import GuardedRoute
 from .resume import chosen_token, event_offset
 from .wire import Event, event_json, json_text
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 # The wake feed wakes a stream at each commit; this is only the look a stream takes when
 # nothing woke it for this long.
