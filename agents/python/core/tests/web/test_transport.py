@@ -13,6 +13,8 @@ import json
 import os
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -179,6 +181,27 @@ def post_head(server: ServeProcess, path: str, *, token: bool, length: int | Non
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
+def get_request(server: ServeProcess, path: str) -> bytes:
+    head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {server.token}"
+    return (head + "\r\n\r\n").encode()
+
+
+def read_response(sock: socket.socket) -> bytes:
+    """One whole response with a Content-Length, leaving the connection open."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += sock.recv(65536)
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return received
+
+
 def closed_by_server(sock: socket.socket) -> bool:
     """Whether the server closed (or reset) the connection; reads what it sent."""
     sock.setblocking(False)
@@ -288,13 +311,17 @@ def test_slow_clients_are_cut_off_and_cannot_use_up_descriptors(
     pid = server_pid(server)
     a_turn_completes(server, scripted_model)
     baseline = open_fds(pid)
-    # A body a byte at a time, then 300 connections that trickle header lines.
+    # A body a byte at a time; a kept-alive connection, answered once, that trickles its next
+    # request; then 300 connections that trickle header lines.
     body = connect(server)
     body.sendall(post_head(server, "/api/sessions", token=True, length=1000))
+    kept = connect(server)
+    kept.sendall(get_request(server, "/api/workers"))
+    assert read_response(kept).startswith(b"HTTP/1.1 200 ")
     trickling = [connect(server) for _ in range(300)]
-    sockets = [body, *trickling]
+    sockets = [body, kept, *trickling]
     try:
-        for sock in trickling:
+        for sock in [kept, *trickling]:
             sock.sendall(b"GET /api/workers HTTP/1.1\r\n")
         # Those past the cap are closed as the server accepts them (a burst's descriptors
         # are freed within its event loop's round); the rest are held until they time out.
@@ -362,6 +389,21 @@ def test_no_auth_answers_only_loopback_names_and_pages(
             while not http.get(f"/api/sessions/{session}/snapshot").json()["state"]["turn_count"]:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
+
+
+def test_the_connection_cap_fits_the_open_file_limit() -> None:
+    """A process whose open-file limit cannot be raised serves fewer connections than asked,
+    and says so, rather than failing to accept."""
+    code = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))\n"
+        "from dex_agents.web.serve import TransportLimits, fitted_to_open_file_limit\n"
+        "print(fitted_to_open_file_limit(TransportLimits(max_connections=1000)).max_connections)\n"
+        "print(fitted_to_open_file_limit(TransportLimits(max_connections=100)).max_connections)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.split() == ["236", "100"], run.stderr
+    assert "leaves room for 236 connections, not --max-connections 1000" in run.stderr
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "example.com"])

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ipaddress
+import logging
 import signal
 import socket
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import ClassVar
 
 import h11
@@ -39,7 +40,7 @@ SHUTDOWN_GRACE_SECONDS = 3
 RESERVED_DESCRIPTORS = 64
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class TransportLimits:
     """How much a client may take of the server (`dex-agents serve` options)."""
 
@@ -134,6 +135,24 @@ def protocol_with(limits: TransportLimits) -> type[GuardedH11Protocol]:
     return type("GuardedH11Protocol", (GuardedH11Protocol,), {"limits": limits})
 
 
+def fitted_to_open_file_limit(limits: TransportLimits) -> TransportLimits:
+    """`limits` with `max_connections` lowered to what the open-file limit leaves, once
+    raised as far as the hard limit allows (a warning says so)."""
+    soft = raise_open_file_limit(limits.max_connections + RESERVED_DESCRIPTORS)
+    fits = max(soft - RESERVED_DESCRIPTORS, 1)
+    if fits >= limits.max_connections:
+        return limits
+    logging.getLogger(__name__).warning(
+        "the open-file limit (%d; ulimit -n) leaves room for %d connections, not "
+        "--max-connections %d: serving at most %d",
+        soft,
+        fits,
+        limits.max_connections,
+        fits,
+    )
+    return dataclasses.replace(limits, max_connections=fits)
+
+
 def raise_open_file_limit(needed: int) -> int:
     """Raises this process's soft limit of open files towards `needed` (up to the hard
     limit); returns the soft limit now in force."""
@@ -209,11 +228,10 @@ async def serve(
             heartbeat_seconds=heartbeat_seconds,
             max_body_bytes=limits.max_body_bytes,
         )
-        raise_open_file_limit(limits.max_connections + RESERVED_DESCRIPTORS)
         sock = listen(host, port)
         config = uvicorn.Config(
             app,
-            http=protocol_with(limits),
+            http=protocol_with(fitted_to_open_file_limit(limits)),
             log_level="warning",
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )
