@@ -262,6 +262,42 @@ WEB_TOKEN_ENV = "DEX_AGENTS_WEB_TOKEN"
     help="A browser origin allowed to call the API (repeatable).",
 )
 @click.option(
+    "--max-body-bytes",
+    envvar="DEX_AGENTS_WEB_MAX_BODY_BYTES",
+    type=click.IntRange(min=0),
+    default=16 * 1024 * 1024,
+    show_default=True,
+    help="The longest request body taken in; a longer one gets 413 "
+    "[env DEX_AGENTS_WEB_MAX_BODY_BYTES].",
+)
+@click.option(
+    "--header-timeout-seconds",
+    envvar="DEX_AGENTS_WEB_HEADER_TIMEOUT_SECONDS",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="A request's headers must arrive within this time, or the connection closes "
+    "[env DEX_AGENTS_WEB_HEADER_TIMEOUT_SECONDS].",
+)
+@click.option(
+    "--body-timeout-seconds",
+    envvar="DEX_AGENTS_WEB_BODY_TIMEOUT_SECONDS",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="A request's body must arrive in full within this time after its headers, or the "
+    "connection closes [env DEX_AGENTS_WEB_BODY_TIMEOUT_SECONDS].",
+)
+@click.option(
+    "--max-connections",
+    envvar="DEX_AGENTS_WEB_MAX_CONNECTIONS",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Open connections past this get 503 and are closed at once "
+    "[env DEX_AGENTS_WEB_MAX_CONNECTIONS].",
+)
+@click.option(
     "--heartbeat-seconds",
     envvar="DEX_AGENTS_WEB_HEARTBEAT_SECONDS",
     type=click.FloatRange(min=0.01),
@@ -276,23 +312,40 @@ def serve(
     token: str | None,
     no_auth: bool,
     cors_origins: tuple[str, ...],
+    max_body_bytes: int,
+    header_timeout_seconds: float,
+    body_timeout_seconds: float,
+    max_connections: int,
     heartbeat_seconds: float,
     debug: bool,
 ) -> None:
     """Serve the session API, its event streams and the viewer over HTTP (extra `web`).
 
     Prints the viewer's URL; with no token given, a new one is in its fragment. Ctrl-C or
-    SIGTERM stops it, closing open streams within a few seconds.
+    SIGTERM stops it, closing open streams within a few seconds. --no-auth serves loopback
+    only: it needs a loopback --host, and answers only loopback Host names.
     """
     try:
+        from .web.guards import is_loopback_name
+        from .web.serve import TransportLimits, viewer_url
         from .web.serve import serve as run_server
-        from .web.serve import viewer_url
     except ImportError as error:
         raise CliError(
             f"dex-agents serve needs the web extra ({error}): pip install 'dex-agents[web]'"
         ) from None
     if no_auth and token:
         raise CliError(f"--no-auth and --token (or {WEB_TOKEN_ENV}) exclude each other")
+    if no_auth and not is_loopback_name(host):
+        raise CliError(
+            f"--no-auth serves this machine only: --host {host} is not a loopback address "
+            "(127.0.0.1, ::1, localhost); drop --no-auth to serve others with a token"
+        )
+    limits = TransportLimits(
+        header_timeout_seconds=header_timeout_seconds,
+        body_timeout_seconds=body_timeout_seconds,
+        max_connections=max_connections,
+        max_body_bytes=max_body_bytes,
+    )
     shown = None if no_auth or token else secrets.token_urlsafe(24)
     token = None if no_auth else token or shown
 
@@ -307,6 +360,7 @@ def serve(
         cors_origins=cors_origins,
         heartbeat_seconds=heartbeat_seconds,
         announce=announce,
+        limits=limits,
     )
     try:
         asyncio.run(server)

@@ -38,6 +38,11 @@ class MessageTooLarge(InvalidInput):
     """A text is longer than its limit allows."""
 
 
+class InvalidResumeToken(InvalidInput):
+    """A resume token (an event offset, or a UI stream token) that this session's stream did
+    not hand out: not one at all, or beyond the session's last event."""
+
+
 class SessionExists(InvalidInput):
     """`start_session` was given the ID of a session that exists already."""
 

@@ -513,11 +513,11 @@ async def test_bad_requests_get_clear_errors_before_any_stream(http: httpx.Async
 
     for token in ("not-a-token", "eyJ2IjoxfQ", "x" * 9000):
         bad = await get_stream(http, session_id, token=token)
-        assert await error(bad) == (400, "invalid_input", "token")
+        assert await error(bad) == (400, "invalid_resume_token", "token")
     bad_header = await http.get(
         f"/api/sessions/{session_id}/chat/stream", headers={"Last-Event-ID": "%%%"}
     )
-    assert await error(bad_header) == (400, "invalid_input", "Last-Event-ID")
+    assert await error(bad_header) == (400, "invalid_resume_token", "Last-Event-ID")
     snapshot = (await http.get(f"/api/sessions/{session_id}/snapshot")).json()
     assert snapshot["queued_message_count"] == 0
 

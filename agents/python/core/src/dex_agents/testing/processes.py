@@ -150,8 +150,9 @@ class ServeProcess(_ChildProcess):
             httpx.get(f"{server.base_url}/api/sessions", headers=server.headers)
 
     Entering starts it and waits until its API answers; leaving stops it (SIGTERM, then
-    SIGKILL). `token` defaults to a new random one; `env` adds to this process's environment
-    (DEX_AGENTS_WEB_HEARTBEAT_SECONDS sets the event streams' heartbeat).
+    SIGKILL). `token` defaults to a new random one (`auth=False`: none, `--no-auth`); `env`
+    adds to this process's environment (DEX_AGENTS_WEB_HEARTBEAT_SECONDS sets the event
+    streams' heartbeat).
     """
 
     def __init__(
@@ -159,6 +160,7 @@ class ServeProcess(_ChildProcess):
         database_url: str,
         *,
         token: str | None = None,
+        auth: bool = True,
         env: Mapping[str, str] | None = None,
         args: Sequence[str] = (),
         cwd: str | Path | None = None,
@@ -167,6 +169,7 @@ class ServeProcess(_ChildProcess):
     ) -> None:
         self.database_url = database_url
         self.token = token or secrets.token_urlsafe(16)
+        self.auth = auth
         self.env = dict(env or {})
         self.args = list(args)
         self.cwd = str(cwd) if cwd else os.getcwd()
@@ -187,7 +190,8 @@ class ServeProcess(_ChildProcess):
             raise RuntimeError("the server is already running")
         self.port = _free_port()
         command = [sys.executable, "-m", "dex_agents", "serve", "--port", str(self.port)]
-        command += ["--database-url", self.database_url, "--token", self.token, *self.args]
+        auth = ["--token", self.token] if self.auth else ["--no-auth"]
+        command += ["--database-url", self.database_url, *auth, *self.args]
         self._spawn(command, {**os.environ, **self.env}, self.cwd, "")
         self._wait_until_it_answers()
         return self

@@ -21,9 +21,12 @@ from ..errors import InvalidInput
 from ..types import AgentUserMessage, SessionSummary, StepExecution, WorkerInfo
 from . import sse
 from .deps import Client
+from .guards import GuardedRoute
 from .wire import MessagesPage, Snapshot, WireJSONResponse, messages_page_json, snapshot_json
 
-router = APIRouter(default_response_class=WireJSONResponse, tags=["sessions"])
+router = APIRouter(
+    default_response_class=WireJSONResponse, tags=["sessions"], route_class=GuardedRoute
+)
 router.include_router(sse.router)
 
 

@@ -16,11 +16,16 @@ from ..client import AgentClient
 from . import api, chat
 from .auth import AuthCheck, Authenticator
 from .errors import ERROR_RESPONSES, register_error_handlers
+from .guards import LoopbackOnly
 
 # The viewer's built files (`npm run build` in agents/python/core/web writes them here).
 STATIC_DIR = Path(__file__).parent / "static"
 # How often an idle event stream sends a comment, so proxies keep the connection open.
 HEARTBEAT_SECONDS = 15.0
+# The largest request body an /api route takes in: a chat request carries the whole
+# conversation (`useChat` sends every message), and one user message may be 1 MiB of text,
+# which JSON escaping can make several times longer.
+MAX_BODY_BYTES = 16 * 1024 * 1024
 
 VIEWER_NOT_BUILT = """<!doctype html>
 <html><head><meta charset="utf-8"><title>dex-agents</title></head>
@@ -42,6 +47,7 @@ def create_app(
     cors_origins: Iterable[str] = (),
     allow_unauthenticated: bool = False,
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> FastAPI:
     """The web application over the sessions in `database_url` (default: as AgentClient's).
 
@@ -50,6 +56,11 @@ def create_app(
     `auth(request)` (a callable returning bool, or an awaitable of one); with neither,
     `allow_unauthenticated=True` must say that anyone who reaches the server may use it.
     `cors_origins` are the browser origins allowed to call the API from other pages.
+
+    Each request is authenticated before its body is read, and a body longer than
+    `max_body_bytes` gets 413 (`body_too_large`) while it streams in. Without any auth, only
+    requests to a loopback Host name, from no page or a loopback or CORS origin, are
+    answered (`guards.py`).
     """
     authenticate = Authenticator(
         token=token, auth=auth, allow_unauthenticated=allow_unauthenticated
@@ -74,12 +85,19 @@ def create_app(
     )
     app.state.dex_client = agent_client
     app.state.dex_heartbeat_seconds = heartbeat_seconds
+    app.state.dex_authenticate = authenticate
+    app.state.dex_max_body_bytes = max_body_bytes
     register_error_handlers(app)
     for router in (api.router, chat.router):
         app.include_router(
-            router, prefix="/api", dependencies=[Depends(authenticate)], responses=ERROR_RESPONSES
+            router,
+            prefix="/api",
+            dependencies=[Depends(authenticate)],
+            responses=ERROR_RESPONSES,
         )
     _mount_viewer(app)
+    if authenticate.open:
+        app.add_middleware(LoopbackOnly, origins=list(cors_origins))
     app.add_middleware(
         CORSMiddleware,
         allow_origins=list(cors_origins),

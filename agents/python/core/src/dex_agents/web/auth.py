@@ -3,6 +3,10 @@
 Requests send `Authorization: Bearer <token>`. A GET of an event stream (a path ending in
 `/events` or `/chat/stream`) may send `?access_token=<token>` instead, because a browser's
 EventSource cannot set headers.
+
+Every /api route also authenticates a request before anything reads its body
+(`authenticate_before_body`, run by `guards.GuardedRoute`), since FastAPI reads a body before
+it solves the route's dependencies.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ AuthCheck = Callable[[Request], bool | Awaitable[bool]]
 
 # The GET routes whose token may come as `?access_token=`: the event streams.
 STREAM_PATH_SUFFIXES = ("/events", "/chat/stream")
+# The scope key authenticate_before_body sets to the Authenticator that let the request in.
+AUTHENTICATED_SCOPE_KEY = "dex_agents.authenticated_by"
 
 NO_AUTH_CONFIGURED = (
     "create_app needs a way to authenticate requests: pass token='<secret>' (clients send "
@@ -53,6 +59,8 @@ class Authenticator:
         request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> None:
+        if request.scope.get(AUTHENTICATED_SCOPE_KEY) is self:
+            return
         presented = credentials.credentials if credentials else _query_token(request)
         if self.open or self._token_matches(presented):
             return
@@ -79,3 +87,13 @@ def _query_token(request: Request) -> str | None:
     if request.method != "GET" or not request.url.path.endswith(STREAM_PATH_SUFFIXES):
         return None
     return request.query_params.get("access_token")
+
+
+async def authenticate_before_body(request: Request) -> None:
+    """Raises the Authenticator's 401 ApiError, or marks the request as authenticated so that
+    the route's dependency does not ask again."""
+    authenticate = getattr(request.app.state, "dex_authenticate", None)
+    if not isinstance(authenticate, Authenticator):
+        return
+    await authenticate(request, await _bearer(request))
+    request.scope[AUTHENTICATED_SCOPE_KEY] = authenticate

@@ -25,16 +25,18 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..client import AgentClient
-from ..errors import InvalidInput
+from ..errors import InvalidInput, InvalidResumeToken
 from ..types import AgentUserMessage
 from .deps import Client, HeartbeatSeconds
+from .guards import GuardedRoute
+from .resume import chosen_token
 from .ui_follow import StreamPlan, UIChunk, follow_turn
 from .ui_messages import convert_agent_snapshot_to_ui_messages
 from .ui_stream import BrowserParts
 from .ui_token import UIStreamToken
 from .wire import WireJSONResponse, json_text
 
-router = APIRouter(tags=["chat"])
+router = APIRouter(tags=["chat"], route_class=GuardedRoute)
 
 UI_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "Cache-Control": "no-cache"}
 STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -105,7 +107,7 @@ async def resume(
     """Replays the token's turn from its start (`useChat` rebuilds the message), or with
     `exact=true` continues after the token, re-opening the parts the browser held open. A
     token whose position this session does not have replays its turn from the start."""
-    field, text = ("Last-Event-ID", last_event_id) if last_event_id else ("token", token)
+    field, text = chosen_token(last_event_id, token, "token")
     if text is None:
         plan = await _active_turn_plan(client, session_id)
         if plan is None:
@@ -212,7 +214,7 @@ async def _resume_plan(
 ) -> StreamPlan:
     start = await _turn_start(client, session_id, token)
     if start is None:
-        raise InvalidInput(f"{field} names a turn this session does not have", field)
+        raise InvalidResumeToken(f"{field} names a turn this session does not have", field)
     read = await client.get_agent_snapshot_with_resume_token(session_id)
     if not exact or start != token.start or token.o > read.resume_token:
         return _replay(session_id, token.turn, start)

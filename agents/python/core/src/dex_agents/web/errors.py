@@ -1,6 +1,6 @@
 """One error shape for every failure: `{"error": {"code", "message", "field"}}`.
 
-400 for input the client's validation refuses, 413 for a text over its limit, 409 for a
+400 for input the client's validation refuses, 413 for a text or a body over its limit, 409 for a
 session ID in use, 404 for an unknown session, 401 for a refused request, 422 for a body or
 query that does not parse, 503 while the database is unavailable.
 """
@@ -20,6 +20,7 @@ from ..errors import (
     DatabaseError,
     DexAgentsError,
     InvalidInput,
+    InvalidResumeToken,
     MessageTooLarge,
     NotFound,
     SessionExists,
@@ -58,10 +59,23 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
 
+class BodyTooLarge(StarletteHTTPException):
+    """A request body over the application's limit, raised while it streams in: FastAPI's
+    body parsing passes an HTTPException on."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413,
+            f"the request body is longer than this server takes ({limit:,} bytes): send "
+            "less, or raise the limit (dex-agents serve --max-body-bytes)",
+        )
+
+
 # Most specific first: each dex-agents error and the status and code it answers with.
 _DEX_ERRORS: Sequence[tuple[type[DexAgentsError], int, str]] = (
     (MessageTooLarge, 413, "message_too_large"),
     (SessionExists, 409, "session_exists"),
+    (InvalidResumeToken, 400, "invalid_resume_token"),
     (InvalidInput, 400, "invalid_input"),
     (SessionNotFound, 404, "session_not_found"),
     (NotFound, 404, "not_found"),
@@ -119,7 +133,8 @@ async def _validation_error(_request: Request, error: Exception) -> Response:
 
 async def _http_error(_request: Request, error: Exception) -> Response:
     assert isinstance(error, StarletteHTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+    codes = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+    code = codes.get(error.status_code, "http_error")
     return error_response(error.status_code, code, str(error.detail), headers=error.headers)
 
 

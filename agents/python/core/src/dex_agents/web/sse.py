@@ -10,25 +10,23 @@ application's one AgentClient wake feed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..client import AgentClient
-from ..validation import MAX_INTEGER
+from ..errors import InvalidResumeToken
 from .deps import Client, HeartbeatSeconds
-from .errors import ApiError
+from .guards import GuardedRoute
+from .resume import chosen_token, event_offset
 from .wire import Event, event_json, json_text
 
-router = APIRouter()
+router = APIRouter(route_class=GuardedRoute)
 
 # The wake feed wakes a stream at each commit; this is only the look a stream takes when
 # nothing woke it for this long.
 FALLBACK_LOOK_SECONDS = 60.0
-
-_TOKEN = re.compile(r"[0-9]+")
 
 
 @router.get(
@@ -56,7 +54,7 @@ async def follow_events(
     """Live events from the resume token on, until the client disconnects. A token that is
     not a non-negative integer, or is beyond the session's last event, gets 400 before the
     stream starts."""
-    field, token = ("Last-Event-ID", last_event_id) if last_event_id else ("after", after)
+    field, token = chosen_token(last_event_id, after, "after")
     start = await _resume_offset(client, session_id, token or "0", field)
     return EventSourceResponse(_stream(client, session_id, start), ping=heartbeat_seconds, sep="\n")
 
@@ -64,21 +62,11 @@ async def follow_events(
 async def _resume_offset(client: AgentClient, session_id: str, token: str, field: str) -> int:
     """The offset to follow after; raises 400 for a token that is not one of this session's
     event offsets (offsets run 1, 2, 3... without gaps) and 404 for an unknown session."""
-    if not _TOKEN.fullmatch(token) or int(token) > MAX_INTEGER:
-        raise ApiError(
-            400,
-            "invalid_resume_token",
-            f"the resume token {token[:40]!r} is not a non-negative integer (an event's id)",
-            field,
-        )
-    offset = int(token)
+    offset = event_offset(token, field)
     first = await client.read_events(session_id, after=max(offset - 1, 0), limit=1)
     if offset > 0 and (not first or first[0].offset != offset):
-        raise ApiError(
-            400,
-            "invalid_resume_token",
-            f"the resume token {offset} is beyond this session's last event",
-            field,
+        raise InvalidResumeToken(
+            f"the resume token {offset} is beyond this session's last event", field
         )
     return offset
 

@@ -19,7 +19,8 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import InvalidInput
+from ..errors import InvalidResumeToken
+from ..validation import MAX_INTEGER
 
 MAX_TOKEN_LENGTH = 8_192
 
@@ -29,9 +30,9 @@ class UIStreamToken(BaseModel):
 
     v: int = 1
     turn: str = Field(min_length=1, max_length=64)
-    start: int = Field(ge=0)
-    o: int = Field(ge=0)
-    k: int = Field(0, ge=0)
+    start: int = Field(ge=0, le=MAX_INTEGER)
+    o: int = Field(ge=0, le=MAX_INTEGER)
+    k: int = Field(0, ge=0, le=MAX_INTEGER)
     step: str | None = None
     text: tuple[str, ...] = ()
     reasoning: tuple[str, ...] = ()
@@ -43,16 +44,17 @@ class UIStreamToken(BaseModel):
 
     @classmethod
     def decode(cls, text: str, field: str = "token") -> UIStreamToken:
-        """The token, or InvalidInput (a 400) for text that is not one this server wrote."""
+        """The token, or InvalidResumeToken (a 400) for text that is not one this server
+        wrote."""
         problem = f"{field} is not a UI stream resume token (an `id` of a chunk of this stream)"
         if len(text) > MAX_TOKEN_LENGTH:
-            raise InvalidInput(problem, field)
+            raise InvalidResumeToken(problem, field)
         try:
             padded = text + "=" * (-len(text) % 4)
             raw = base64.b64decode(padded, altchars=b"-_", validate=True)
             token = cls.model_validate_json(raw)
         except (binascii.Error, ValueError, ValidationError, UnicodeDecodeError):
-            raise InvalidInput(problem, field) from None
+            raise InvalidResumeToken(problem, field) from None
         if token.v != 1 or token.o < token.start:
-            raise InvalidInput(problem, field)
+            raise InvalidResumeToken(problem, field)
         return token
