@@ -12,6 +12,10 @@ its file descriptor, for as long as it likes; enough of them and the process can
 - a request answered before its body was read (401, 413) has the rest of its body dropped
   up to `max_body_bytes` more, then the connection closes.
 A timed-out connection is closed without an answer.
+
+It subclasses uvicorn's `H11Protocol` and uses its members `conn`, `transport`, `loop` and
+`on_response_complete`, which are not public API: the `web` extra pins uvicorn to one minor
+version, and tests/web/test_transport.py fails on a release that changed them.
 """
 
 from __future__ import annotations
