@@ -64,6 +64,27 @@ def optional_identifier(value: object, argument: str) -> str | None:
     return None if value is None else identifier(value, argument)
 
 
+def path_segment_problem(text: str, argument: str) -> str | None:
+    """Why `text` cannot be one segment of a URL path as it is, or None: a `/` splits it in
+    two (its `%2F` escape is no better, servers and proxies decode it), and `.` and `..`
+    are removed or climb a level when a client or proxy normalizes the path."""
+    if "/" in text:
+        return f"{argument} {text[:40]!r} must not contain '/'"
+    if text in (".", ".."):
+        return f"{argument} must not be {text!r}"
+    return None
+
+
+def path_identifier(value: object, argument: str) -> str:
+    """An identifier that every HTTP route can address: one path segment as it is (session
+    and tool call IDs). The same rule as `identifier`, and `path_segment_problem`'s."""
+    text = identifier(value, argument)
+    problem = path_segment_problem(text, argument)
+    if problem:
+        raise InvalidInput(problem, argument)
+    return text
+
+
 def free_text(value: object, argument: str) -> str:
     """Any str (NUL and unpaired surrogates included, stored losslessly) of at most
     MAX_TEXT_BYTES UTF-8 bytes (an unpaired surrogate counts 3)."""
