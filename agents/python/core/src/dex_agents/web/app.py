@@ -13,8 +13,8 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from ..client import AgentClient
-from . import api, chat
-from .auth import AuthCheck, Authenticator
+from . import access, api, chat
+from .auth import ACCESS_ERROR_RESPONSES, AuthCheck, Authenticator
 from .errors import ERROR_RESPONSES, register_error_handlers
 
 # The viewer's built files (`npm run build` in agents/python/core/web writes them here).
@@ -42,6 +42,7 @@ def create_app(
     cors_origins: Iterable[str] = (),
     allow_unauthenticated: bool = False,
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
+    session_token_secret: str | None = None,
 ) -> FastAPI:
     """The web application over the sessions in `database_url` (default: as AgentClient's).
 
@@ -50,9 +51,14 @@ def create_app(
     `auth(request)` (a callable returning bool, or an awaitable of one); with neither,
     `allow_unauthenticated=True` must say that anyone who reaches the server may use it.
     `cors_origins` are the browser origins allowed to call the API from other pages.
+    Session tokens (`POST /api/sessions/{id}/tokens`, `mint_session_token`) are signed with
+    `session_token_secret`, by default `token`; with neither, the server mints none.
     """
     authenticate = Authenticator(
-        token=token, auth=auth, allow_unauthenticated=allow_unauthenticated
+        token=token,
+        auth=auth,
+        allow_unauthenticated=allow_unauthenticated,
+        session_token_secret=session_token_secret,
     )
     owned = client is None
     agent_client = client if client is not None else AgentClient(database_url)
@@ -74,10 +80,14 @@ def create_app(
     )
     app.state.dex_client = agent_client
     app.state.dex_heartbeat_seconds = heartbeat_seconds
+    app.state.dex_session_token_secret = authenticate.session_token_secret
     register_error_handlers(app)
-    for router in (api.router, chat.router):
+    for router in (api.router, chat.router, access.router):
         app.include_router(
-            router, prefix="/api", dependencies=[Depends(authenticate)], responses=ERROR_RESPONSES
+            router,
+            prefix="/api",
+            dependencies=[Depends(authenticate)],
+            responses={**ERROR_RESPONSES, **ACCESS_ERROR_RESPONSES},
         )
     _mount_viewer(app)
     app.add_middleware(
