@@ -159,7 +159,8 @@ def session_settings(value: object, argument: str = "session_settings") -> dict[
 
 def strict_json(value: object, argument: str, depth: int = 0) -> None:
     """JSON that every core reads alike: objects with str keys, arrays as lists, str without
-    unpaired surrogates, finite floats (no NaN or Infinity), 64-bit integers, bool, None."""
+    unpaired surrogates, finite floats (no NaN or Infinity), 64-bit integers (and floats within
+    their range, as JSON reads 1e19 as an integer), bool, None."""
     if depth > MAX_JSON_DEPTH:
         raise InvalidInput(f"{argument} nests deeper than {MAX_JSON_DEPTH} levels", argument)
     if value is None or isinstance(value, bool):
@@ -172,6 +173,9 @@ def strict_json(value: object, argument: str, depth: int = 0) -> None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInput(f"{argument} holds {value}; JSON has no NaN or Infinity", argument)
+        # JSON (and JSON Schema) reads 1e19 as the integer it is: the same range as an int's.
+        if abs(value) > MAX_JSON_INTEGER:
+            raise InvalidInput(f"{argument} holds {value}, beyond 64-bit integers", argument)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             strict_json(item, f"{argument}[{index}]", depth + 1)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..validation import MAX_INTEGER
 from .deps import Client
 from .errors import ApiError, ErrorBody
+from .rules import JSONInt, SessionIdPath
 from .session_token import DEFAULT_EXPIRES_IN, MAX_EXPIRES_IN, mint_session_token
 from .wire import WireJSONResponse
 
@@ -26,7 +27,7 @@ NO_SECRET = (
 class MintBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    expires_in: int = Field(
+    expires_in: JSONInt = Field(
         DEFAULT_EXPIRES_IN,
         ge=1,
         le=MAX_EXPIRES_IN,
@@ -47,7 +48,7 @@ class MintedToken(BaseModel):
     responses={501: {"model": ErrorBody, "description": "The server signs no session tokens"}},
 )
 async def mint_token(
-    session_id: str, request: Request, client: Client, body: MintBody | None = None
+    session_id: SessionIdPath, request: Request, client: Client, body: MintBody | None = None
 ) -> WireJSONResponse:
     """A token that opens only this session: its snapshot, messages, events and UI stream,
     sending, steering, cancelling, and its interrupts. Needs the server's token."""

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from ..client import AgentClient
-from . import access, api, chat
+from . import access, api, chat, methods, rules
 from .auth import ACCESS_ERROR_RESPONSES, AuthCheck, Authenticator
 from .errors import ERROR_RESPONSES, register_error_handlers
 
@@ -89,6 +89,8 @@ def create_app(
             dependencies=[Depends(authenticate)],
             responses={**ERROR_RESPONSES, **ACCESS_ERROR_RESPONSES},
         )
+    methods.install(app)
+    rules.keep_exact_bounds(app)
     _mount_viewer(app)
     app.add_middleware(
         CORSMiddleware,

@@ -20,6 +20,7 @@ from ..client import AgentClient
 from ..validation import MAX_INTEGER
 from .deps import Client, HeartbeatSeconds
 from .errors import ApiError
+from .rules import SessionIdPath
 from .wire import Event, event_json, json_text
 
 router = APIRouter()
@@ -45,13 +46,15 @@ _TOKEN = re.compile(r"[0-9]+")
     },
 )
 async def follow_events(
-    session_id: str,
+    session_id: SessionIdPath,
     client: Client,
     heartbeat_seconds: HeartbeatSeconds,
     after: str | None = Query(None, description="Start after this resume token [default 0]."),
     last_event_id: str | None = Header(None, description="Wins over `after` when sent."),
     # Read by the auth dependency; declared here so OpenAPI documents it.
-    access_token: str | None = Query(None, description="The token, for EventSource."),
+    access_token: str | None = Query(
+        None, description="A session token (never the server's token), for EventSource."
+    ),
 ) -> EventSourceResponse:
     """Live events from the resume token on, until the client disconnects. A token that is
     not a non-negative integer, or is beyond the session's last event, gets 400 before the
