@@ -67,6 +67,7 @@ BAD_SETTINGS: list[tuple[Any, str]] = [
     ({"t": (1, 2)}, "holds a tuple"),
     ({"t": "\ud800"}, "unpaired surrogate"),
     ({"t": 2**64}, "beyond 64 bits"),
+    ({"t": [-1e19]}, "beyond 64-bit integers"),
     ({"t": "y" * texts.MAX_SESSION_SETTINGS_BYTES}, "at most 16,384 bytes"),
     (["a"], "must be a JSON object"),
 ]

@@ -166,6 +166,10 @@ export class InvalidInputError extends DexAgentsError {
 export class UnauthorizedError extends DexAgentsError {
   override name = "UnauthorizedError";
 }
+/** 403: a session token on another session's route, or on a route it does not open. */
+export class ForbiddenError extends DexAgentsError {
+  override name = "ForbiddenError";
+}
 /** 404: no such session (code `session_not_found`) or route. */
 export class NotFoundError extends DexAgentsError {
   override name = "NotFoundError";
@@ -190,6 +194,7 @@ export class DatabaseUnavailableError extends DexAgentsError {
 const ERROR_CLASSES: Record<number, typeof DexAgentsError> = {
   400: InvalidInputError,
   401: UnauthorizedError,
+  403: ForbiddenError,
   404: NotFoundError,
   409: SessionExistsError,
   413: MessageTooLargeError,
@@ -221,6 +226,14 @@ export interface AgentClientOptions {
   reconnectDelayMs?: number;
 }
 
+/** A session token for a browser: it opens only `sessionId`, until `expiresAt`. */
+export interface SessionToken {
+  token: string;
+  sessionId: string;
+  /** ISO 8601, UTC. */
+  expiresAt: string;
+}
+
 export interface StartSessionOptions {
   sessionId?: string;
   sessionSettings?: Record<string, unknown>;
@@ -250,6 +263,24 @@ export class AgentClient {
     };
     const answer = (await this.call("POST", "/sessions", body)) as { session_id: string };
     return { sessionId: answer.session_id };
+  }
+
+  /** Mints a session token (needs the server's token): the application's backend hands it
+   *  to the browser, which may then read this session and its streams, send, steer, cancel,
+   *  and answer or resolve its interrupts, and nothing else. It lives `expiresInSeconds`
+   *  (default 3600, at most 86400). */
+  async mintSessionToken(
+    sessionId: string,
+    options: { expiresInSeconds?: number } = {},
+  ): Promise<SessionToken> {
+    const body =
+      options.expiresInSeconds === undefined ? undefined : { expires_in: options.expiresInSeconds };
+    const minted = (await this.call("POST", `${session(sessionId)}/tokens`, body)) as Json;
+    return {
+      token: minted.token as string,
+      sessionId: minted.session_id as string,
+      expiresAt: minted.expires_at as string,
+    };
   }
 
   /** Queues a user message; false when plan mode is asked of a flow without it. */

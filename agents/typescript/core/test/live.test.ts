@@ -12,6 +12,7 @@ import {
   AgentClient,
   type AgentClient as AgentClientType,
   type AgentEvent,
+  ForbiddenError,
   NotFoundError,
   SessionExistsError,
   UnauthorizedError,
@@ -162,5 +163,31 @@ describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not in
     );
     const stranger = new AgentClient({ baseUrl: ready.base_url, token: "wrong" });
     await assert.rejects(stranger.listSessions(), UnauthorizedError);
+  });
+
+  test("a minted session token opens its session and nothing else", async () => {
+    const { sessionId } = await client.startSession(ready.flow_type, null);
+    const other = await client.startSession(ready.flow_type, null);
+    const minted = await client.mintSessionToken(sessionId, { expiresInSeconds: 120 });
+    assert.equal(minted.sessionId, sessionId);
+    const expires = Date.parse(minted.expiresAt) - Date.now();
+    assert.ok(expires > 100_000 && expires <= 121_000, minted.expiresAt);
+    const browser = new AgentClient({ baseUrl: ready.base_url, token: minted.token });
+    assert.equal((await browser.getSnapshot(sessionId)).sessionId, sessionId);
+    assert.equal(await browser.cancelTurn(sessionId), false);
+    // An EventSource sends it in the URL: the stream answers, the server's token would not.
+    const stream = await fetch(
+      `${ready.base_url}/sessions/${sessionId}/events?access_token=${minted.token}`,
+    );
+    assert.equal(stream.status, 200);
+    await stream.body?.cancel();
+    const leaked = await fetch(
+      `${ready.base_url}/sessions/${sessionId}/events?access_token=${ready.token}`,
+    );
+    assert.equal(leaked.status, 401);
+    await assert.rejects(browser.getSnapshot(other.sessionId), ForbiddenError);
+    await assert.rejects(browser.listSessions(), ForbiddenError);
+    await assert.rejects(browser.mintSessionToken(sessionId), ForbiddenError);
+    await assert.rejects(browser.updateSettings(sessionId, {}), ForbiddenError);
   });
 });

@@ -161,7 +161,7 @@ class AgentClient:
         validation.optional_free_text(initial_message, "initial_message")
         if session_id is None:
             session_id = f"session-{uuid.uuid4().hex}"
-        validation.identifier(session_id, "session_id")
+        validation.path_identifier(session_id, "session_id")
         if session_settings is not None:
             validation.session_settings(session_settings)
         start = AgentSessionStartInput(

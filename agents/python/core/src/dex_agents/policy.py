@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from .errors import InvalidInput
 from .runner import ToolPolicy
 from .types import ToolEffect
-from .validation import identifier
+from .validation import identifier, path_segment_problem
 
 TOOL_EFFECTS: tuple[ToolEffect, ...] = (
     "read",
@@ -84,8 +84,9 @@ def tool_call_id_problem(tool_call_id: str, seen: set[str]) -> str | None:
     problem = stored_name_problem(tool_call_id, "tool call ID")
     if problem:
         return problem
-    if "/" in tool_call_id:
-        return f"tool call ID {tool_call_id!r} must not contain '/'"
+    problem = path_segment_problem(tool_call_id, "tool call ID")
+    if problem:
+        return problem
     if tool_call_id in seen:
         return f"tool call ID {tool_call_id!r} is used twice in one turn"
     return None

@@ -64,6 +64,27 @@ def optional_identifier(value: object, argument: str) -> str | None:
     return None if value is None else identifier(value, argument)
 
 
+def path_segment_problem(text: str, argument: str) -> str | None:
+    """Why `text` cannot be one segment of a URL path as it is, or None: a `/` splits it in
+    two (its `%2F` escape is no better, servers and proxies decode it), and `.` and `..`
+    are removed or climb a level when a client or proxy normalizes the path."""
+    if "/" in text:
+        return f"{argument} {text[:40]!r} must not contain '/'"
+    if text in (".", ".."):
+        return f"{argument} must not be {text!r}"
+    return None
+
+
+def path_identifier(value: object, argument: str) -> str:
+    """An identifier that every HTTP route can address: one path segment as it is (session
+    and tool call IDs). The same rule as `identifier`, and `path_segment_problem`'s."""
+    text = identifier(value, argument)
+    problem = path_segment_problem(text, argument)
+    if problem:
+        raise InvalidInput(problem, argument)
+    return text
+
+
 def free_text(value: object, argument: str) -> str:
     """Any str (NUL and unpaired surrogates included, stored losslessly) of at most
     MAX_TEXT_BYTES UTF-8 bytes (an unpaired surrogate counts 3)."""
@@ -138,7 +159,8 @@ def session_settings(value: object, argument: str = "session_settings") -> dict[
 
 def strict_json(value: object, argument: str, depth: int = 0) -> None:
     """JSON that every core reads alike: objects with str keys, arrays as lists, str without
-    unpaired surrogates, finite floats (no NaN or Infinity), 64-bit integers, bool, None."""
+    unpaired surrogates, finite floats (no NaN or Infinity), 64-bit integers (and floats within
+    their range, as JSON reads 1e19 as an integer), bool, None."""
     if depth > MAX_JSON_DEPTH:
         raise InvalidInput(f"{argument} nests deeper than {MAX_JSON_DEPTH} levels", argument)
     if value is None or isinstance(value, bool):
@@ -151,6 +173,9 @@ def strict_json(value: object, argument: str, depth: int = 0) -> None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInput(f"{argument} holds {value}; JSON has no NaN or Infinity", argument)
+        # JSON (and JSON Schema) reads 1e19 as the integer it is: the same range as an int's.
+        if abs(value) > MAX_JSON_INTEGER:
+            raise InvalidInput(f"{argument} holds {value}, beyond 64-bit integers", argument)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             strict_json(item, f"{argument}[{index}]", depth + 1)

@@ -508,7 +508,9 @@ async def test_tool_call_ids_are_unique_in_the_turn(
     server.enqueue(
         reply_tools(("call_0", "get_weather", {"city": "A"})),
         reply_tools(
-            ("call_0", "get_weather", {"city": "B"}), ("x/y", "get_weather", {"city": "C"})
+            ("call_0", "get_weather", {"city": "B"}),
+            ("x/y", "get_weather", {"city": "C"}),
+            ("..", "get_weather", {"city": "D"}),
         ),
     )
     runner = runner_for(model_client)
@@ -518,7 +520,8 @@ async def test_tool_call_ids_are_unique_in_the_turn(
     second = await runner.run_model_step(session.turn())
     assert isinstance(second, ToolCallsRequested)
     ids = [c.tool_call_id for c in second.tool_calls]
-    assert "call_0" not in ids and all(i and "/" not in i for i in ids) and len(set(ids)) == 2
+    assert "call_0" not in ids and all(i and "/" not in i for i in ids) and len(set(ids)) == 3
+    assert not {".", ".."} & set(ids)  # every ID is one URL path segment
     stored = json.loads(second.framework_run_state)["items"][-1]
     assert [c["id"] for c in stored["tool_calls"]] == ids
 

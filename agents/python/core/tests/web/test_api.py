@@ -427,23 +427,27 @@ async def test_a_bad_or_future_resume_token_gets_400_json_before_the_stream(
     assert missing.json()["error"]["code"] == "session_not_found"
 
 
-async def test_the_stream_takes_the_token_as_access_token(server: ServeProcess) -> None:
+async def test_the_stream_takes_a_session_token_as_access_token(server: ServeProcess) -> None:
     async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as bare:
         authed = httpx.AsyncClient(base_url=server.base_url, headers=server.headers)
         async with authed:
             session = await start(authed, None)
+            minted = await authed.post(f"/api/sessions/{session}/tokens")
+        token = minted.json()["token"]
         url = f"/api/sessions/{session}/events"
-        async with bare.stream("GET", url, params={"access_token": server.token}) as response:
+        async with bare.stream("GET", url, params={"access_token": token}) as response:
             assert response.status_code == 200
             assert response.headers["content-type"].startswith("text/event-stream")
+        # The server's token never in a URL: it says to mint a session token.
+        refused = await bare.get(url, params={"access_token": server.token})
+        assert refused.status_code == 401
+        assert "mint a session token" in refused.json()["error"]["message"]
         wrong = await bare.get(url, params={"access_token": "wrong"})
         assert wrong.status_code == 401
         # Only event streams take it: other endpoints need the header.
-        listed = await bare.get("/api/sessions", params={"access_token": server.token})
+        listed = await bare.get("/api/sessions", params={"access_token": token})
         assert listed.status_code == 401
-        post = await bare.post(
-            f"/api/sessions/{session}/cancel", params={"access_token": server.token}
-        )
+        post = await bare.post(f"/api/sessions/{session}/cancel", params={"access_token": token})
         assert post.status_code == 401
 
 

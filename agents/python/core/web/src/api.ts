@@ -31,9 +31,15 @@ export function apiUrl(path: string, query: Record<string, string | undefined> =
   return url.toString();
 }
 
-/** The URL of an event stream: EventSource cannot set headers, so the token goes in the query. */
-export function streamUrl(path: string, query: Record<string, string | undefined> = {}): string {
-  return apiUrl(path, { ...query, access_token: getToken() ?? undefined });
+/** The URL of an event stream. EventSource cannot set headers, so a token goes in the query:
+ *  a session token (`api.sessionToken`), never the server's token, which the server refuses
+ *  there (URLs land in logs and history). */
+export function streamUrl(
+  path: string,
+  query: Record<string, string | undefined>,
+  sessionToken: string | null,
+): string {
+  return apiUrl(path, { ...query, access_token: sessionToken ?? undefined });
 }
 
 async function errorOf(response: Response): Promise<ApiError> {
@@ -102,6 +108,13 @@ export const api = {
     request<Result>("POST", session(id, `/interrupts/${encodeURIComponent(interruptId)}/answer`), {
       answer,
     }),
+  /** A short-lived token for this session's event stream; null when the viewer holds no
+   *  token (a server that asks for none). */
+  sessionToken: async (id: string): Promise<string | null> => {
+    if (getToken() === null) return null;
+    const body = { expires_in: 3600 };
+    return (await request<{ token: string }>("POST", session(id, "/tokens"), body)).token;
+  },
   deleteQueued: (id: string, messageId: string) =>
     request<Result>("DELETE", session(id, `/queued-messages/${encodeURIComponent(messageId)}`)),
 };

@@ -96,7 +96,17 @@ export function useSession(sessionId: string): SessionData {
       // A turn under way streamed text before this snapshot that no message stores yet:
       // read its events again from the start, and keep only that turn's text.
       const after = activeTurn ? "0" : first.resume_token;
-      source = new EventSource(streamUrl(`sessions/${encodeURIComponent(sessionId)}/events`, { after }));
+      let sessionToken: string | null;
+      try {
+        sessionToken = await api.sessionToken(sessionId);
+      } catch (caught) {
+        setError(messageOf(caught));
+        reopenTimer = window.setTimeout(() => void open(), REOPEN_DELAY_MS);
+        return;
+      }
+      if (closed) return;
+      const path = `sessions/${encodeURIComponent(sessionId)}/events`;
+      source = new EventSource(streamUrl(path, { after }, sessionToken));
       source.onopen = () => setConnection("live");
       source.onmessage = (message: MessageEvent<string>) => {
         const event = parseEvent(message);

@@ -34,6 +34,7 @@ from ..runner import (
 from ..tool_context import running_tool
 from ..tool_source import ToolSource
 from ..types import AgentToolCall, AgentUsage
+from ..validation import path_segment_problem
 from . import compaction
 from .builtins import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, build_plan_note
 from .definition import (
@@ -437,11 +438,12 @@ def _used_tool_call_ids(turn: AgentTurnContext, items: Sequence[Item]) -> set[st
 
 
 def _fix_tool_call_ids(item: Item, used: set[str]) -> None:
-    """Tool call IDs must be non-empty, free of '/', and unique in the turn; some providers
-    reuse IDs across responses, so such an ID is replaced in the stored item too."""
+    """Tool call IDs must be non-empty, one URL path segment (no '/', not '.' or '..'), and
+    unique in the turn; some providers reuse IDs across responses, so such an ID is replaced
+    in the stored item too."""
     for call in tool_calls_of(item):
         call_id = str(call.get("id") or "")
-        if not call_id or "/" in call_id or call_id in used:
+        if not call_id or path_segment_problem(call_id, "") or call_id in used:
             call_id = f"call_{uuid.uuid4().hex[:24]}"
             call["id"] = call_id
         used.add(call_id)

@@ -6,5 +6,6 @@ session viewer at `/`. `dex-agents serve` runs it; an application can mount it i
 """
 
 from .app import create_app
+from .session_token import SessionToken, mint_session_token
 
-__all__ = ["create_app"]
+__all__ = ["SessionToken", "create_app", "mint_session_token"]

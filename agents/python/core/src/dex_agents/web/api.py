@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import validation
 from ..errors import InvalidInput
 from ..types import AgentUserMessage, SessionSummary, StepExecution, WorkerInfo
-from . import sse
+from . import rules, sse
 from .deps import Client
 from .guards import GuardedRoute
+from .rules import InterruptIdPath, MessageIdPath, SessionIdPath
 from .wire import MessagesPage, Snapshot, WireJSONResponse, messages_page_json, snapshot_json
 
 router = APIRouter(
@@ -37,44 +37,70 @@ class Body(BaseModel):
 
 
 class StartSessionBody(Body):
-    flow_type: str = Field(description="A flow type a Worker hosts.")
-    message: str | None = Field(None, description="The first user message, if any.")
-    session_id: str | None = Field(None, description="The new session's ID [default: random].")
-    session_settings: dict[str, Any] | None = Field(
-        None, description="A JSON object the Flow reads at each turn's start."
+    flow_type: str = Field(
+        description=f"A flow type a Worker hosts. {rules.IDENTIFIER_RULE}",
+        json_schema_extra=rules.identifier(),
+    )
+    message: str | None = Field(
+        None, description=f"The first user message, if any. {rules.TEXT_RULE}"
+    )
+    session_id: str | None = Field(
+        None,
+        description=f"The new session's ID [default: random]. {rules.PATH_IDENTIFIER_RULE}",
+        json_schema_extra=rules.identifier(path_segment=True),
+    )
+    session_settings: rules.SessionSettings | None = Field(
+        None,
+        description=f"A JSON object the Flow reads at each turn's start. {rules.SETTINGS_RULE}",
     )
 
 
 class UserMessageBody(Body):
-    text: str
+    text: str = Field(
+        description=f"Not blank. {rules.TEXT_RULE}", json_schema_extra=rules.NOT_BLANK
+    )
     plan_mode: bool = Field(False, description="Ask for a plan (Flows with plan mode only).")
 
 
 class SteerBody(Body):
-    text: str | None = Field(None, description="A new message that redirects the turn...")
-    message_id: str | None = Field(None, description="...or a queued message's ID.")
+    text: str | None = Field(
+        None,
+        description=f"A new message that redirects the turn (not blank; {rules.TEXT_RULE})...",
+        json_schema_extra=rules.NOT_BLANK,
+    )
+    message_id: str | None = Field(
+        None,
+        description=f"...or a queued message's ID. {rules.IDENTIFIER_RULE}",
+        json_schema_extra=rules.identifier(),
+    )
 
 
 class CancelBody(Body):
-    turn_id: str | None = Field(None, description="Only if this is the active turn.")
+    turn_id: str | None = Field(
+        None,
+        description=f"Only if this is the active turn. {rules.IDENTIFIER_RULE}",
+        json_schema_extra=rules.identifier(),
+    )
 
 
 class ResolveBody(Body):
     approved: bool
-    rejection_message: str | None = Field(None, description="Why, for the model.")
+    rejection_message: str | None = Field(
+        None, description=f"Why, for the model. {rules.TEXT_RULE}"
+    )
 
 
 class AnswerBody(Body):
-    answer: str
+    answer: str = Field(description=rules.TEXT_RULE)
 
 
 class ExecutePlanBody(Body):
-    revision: int
+    revision: rules.JSONInt = Field(json_schema_extra=rules.integer())
 
 
 class SettingsBody(Body):
-    session_settings: dict[str, Any] = Field(
-        description="The settings the next turn starts with; {} clears them."
+    session_settings: rules.SessionSettings = Field(
+        description="The settings the next turn starts with; {} clears them. " + rules.SETTINGS_RULE
     )
 
 
@@ -111,7 +137,10 @@ def _not_blank(text: str | None, field: str) -> None:
 
 @router.get("/sessions", response_model=list[SessionSummary], summary="List sessions")
 async def list_sessions(
-    client: Client, limit: int = Query(100, description="At most this many (1 and up).")
+    client: Client,
+    limit: int = Query(
+        100, description="At most this many (1 and up).", json_schema_extra=rules.integer(1)
+    ),
 ) -> WireJSONResponse:
     """The sessions with the most recent activity first."""
     sessions = await client.list_sessions(limit)
@@ -142,7 +171,7 @@ async def start_session(body: StartSessionBody, client: Client) -> WireJSONRespo
     response_model=Snapshot,
     summary="A session's snapshot and resume token",
 )
-async def get_snapshot(session_id: str, client: Client) -> WireJSONResponse:
+async def get_snapshot(session_id: SessionIdPath, client: Client) -> WireJSONResponse:
     """State, recent messages, pending interrupts, tool calls, queue, plan and usage, read in
     one transaction with `resume_token`: the events after it are exactly those committed
     after the snapshot."""
@@ -163,10 +192,14 @@ async def get_snapshot(session_id: str, client: Client) -> WireJSONResponse:
     summary="A page of a session's messages",
 )
 async def list_messages(
-    session_id: str,
+    session_id: SessionIdPath,
     client: Client,
-    before_sequence: int | None = Query(None, description="Only messages before this one."),
-    limit: int = Query(50, description="Page size, clamped to 1..200."),
+    before_sequence: int | None = Query(
+        None, description="Only messages before this one.", json_schema_extra=rules.integer()
+    ),
+    limit: int = Query(
+        50, description="Page size, clamped to 1..200.", json_schema_extra=rules.integer()
+    ),
 ) -> WireJSONResponse:
     """Oldest first; page backwards with `next_before_sequence`."""
     page = await client.list_agent_messages(session_id, before_sequence, limit)
@@ -176,7 +209,9 @@ async def list_messages(
 @router.post(
     "/sessions/{session_id}/messages", response_model=RpcResult, summary="Send a user message"
 )
-async def send_message(session_id: str, body: UserMessageBody, client: Client) -> WireJSONResponse:
+async def send_message(
+    session_id: SessionIdPath, body: UserMessageBody, client: Client
+) -> WireJSONResponse:
     """Queues the message; the session takes it when no turn runs. False when plan mode is
     asked of a Flow without it."""
     _not_blank(body.text, "text")
@@ -188,7 +223,7 @@ async def send_message(session_id: str, body: UserMessageBody, client: Client) -
 @router.post(
     "/sessions/{session_id}/steer", response_model=RpcResult, summary="Steer the active turn"
 )
-async def steer(session_id: str, body: SteerBody, client: Client) -> WireJSONResponse:
+async def steer(session_id: SessionIdPath, body: SteerBody, client: Client) -> WireJSONResponse:
     """Redirects the active turn with new text or a queued message (give exactly one). False
     when the turn does not accept steering or the queued message is gone; with no active
     turn, text is queued."""
@@ -204,7 +239,7 @@ async def steer(session_id: str, body: SteerBody, client: Client) -> WireJSONRes
     summary="Delete a queued message",
 )
 async def delete_queued_message(
-    session_id: str, message_id: str, client: Client
+    session_id: SessionIdPath, message_id: MessageIdPath, client: Client
 ) -> WireJSONResponse:
     """False when the message is no longer queued."""
     return _result(await client.delete_queued_message(session_id, message_id))
@@ -214,7 +249,7 @@ async def delete_queued_message(
     "/sessions/{session_id}/cancel", response_model=RpcResult, summary="Cancel the active turn"
 )
 async def cancel_turn(
-    session_id: str, client: Client, body: CancelBody | None = None
+    session_id: SessionIdPath, client: Client, body: CancelBody | None = None
 ) -> WireJSONResponse:
     """Stops the active turn (or `turn_id`, when it is the active one). False when no such
     turn runs or it does not accept cancellation."""
@@ -228,7 +263,7 @@ async def cancel_turn(
     summary="Approve or reject a pending interrupt",
 )
 async def resolve_interrupt(
-    session_id: str, interrupt_id: str, body: ResolveBody, client: Client
+    session_id: SessionIdPath, interrupt_id: InterruptIdPath, body: ResolveBody, client: Client
 ) -> WireJSONResponse:
     """Approves or rejects a tool approval, or declines a question (approved: false). False
     when the interrupt is not pending or its deadline passed."""
@@ -245,7 +280,7 @@ async def resolve_interrupt(
     summary="Answer a pending question",
 )
 async def answer_question(
-    session_id: str, interrupt_id: str, body: AnswerBody, client: Client
+    session_id: SessionIdPath, interrupt_id: InterruptIdPath, body: AnswerBody, client: Client
 ) -> WireJSONResponse:
     """False when it is not a pending question, the answer is blank, or it is not one of the
     choices while free text is not allowed."""
@@ -257,7 +292,9 @@ async def answer_question(
     response_model=RpcResult,
     summary="Execute a plan revision",
 )
-async def execute_plan(session_id: str, body: ExecutePlanBody, client: Client) -> WireJSONResponse:
+async def execute_plan(
+    session_id: SessionIdPath, body: ExecutePlanBody, client: Client
+) -> WireJSONResponse:
     """False unless the session waits for a message with nothing queued and `revision` is
     its current draft or active plan."""
     return _result(await client.execute_plan(session_id, body.revision))
@@ -268,7 +305,9 @@ async def execute_plan(session_id: str, body: ExecutePlanBody, client: Client) -
     response_model=RpcResult,
     summary="Replace the session's settings",
 )
-async def update_settings(session_id: str, body: SettingsBody, client: Client) -> WireJSONResponse:
+async def update_settings(
+    session_id: SessionIdPath, body: SettingsBody, client: Client
+) -> WireJSONResponse:
     """The next turn starts with these settings. Settings start_session would refuse (not
     strict JSON, too large) are refused with 400."""
     validation.session_settings(body.session_settings)
@@ -280,7 +319,7 @@ async def update_settings(session_id: str, body: SettingsBody, client: Client) -
     response_model=list[StepExecution],
     summary="A session's Step history",
 )
-async def step_history(session_id: str, client: Client) -> WireJSONResponse:
+async def step_history(session_id: SessionIdPath, client: Client) -> WireJSONResponse:
     """Every Step execution, in order, with its status, attempts and error."""
     steps = await client.get_step_history(session_id)
     return WireJSONResponse([s.model_dump(mode="json") for s in steps])

@@ -13,8 +13,8 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from ..client import AgentClient
-from . import api, chat
-from .auth import AuthCheck, Authenticator
+from . import access, api, chat, methods, rules
+from .auth import ACCESS_ERROR_RESPONSES, AuthCheck, Authenticator
 from .errors import ERROR_RESPONSES, register_error_handlers
 from .guards import LoopbackOnly
 
@@ -48,6 +48,7 @@ def create_app(
     allow_unauthenticated: bool = False,
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     max_body_bytes: int = MAX_BODY_BYTES,
+    session_token_secret: str | None = None,
 ) -> FastAPI:
     """The web application over the sessions in `database_url` (default: as AgentClient's).
 
@@ -61,9 +62,15 @@ def create_app(
     `max_body_bytes` gets 413 (`body_too_large`) while it streams in. Without any auth, only
     requests to a loopback Host name, from no page or a loopback or CORS origin, are
     answered (`guards.py`).
+
+    Session tokens (`POST /api/sessions/{id}/tokens`, `mint_session_token`) are signed with
+    `session_token_secret`, by default `token`; with neither, the server mints none.
     """
     authenticate = Authenticator(
-        token=token, auth=auth, allow_unauthenticated=allow_unauthenticated
+        token=token,
+        auth=auth,
+        allow_unauthenticated=allow_unauthenticated,
+        session_token_secret=session_token_secret,
     )
     owned = client is None
     agent_client = client if client is not None else AgentClient(database_url)
@@ -87,14 +94,17 @@ def create_app(
     app.state.dex_heartbeat_seconds = heartbeat_seconds
     app.state.dex_authenticate = authenticate
     app.state.dex_max_body_bytes = max_body_bytes
+    app.state.dex_session_token_secret = authenticate.session_token_secret
     register_error_handlers(app)
-    for router in (api.router, chat.router):
+    for router in (api.router, chat.router, access.router):
         app.include_router(
             router,
             prefix="/api",
             dependencies=[Depends(authenticate)],
-            responses=ERROR_RESPONSES,
+            responses={**ERROR_RESPONSES, **ACCESS_ERROR_RESPONSES},
         )
+    methods.install(app)
+    rules.keep_exact_bounds(app)
     _mount_viewer(app)
     if authenticate.open:
         app.add_middleware(LoopbackOnly, origins=list(cors_origins))

@@ -30,6 +30,7 @@ from ..types import AgentUserMessage
 from .deps import Client, HeartbeatSeconds
 from .guards import GuardedRoute
 from .resume import chosen_token
+from .rules import SessionIdPath
 from .ui_follow import StreamPlan, UIChunk, follow_turn
 from .ui_messages import convert_agent_snapshot_to_ui_messages
 from .ui_stream import BrowserParts
@@ -66,7 +67,7 @@ class ChatBody(BaseModel):
     summary="Send a message or approvals and stream the turn (AI SDK UI message stream)",
 )
 async def chat(
-    session_id: str, body: ChatBody, client: Client, heartbeat_seconds: HeartbeatSeconds
+    session_id: SessionIdPath, body: ChatBody, client: Client, heartbeat_seconds: HeartbeatSeconds
 ) -> EventSourceResponse:
     """A last user message starts (or queues) a turn; a last assistant message answers the
     active turn's approvals. Either way the response streams that turn."""
@@ -96,13 +97,15 @@ async def chat(
     summary="Resume a turn's UI message stream",
 )
 async def resume(
-    session_id: str,
+    session_id: SessionIdPath,
     client: Client,
     heartbeat_seconds: HeartbeatSeconds,
     token: str | None = Query(None, description="A chunk's `id`: the UI stream resume token."),
     exact: bool = Query(False, description="Continue after the token, not from the turn's start."),
     last_event_id: str | None = Header(None, description="Wins over `token` when sent."),
-    access_token: str | None = Query(None, description="The API token, for EventSource."),
+    access_token: str | None = Query(
+        None, description="A session token (never the server's token), for EventSource."
+    ),
 ) -> Response:
     """Replays the token's turn from its start (`useChat` rebuilds the message), or with
     `exact=true` continues after the token, re-opening the parts the browser held open. A
@@ -123,7 +126,7 @@ async def resume(
     summary="The session's messages as AI SDK UI messages",
     response_model=list[dict[str, Any]],
 )
-async def ui_messages(session_id: str, client: Client) -> WireJSONResponse:
+async def ui_messages(session_id: SessionIdPath, client: Client) -> WireJSONResponse:
     """The snapshot's messages (the last 200) as `UIMessage`s: what `useChat` starts from
     after a page reload (`messages`), then `resumeStream()` for an active turn."""
     snapshot = await client.get_agent_snapshot(session_id)

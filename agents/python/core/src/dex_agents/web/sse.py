@@ -20,6 +20,7 @@ from ..errors import InvalidResumeToken
 from .deps import Client, HeartbeatSeconds
 from .guards import GuardedRoute
 from .resume import chosen_token, event_offset
+from .rules import SessionIdPath
 from .wire import Event, event_json, json_text
 
 router = APIRouter(route_class=GuardedRoute)
@@ -43,13 +44,15 @@ FALLBACK_LOOK_SECONDS = 60.0
     },
 )
 async def follow_events(
-    session_id: str,
+    session_id: SessionIdPath,
     client: Client,
     heartbeat_seconds: HeartbeatSeconds,
     after: str | None = Query(None, description="Start after this resume token [default 0]."),
     last_event_id: str | None = Header(None, description="Wins over `after` when sent."),
     # Read by the auth dependency; declared here so OpenAPI documents it.
-    access_token: str | None = Query(None, description="The token, for EventSource."),
+    access_token: str | None = Query(
+        None, description="A session token (never the server's token), for EventSource."
+    ),
 ) -> EventSourceResponse:
     """Live events from the resume token on, until the client disconnects. A token that is
     not a non-negative integer, or is beyond the session's last event, gets 400 before the
