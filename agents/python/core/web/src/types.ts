@@ -132,7 +132,7 @@ export interface SessionSnapshot {
 export interface StepExecution {
   step_execution_id: string;
   step_type: string;
-  status: "scheduled" | "waiting" | "running" | "succeeded" | "failed" | "cancelled";
+  status: "scheduled" | "waiting" | "parked" | "running" | "succeeded" | "failed" | "cancelled";
   attempts: number;
   input: string;
   error: string | null;

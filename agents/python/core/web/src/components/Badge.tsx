@@ -12,6 +12,7 @@ const TONES: Record<string, string> = {
   requested: "info",
   scheduled: "idle",
   waiting: "wait",
+  parked: "wait",
   awaiting_approval: "wait",
   awaiting_answer: "wait",
   waiting_for_timer: "wait",
