@@ -15,29 +15,19 @@ import time
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from dbos import DBOS, DBOSClient
 from sqlalchemy.engine import Connection
 
 from . import liveness, rpcs, store, texts, validation
 from .clock import utc_now
-from .db import Database, create_dbos_engine
-from .dequeue import queue_wake_key
+from .db import Database, create_dbos_engine, resolve_database_url
 from .errors import ChannelMessageNotFound as ChannelMessageNotFound
 from .errors import DatabaseNotFound as DatabaseNotFound
 from .errors import FlowTypeNotHostedWarning, InvalidInput
 from .errors import MessageTooLarge as MessageTooLarge
 from .errors import SessionExists as SessionExists
 from .events import read_events
-from .runtime import (
-    DRIVER_VERSION,
-    STEP_WORKFLOW,
-    WAKE_POLL_SECONDS,
-    Waker,
-    step_queue_name,
-    step_workflow_id,
-)
 from .types import (
     AgentEvent,
     AgentMessagesPage,
@@ -53,7 +43,11 @@ from .types import (
     TurnStatus,
     WorkerInfo,
 )
-from .worker import _database_url
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient
+
+    from .runtime import Waker
 
 T = TypeVar("T")
 
@@ -62,7 +56,7 @@ class AgentClient:
     """Async client. Every method raises `SessionNotFound` for an unknown session ID."""
 
     def __init__(self, database_url: str | None = None) -> None:
-        self.database_url = _database_url(database_url)
+        self.database_url = resolve_database_url(database_url)
         self._database: Database | None = None
         self._dbos_client: DBOSClient | None = None
         # Wake-ups for wait_for, follow_events and run_turn: started on first use, in the
@@ -84,12 +78,19 @@ class AgentClient:
             except BaseException:
                 database.close()
                 raise
-            DBOS.migrate(self.database_url)
-            self._dbos_client = DBOSClient(
-                system_database_engine=create_dbos_engine(self.database_url)
-            )
             self._database = database
         return self._database
+
+    def _ready_to_enqueue(self) -> None:
+        """DBOS's tables and client, for the writes that enqueue Steps. Reads never need
+        them, so a process that only reads (`dex-agents history`) never imports DBOS, the
+        larger part of the client's start-up."""
+        if self._dbos_client is not None:
+            return
+        from dbos import DBOS, DBOSClient
+
+        DBOS.migrate(self.database_url)
+        self._dbos_client = DBOSClient(system_database_engine=create_dbos_engine(self.database_url))
 
     async def _opened(self, *, create: bool = False) -> Database:
         """The database, opened (and migrated) on a thread the first time only."""
@@ -99,6 +100,8 @@ class AgentClient:
 
     async def _write(self, fn: Callable[[Connection], T], *, create: bool = False) -> T:
         database = await self._opened(create=create)
+        if self._dbos_client is None:  # before the transaction: DBOS migrates on its own
+            await asyncio.to_thread(self._ready_to_enqueue)
         return await database.write(fn)
 
     async def _read(self, fn: Callable[[Connection], T]) -> T:
@@ -107,6 +110,9 @@ class AgentClient:
 
     def _enqueue(self, conn: Connection, session: store.Session, step_execution_id: str) -> None:
         """Enqueues a Step on its flow type's queue, which only Workers hosting it read."""
+        from .dequeue import queue_wake_key
+        from .runtime import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name, step_workflow_id
+
         assert self._dbos_client is not None
         session_id = session.session_id
         self._dbos_client.enqueue_in_transaction(
@@ -133,6 +139,8 @@ class AgentClient:
             if task is not None:
                 with contextlib.suppress(RuntimeError):  # its loop closed
                     task.cancel()
+            from .runtime import WAKE_POLL_SECONDS, Waker
+
             waker = Waker(database, WAKE_POLL_SECONDS, prune=False, turns_only=True)
             waker.bind(loop)
             database.on_wake = waker.notify_threadsafe
