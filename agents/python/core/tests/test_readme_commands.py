@@ -35,10 +35,11 @@ def environments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield tmp_path_factory.mktemp("environments")
 
 
-def user_env(environments: Path, *extras: str) -> dict[str, str]:
+def user_env(environments: Path, *extras: str, project: str = "core") -> dict[str, str]:
     """A shell's environment in a fresh clone: not this suite's virtual environment, uv offline
-    (from its cache), and the core project's environment the fresh one for `extras`."""
-    name = "-".join(sorted(extras)) or "no-extras"
+    (from its cache), and the project's environment (agents/python/<project>) the fresh one
+    for `extras`."""
+    name = "-".join([project, *sorted(extras)])
     env = {
         k: v
         for k, v in os.environ.items()
@@ -48,7 +49,10 @@ def user_env(environments: Path, *extras: str) -> dict[str, str]:
     path = [p for p in env["PATH"].split(os.pathsep) if Path(p) != VENV_BIN]
     env["PATH"] = os.pathsep.join(path)
     env.update(UV_OFFLINE="1", UV_PROJECT_ENVIRONMENT=str(environments / name))
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # leaves the examples' directories as they were
+    # Bytecode, compiled once for all the processes of these tests, goes to a directory of
+    # its own: the examples' directories stay as they were.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(environments / "bytecode")
     return env
 
 
@@ -157,6 +161,24 @@ def test_the_fastapi_app_runs_offline_as_its_readme_says(
     assert reply.status_code == 200, log_path.read_text()
     assert reply.json()["status"] == "completed"
     assert reply.json()["answer"].startswith("The Lyon store opens at 9:00")
+
+
+@pytest.mark.parametrize(
+    ("example", "project", "answers"),
+    [("pydantic_ai_support", "pydantic-ai", "y\n"), ("openai_agents_handoff", "openai-agents", "")],
+)
+def test_an_adapters_example_runs_offline_as_its_readme_says(
+    environments: Path, tmp_path: Path, example: str, project: str, answers: str
+) -> None:
+    """The adapters' examples, with their adapter's project environment made fresh."""
+    readme = EXAMPLES / example / "README.md"
+    env = user_env(environments, project=project)
+    env["DEX_AGENTS_DATABASE_URL"] = f"sqlite:///{tmp_path / 'example.sqlite'}"
+    server, _, command = offline_block(readme)
+    assert f"--project ../../agents/python/{project} " in server + command
+    with model_server(readme, env, tmp_path / "model.log") as exports:
+        out = sh(command, readme.parent, {**env, **exports}, input=answers)
+    assert out.splitlines()[-1].startswith("Steps: StartAgentSession -> RunModel -> ")
 
 
 def test_the_demo_and_the_commands_it_prints_run_as_printed(
