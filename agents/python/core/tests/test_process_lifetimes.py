@@ -4,6 +4,7 @@ test run, a stopped scripts/test.sh); the model server binds its port again at o
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -178,3 +179,23 @@ def test_the_model_server_binds_its_port_again_at_once_after_a_kill(tmp_path: Pa
         finally:
             server.kill()
             server.wait()
+
+
+def test_a_worker_leaves_a_signal_the_application_handles_to_it() -> None:
+    """Run as a task of an application that handles SIGTERM itself (a server's shutdown),
+    the Worker does not take the signal over; Python's and asyncio.run's own it does."""
+    from dex_agents.worker import _unclaimed
+
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, lambda *_: None)
+        assert not _unclaimed(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        assert _unclaimed(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+    async def inside_asyncio_run() -> bool:
+        return _unclaimed(signal.SIGINT)
+
+    assert asyncio.run(inside_asyncio_run())

@@ -376,6 +376,8 @@ def _as_main_task(worker: Worker) -> Iterator[None]:
     signals: list[signal.Signals] = []
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
+            if not _unclaimed(sig):
+                continue  # the application handles it (a server's own shutdown)
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, worker.stop)
                 signals.append(sig)
@@ -387,6 +389,17 @@ def _as_main_task(worker: Worker) -> Iterator[None]:
         if handler is not None:
             package.removeHandler(handler)
             package.setLevel(level)
+
+
+def _unclaimed(sig: signal.Signals) -> bool:
+    """Whether the signal still has Python's or asyncio.run's own handler (no application
+    took it over): SIG_DFL, SIG_IGN (inherited by a background job), the default SIGINT
+    handler, or asyncio.run's, which cancels the main task."""
+    handler = signal.getsignal(sig)
+    if handler in (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler):
+        return True
+    func = getattr(handler, "func", None)  # asyncio.Runner's functools.partial
+    return getattr(func, "__qualname__", "") == "Runner._on_sigint"
 
 
 def _quiet_shutdown_cancellations(record: logging.LogRecord) -> bool:
