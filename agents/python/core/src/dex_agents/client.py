@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import threading
 import time
 import uuid
 import warnings
@@ -59,6 +60,7 @@ class AgentClient:
         self.database_url = resolve_database_url(database_url)
         self._database: Database | None = None
         self._dbos_client: DBOSClient | None = None
+        self._dbos_lock = threading.Lock()
         # Wake-ups for wait_for, follow_events and run_turn: started on first use, in the
         # event loop that waits.
         self._waker: Waker | None = None
@@ -85,12 +87,14 @@ class AgentClient:
         """DBOS's tables and client, for the writes that enqueue Steps. Reads never need
         them, so a process that only reads (`dex-agents history`) never imports DBOS, the
         larger part of the client's start-up."""
-        if self._dbos_client is not None:
-            return
-        from dbos import DBOS, DBOSClient
+        with self._dbos_lock:  # two first writes at once make one client
+            if self._dbos_client is not None:
+                return
+            from dbos import DBOS, DBOSClient
 
-        DBOS.migrate(self.database_url)
-        self._dbos_client = DBOSClient(system_database_engine=create_dbos_engine(self.database_url))
+            DBOS.migrate(self.database_url)
+            engine = create_dbos_engine(self.database_url)
+            self._dbos_client = DBOSClient(system_database_engine=engine)
 
     async def _opened(self, *, create: bool = False) -> Database:
         """The database, opened (and migrated) on a thread the first time only."""
