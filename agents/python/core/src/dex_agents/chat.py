@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any, Protocol
 
-from .cli_format import compact_json, one_line, truncate
+from .cli_format import compact_json, hint_command, one_line, truncate
 from .client import AgentClient
 from .flow import AgentSessionFlow, AgentSessionOptions
 from .testing import ScriptedModelServer, WorkerProcess, reply_text, reply_tools
@@ -119,8 +119,9 @@ def demo_script(server: ScriptedModelServer) -> None:
         reply_tools(("call_wait", "durable_wait", {"seconds": 3, "reason": "let the sun rise"})),
         reply_text("The wait is over: enjoy your walk along the river."),
     )
+    over = f"(The scripted demo is over. Run {hint_command()} chat --model MODEL)"
     for _ in range(50):
-        server.enqueue(reply_text("(The scripted demo is over. Run dex-agents chat --model …)"))
+        server.enqueue(reply_text(over))
 
 
 class Interrupted(Exception):
