@@ -4,9 +4,33 @@
 # Postgres tests run when DEX_AGENTS_TEST_POSTGRES_URL is set (see scripts/start-postgres.sh).
 # Usage: scripts/test.sh [package-dir ...]   (default: every agents/python/*/ with a pyproject,
 # then every agents/typescript/*/ with a ci.sh)
+# Takes about 25 minutes for everything on 2 cores; one package's directory (agents/python/core)
+# or a few make it shorter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null || python3 -m pip install --quiet uv
+
+# Each step runs as a job in a process group of its own (set -m), and SIGTERM or Ctrl-C to this
+# script stops that whole group (pytest, uv, npm and what they started) before it exits: a
+# signal to a shell script alone would leave its children running. The tests' Worker and server
+# processes, in sessions of their own, exit when pytest does (dex_agents.testing.processes).
+set -m
+step_pid=""
+stop_step() {
+  trap - TERM INT
+  if [ -n "$step_pid" ]; then kill -TERM -- "-$step_pid" 2>/dev/null || true; fi
+  exit "$1"
+}
+trap 'stop_step 143' TERM
+trap 'stop_step 130' INT
+step() {
+  "$@" &
+  step_pid=$!
+  local code=0
+  wait "$step_pid" || code=$?
+  step_pid=""
+  return "$code"
+}
 
 packages=("$@")
 if [ ${#packages[@]} -eq 0 ]; then
@@ -30,30 +54,30 @@ status=0
 for dir in "${packages[@]}"; do
   echo "=== $dir"
   if [ -f "$dir/ci.sh" ] && [ ! -f "$dir/pyproject.toml" ]; then
-    "$dir/ci.sh" || status=1
+    step "$dir/ci.sh" || status=1
     continue
   fi
   # Chained with && : errexit does not apply inside a command tested with ||.
-  (
-    cd "$dir" &&
+  step bash -c '
+    cd "$1" &&
       uv sync --locked --all-extras --quiet --compile-bytecode &&
       uv run --quiet python -m compileall -q src >/dev/null &&
       uv run --quiet ruff check . &&
       uv run --quiet ruff format --check . &&
       uv run --quiet mypy &&
       uv run pytest -q -p no:cacheprovider
-  ) || status=1
+  ' step "$dir" || status=1
 done
 # The examples (examples/) live outside the packages: the core's lint settings check them.
 # The session viewer's committed build must be what its sources build (needs Node and npm).
 if [[ " ${packages[*]} " == *" agents/python/core "* ]]; then
   echo "=== viewer build"
-  scripts/check-web-build.sh || status=1
+  step scripts/check-web-build.sh || status=1
   echo "=== examples"
-  (
+  step bash -c '
     cd agents/python/core &&
       uv run --quiet ruff check ../../../examples &&
       uv run --quiet ruff format --check ../../../examples
-  ) || status=1
+  ' || status=1
 fi
 exit $status

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -279,9 +280,11 @@ def test_events_follow_streams_until_interrupted(make_worker, model, database_ur
     assert follow.returncode == 0, stderr
     assert any('"Hi there, streaming."' in line for line in lines)
     last = lines[-1].split()[0]
+    # Started as `python -m dex_agents`, it says to continue the same way.
+    python = "python" if shutil.which("python") == sys.executable else sys.executable
     assert stderr.endswith(
         f"stopped after offset {last}; continue with: "
-        f"dex-agents events {SESSION} --after {last} --follow\n"
+        f"{python} -m dex_agents events {SESSION} --after {last} --follow\n"
     )
 
 

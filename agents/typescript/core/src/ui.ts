@@ -8,7 +8,11 @@
  * and a `dynamic-tool` part per tool call with its result. The active turn's tool calls come
  * from its records, with `approval-requested` for a pending approval and a
  * `data-dex-question` part for a pending question. The notes the session stores as user
- * messages for the model are left out: the tool parts already show those calls.
+ * messages for the model are left out: the tool parts already show those calls. So is a user
+ * message that continues a turn already under way (a Stepwise `decide_turn_continuation`
+ * message, stored after the turn's model output): the turn's stream shows none and goes on in
+ * the same assistant message with a new step, so the model output after it begins a step here
+ * too.
  */
 
 import type { AgentInterrupt, Message, Snapshot, ToolCall } from "./client.js";
@@ -138,16 +142,27 @@ function questionPart(interrupt: AgentInterrupt): UIPart {
 /** The snapshot's messages as AI SDK UI messages, for a page reload. */
 export function convertAgentSnapshotToUIMessages(snapshot: Snapshot): UIMessage[] {
   const messages: UIMessage[] = [];
+  const underWay = new Set<string>(); // the turns with model output so far
   for (const message of snapshot.messages) {
     if (message.role === "user") {
-      if (!isNote(message)) messages.push(userMessage(message));
+      if (isNote(message)) continue;
+      // A message that continues its turn: the turn's next model output begins a step.
+      if (underWay.has(message.turnId)) startStep(turnMessage(messages, message.turnId));
+      else messages.push(userMessage(message));
       continue;
     }
+    underWay.add(message.turnId);
     addToTurn(turnMessage(messages, message.turnId), message);
   }
   const active = snapshot.state?.activeTurnId ?? null;
   if (active !== null) addActiveTurn(turnMessage(messages, active), snapshot, active);
   return messages;
+}
+
+/** The turn's next model output begins a step of its own, as its stream's does. */
+function startStep(ui: UIMessage): void {
+  const last = ui.parts.at(-1);
+  if (last !== undefined && last.type !== "step-start") ui.parts.push({ type: "step-start" });
 }
 
 function isNote(message: Message): boolean {

@@ -23,11 +23,11 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any, Protocol
 
-from .cli_format import compact_json, one_line, truncate
+from .cli_format import compact_json, hint_command, one_line, truncate
 from .client import AgentClient
 from .flow import AgentSessionFlow, AgentSessionOptions
 from .testing import ScriptedModelServer, WorkerProcess, reply_text, reply_tools
@@ -119,8 +119,9 @@ def demo_script(server: ScriptedModelServer) -> None:
         reply_tools(("call_wait", "durable_wait", {"seconds": 3, "reason": "let the sun rise"})),
         reply_text("The wait is over: enjoy your walk along the river."),
     )
+    over = f"(The scripted demo is over. Run {hint_command()} chat --model MODEL)"
     for _ in range(50):
-        server.enqueue(reply_text("(The scripted demo is over. Run dex-agents chat --model …)"))
+        server.enqueue(reply_text(over))
 
 
 class Interrupted(Exception):
@@ -210,6 +211,11 @@ class Status:
             await asyncio.sleep(0.1)
 
 
+def plain_hint(*args: str) -> str:
+    """A `dex-agents` command line, for a chat not started by the command line."""
+    return " ".join(["dex-agents", *args])
+
+
 class Chat:
     def __init__(
         self,
@@ -217,9 +223,11 @@ class Chat:
         session_id: str,
         prompter: Prompter | None = None,
         status: Status | None = None,
+        hint: Callable[..., str] | None = None,
     ) -> None:
         self.client = client
         self.session_id = session_id
+        self.hint = hint or plain_hint
         self.prompter = prompter or LinePrompter()
         self.status = status or Status(enabled=False)
         self.offset = 0
@@ -239,10 +247,8 @@ class Chat:
             return
         print(f"--- the last {len(page.messages)} messages of this session ---")
         if page.next_before_sequence is not None:
-            print(
-                f"(earlier: dex-agents messages {self.session_id} "
-                f"--before {page.next_before_sequence})"
-            )
+            before = str(page.next_before_sequence)
+            print(f"(earlier: {self.hint('messages', self.session_id, '--before', before)})")
         for message in page.messages:
             print(history_line(message))
         print("---")
@@ -413,7 +419,12 @@ def history_line(message: AgentMessage) -> str:
     return prefix + truncate(one_line(body), LINE_WIDTH - len(prefix))
 
 
-async def run_chat(database_url: str, model: str | None, session_id: str | None) -> None:
+async def run_chat(
+    database_url: str,
+    model: str | None,
+    session_id: str | None,
+    hint: Callable[..., str] = plain_hint,
+) -> None:
     loop = asyncio.get_running_loop()
     main_task = asyncio.current_task()
     assert main_task is not None
@@ -445,11 +456,12 @@ async def run_chat(database_url: str, model: str | None, session_id: str | None)
             session_id,
             TerminalPrompter() if terminal else LinePrompter(),
             Status(enabled=terminal),
+            hint,
         )
         await chat.catch_up()
         if resumed:
             await chat.show_history()
-        print(f"Session {session_id}: resume it with dex-agents chat --session {session_id}")
+        print(f"Session {session_id}: resume it with {hint('chat', '--session', session_id)}")
         snapshot = await client.get_agent_snapshot(session_id)
         if snapshot.state and snapshot.state.active_turn_id:
             print("(resuming the turn that was running)")
@@ -483,8 +495,15 @@ async def chat_loop(chat: Chat) -> None:
         await chat.run_turn(text)
 
 
-def main(database_url: str, model: str | None, session_id: str | None) -> None:
+def main(
+    database_url: str,
+    model: str | None,
+    session_id: str | None,
+    hint: Callable[..., str] = plain_hint,
+) -> None:
+    """Runs the chat; `hint(*args)` is the command line of the `dex-agents` command `args` on
+    the same database (and model), as the user can type it."""
     try:
-        asyncio.run(run_chat(database_url, model, session_id))
+        asyncio.run(run_chat(database_url, model, session_id, hint))
     except KeyboardInterrupt:
         print("\nbye", file=sys.stderr)

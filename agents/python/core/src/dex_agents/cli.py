@@ -1,32 +1,35 @@
-"""The `dex-agents` command line."""
+"""The `dex-agents` command line.
+
+It answers at once: this module imports only click and rich, and each command imports what
+it needs when it runs (the client, SQLAlchemy, a Worker and DBOS, the web app), so
+`dex-agents --help` costs no database library, and the read commands never import DBOS
+(bench/cli_startup.py measures it).
+
+Every command it prints for the user to run next (a hint) runs as printed: it starts the way
+this command was started (`hint_command`) and names the same database.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import io
 import json
-import logging
-import secrets
+import os
 import signal
 import sys
-import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import TypeAdapter
+from click.core import ParameterSource
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from . import liveness
 from .cli_format import (
     EMPTY,
     ROLE_STYLES,
+    command_line,
     compact_json,
     echo,
     fields,
@@ -39,23 +42,28 @@ from .cli_format import (
     table,
     truncate,
 )
-from .client import AgentClient
-from .db import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, one_line_error
 from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFound
-from .flow import AgentSessionFlow
 from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
-from .types import (
-    AgentEvent,
-    AgentInterrupt,
-    AgentMessage,
-    AgentSnapshot,
-    AgentToolCall,
-    AgentUsage,
-    PendingUserMessage,
-    StepExecution,
-    WorkerInfo,
-)
-from .worker import Worker, load_flows
+
+if TYPE_CHECKING:
+    from .client import AgentClient
+    from .flow import AgentSessionFlow
+    from .types import (
+        AgentEvent,
+        AgentInterrupt,
+        AgentMessage,
+        AgentSnapshot,
+        AgentToolCall,
+        AgentUsage,
+        PendingUserMessage,
+        StepExecution,
+        WorkerInfo,
+    )
+
+COMMANDLINE = ParameterSource.COMMANDLINE
+# As dex_agents.db defines them (which imports SQLAlchemy); a test keeps them equal.
+DATABASE_URL_ENV = "DEX_AGENTS_DATABASE_URL"
+DEFAULT_DATABASE_URL = "sqlite:///dex_agents.sqlite"
 
 T = TypeVar("T")
 
@@ -112,6 +120,8 @@ def worker(
     DEX_AGENTS_WORKER_DRAIN_SECONDS, default 20); a second signal stops at once. A database
     that does not answer yet is waited for.
     """
+    import logging
+
     if target is None and not remotes and remote_config is None:
         raise click.UsageError("give TARGET (module:attribute), --remote or --remote-config")
     logging.basicConfig(
@@ -130,6 +140,7 @@ def _worker_flows(
 ) -> list[AgentSessionFlow]:
     """The flows of TARGET, then those of --remote and --remote-config (each described)."""
     from .remote import parse_remote, remote_flow, remote_flows_from_config
+    from .worker import load_flows
 
     flows = load_flows(target) if target is not None else []
     for value in remotes:
@@ -147,6 +158,11 @@ def _run_worker(
     remotes: Sequence[str] = (),
     remote_config: str | None = None,
 ) -> None:
+    import asyncio
+    import gc
+
+    from .worker import Worker
+
     flows = _worker_flows(target, remotes, remote_config)
     runner = Worker(flows, database_url=database_url, worker_id=worker_id)
     # What the imports built lives as long as the process: kept out of the collector's full
@@ -155,17 +171,16 @@ def _run_worker(
     gc.collect()
     gc.freeze()
 
-    async def run() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, runner.stop)
-        await runner.run()
-
-    asyncio.run(run())
+    # Worker.run stops cleanly on SIGTERM and Ctrl-C, as the program's main task.
+    asyncio.run(runner.run())
 
 
 def _worker_failure(error: Exception, database_url: str | None, what: str = "the Worker") -> str:
     """One line: what is wrong and what to do."""
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    from .db import one_line_error
+
     if isinstance(error, DexAgentsError):
         return str(error)
     check = f"check --database-url or {DATABASE_URL_ENV}"
@@ -183,10 +198,10 @@ def _worker_failure(error: Exception, database_url: str | None, what: str = "the
 @click.option("--database-url", envvar="DEX_AGENTS_DATABASE_URL", default=None, metavar="URL")
 def demo(database_url: str | None) -> None:
     """Run a durable session offline: a read, an approval, a SIGKILL, the Step history."""
+    from .db import resolve_database_url
     from .demo import run_demo
-    from .worker import _database_url
 
-    run_demo(_database_url(database_url))
+    run_demo(resolve_database_url(database_url), hint=hint)
 
 
 @cli.command()
@@ -196,9 +211,13 @@ def demo(database_url: str | None) -> None:
 def chat(database_url: str | None, model: str | None, session_id: str | None) -> None:
     """Chat with a durable agent in the terminal (needs the stepwise extra)."""
     from .chat import main as chat_main
-    from .worker import _database_url
+    from .db import resolve_database_url
 
-    chat_main(_database_url(database_url), model, session_id)
+    def resume_hint(*args: str) -> str:  # resuming the chat keeps its model
+        resumes = model is not None and args[:1] == ("chat",)
+        return hint(*args, *(["--model", model] if resumes and model else []))
+
+    chat_main(resolve_database_url(database_url), model, session_id, hint=resume_hint)
 
 
 def main() -> None:
@@ -207,7 +226,43 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+    _exit_with_parent()
     cli()
+
+
+PARENT_PID_ENV = "DEX_AGENTS_PARENT_PID"
+"""Set by the test harness (dex_agents.testing.processes) to its own process ID: the command
+stops when that process is gone, however it ended (SIGKILL too)."""
+ORPHAN_CHECK_SECONDS = 0.5
+ORPHAN_STOP_SECONDS = 30.0
+
+
+def _exit_with_parent() -> None:
+    """With PARENT_PID_ENV set, a thread watches the parent: once this process has another
+    (the parent died), SIGTERM stops this process's group cleanly, and SIGKILL follows if it
+    is still there ORPHAN_STOP_SECONDS later. The variable is removed from the environment, so
+    that what this process starts does not watch a process that is not its parent."""
+    value = os.environ.pop(PARENT_PID_ENV, "")
+    if not value.isdigit():
+        return
+    import threading
+    import time
+
+    parent = int(value)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_CHECK_SECONDS)
+        group = os.getpgrp()
+        leader = group == os.getpid()  # the harness starts it in a session of its own
+        for sig, pause in ((signal.SIGTERM, ORPHAN_STOP_SECONDS), (signal.SIGKILL, 0.0)):
+            if leader:
+                os.killpg(group, sig)
+            else:
+                os.kill(os.getpid(), sig)
+            time.sleep(pause)
+
+    threading.Thread(target=watch, name="dex-agents-parent-watch", daemon=True).start()
 
 
 @cli.command("model-server")
@@ -237,6 +292,11 @@ def model_server(script_path: str, port: int, once: bool) -> None:
 
 
 WEB_TOKEN_ENV = "DEX_AGENTS_WEB_TOKEN"
+WEB_EXTRA_HINT = (
+    "from a clone of the repository, run it as `uv run --project agents/python/core --extra "
+    "web dex-agents serve`; from the wheels scripts/build.sh builds, install it with "
+    "`pip install --find-links dist 'dex-agents[web]'`"
+)
 
 
 @cli.command()
@@ -325,13 +385,16 @@ def serve(
     SIGTERM stops it, closing open streams within a few seconds. --no-auth serves loopback
     only: it needs a loopback --host, and answers only loopback Host names.
     """
+    import asyncio
+    import secrets
+
     try:
         from .web.guards import is_loopback_name
         from .web.serve import TransportLimits, viewer_url
         from .web.serve import serve as run_server
     except ImportError as error:
         raise CliError(
-            f"dex-agents serve needs the web extra ({error}): pip install 'dex-agents[web]'"
+            f"dex-agents serve needs the web extra ({error}): {WEB_EXTRA_HINT}"
         ) from None
     if no_auth and token:
         raise CliError(f"--no-auth and --token (or {WEB_TOKEN_ENV}) exclude each other")
@@ -399,6 +462,11 @@ session_argument = click.argument("session_id")
 
 def _call(database_url: str | None, call: Callable[[AgentClient], Awaitable[T]]) -> T:
     """Runs `call` with a client of the database; expected failures become a CliError."""
+    import asyncio
+
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    from .client import AgentClient
 
     async def run() -> T:
         async with AgentClient(database_url) as client:
@@ -407,7 +475,10 @@ def _call(database_url: str | None, call: Callable[[AgentClient], Awaitable[T]])
     try:
         return asyncio.run(run())
     except SessionNotFound as error:
-        raise CliError(f"{error} (database: {_display_url(database_url)})") from None
+        raise CliError(
+            f"no agent session {error.session_id!r}: check the ID with `{hint('sessions')}` "
+            f"(database: {_display_url(database_url)})"
+        ) from None
     except (ValueError, DexAgentsError) as error:
         raise CliError(str(error)) from None
     except (ArgumentError, DBAPIError) as error:
@@ -418,7 +489,20 @@ def _call(database_url: str | None, call: Callable[[AgentClient], Awaitable[T]])
         ) from None
 
 
+def hint(*args: str) -> str:
+    """A command for the user to run next, as printed: started as this one was, on the same
+    database (`command_line`)."""
+    context = click.get_current_context(silent=True)
+    url = context.params.get("database_url") if context is not None else None
+    if context is None or context.get_parameter_source("database_url") != COMMANDLINE:
+        url = None  # the default, or the environment's, which the next command reads too
+    return command_line(*args, database_url=url if isinstance(url, str) else None)
+
+
 def _display_url(database_url: str | None) -> str:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     url = database_url or DEFAULT_DATABASE_URL
     try:
         return make_url(url).render_as_string(hide_password=True)
@@ -456,7 +540,7 @@ def sessions(database_url: str | None, limit: int, as_json: bool) -> None:
     if not summaries:
         click.echo(
             f"no sessions in {_display_url(database_url)}; "
-            "start one with `dex-agents start FLOW_TYPE MESSAGE`"
+            f"start one with `{hint('start', 'FLOW_TYPE', 'MESSAGE')}`"
         )
         return
     headers = ["SESSION ID", "FLOW TYPE", "STATUS", "TURNS", "ACTIVE TURN", "CREATED"]
@@ -486,7 +570,7 @@ def workers(database_url: str | None, as_json: bool) -> None:
     if not found:
         click.echo(
             f"no Workers have run on {_display_url(database_url)}; "
-            "start one with `dex-agents worker module:flows`"
+            f"start one with `{hint('worker', 'module:flows')}`"
         )
         return
     now = datetime.now(UTC)
@@ -508,6 +592,8 @@ def workers(database_url: str | None, as_json: bool) -> None:
 
 def _worker_state(worker: WorkerInfo, now: datetime) -> str:
     """`silent` for a running Worker past its lease: a live Worker takes its Steps over."""
+    from . import liveness
+
     if worker.state == "running" and not liveness.seems_live(worker, now):
         return "silent"
     return worker.state
@@ -532,6 +618,8 @@ def start(
 
     The session of FLOW_TYPE starts with MESSAGE, if given, once a Worker that hosts
     FLOW_TYPE runs (`dex-agents worker module:flows`)."""
+    import warnings
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FlowTypeNotHostedWarning)
         new_id = _call(
@@ -572,7 +660,7 @@ def send(database_url: str | None, session_id: str, message: str) -> None:
         return
     click.echo(
         f"queued behind the running turn {state.active_turn_id} as {queued_id}; it starts the "
-        f"next turn (dex-agents steer {session_id} --queued {queued_id} redirects the running "
+        f"next turn ({hint('steer', session_id, '--queued', queued_id)} redirects the running "
         "turn with it)"
     )
 
@@ -657,7 +745,8 @@ def steer(
     if not steered:
         raise CliError(
             "nothing was steered: give exactly one of MESSAGE or --queued, a non-blank "
-            "message, or the ID of a message that is still queued (see dex-agents snapshot)"
+            "message, or the ID of a message that is still queued "
+            f"(see {hint('snapshot', session_id)})"
         )
     click.echo("steered")
 
@@ -724,8 +813,8 @@ def _not_pending(
     if match is not None and match.kind == "question" and approved:
         return (
             f"interrupt {interrupt_id} is a question, not a tool approval: answer it with "
-            f"dex-agents answer {session_id} {interrupt_id} TEXT, or decline it with "
-            f"dex-agents reject {session_id} {interrupt_id}"
+            f"{hint('answer', session_id, interrupt_id, 'TEXT')}, or decline it with "
+            f"{hint('reject', session_id, interrupt_id)}"
         )
     ids = ", ".join(i.interrupt_id for i in pending) or "none"
     return (
@@ -833,12 +922,12 @@ def _resolve_hint(session_id: str, interrupt: AgentInterrupt) -> str:
     first = interrupt.interrupt_id
     if interrupt.kind == "question":
         return (
-            f"  answer with: dex-agents answer {session_id} {first} TEXT  |  "
-            f"decline: dex-agents reject {session_id} {first}"
+            f"  answer with: {hint('answer', session_id, first, 'TEXT')}  |  "
+            f"decline: {hint('reject', session_id, first)}"
         )
     return (
-        f"  resolve with: dex-agents approve {session_id} {first}  |  "
-        f"dex-agents reject {session_id} {first} --message TEXT"
+        f"  resolve with: {hint('approve', session_id, first)}  |  "
+        f"{hint('reject', session_id, first, '--message', 'TEXT')}"
     )
 
 
@@ -900,7 +989,8 @@ def _recent_messages_section(session_id: str, messages: list[AgentMessage], coun
         transcript(shown),
     ]
     if shown[0].sequence > 1:
-        section.append(f"earlier: dex-agents messages {session_id} --before {shown[0].sequence}")
+        earlier = hint("messages", session_id, "--before", str(shown[0].sequence))
+        section.append(f"earlier: {earlier}")
     return section
 
 
@@ -961,9 +1051,9 @@ def messages(
     if page.next_before_sequence is None:
         click.echo("(from the first message)")
     else:
-        more = "" if limit == LIST_MESSAGES_DEFAULT_LIMIT else f" --limit {limit}"
-        before_hint = f"--before {page.next_before_sequence}{more}"
-        click.echo(f"(earlier messages: dex-agents messages {session_id} {before_hint})")
+        more = [] if limit == LIST_MESSAGES_DEFAULT_LIMIT else ["--limit", str(limit)]
+        earlier = hint("messages", session_id, "--before", str(page.next_before_sequence), *more)
+        click.echo(f"(earlier messages: {earlier})")
     echo(transcript(page.messages, full=full))
 
 
@@ -981,6 +1071,10 @@ def history(database_url: str | None, session_id: str, as_json: bool) -> None:
     scheduled."""
     steps = _call(database_url, lambda client: client.get_step_history(session_id))
     if as_json:
+        from pydantic import TypeAdapter
+
+        from .types import StepExecution
+
         click.echo(TypeAdapter(list[StepExecution]).dump_json(steps, indent=2).decode())
         return
     click.echo(" -> ".join(step.step_type for step in steps))
@@ -1048,7 +1142,7 @@ def _follow(database_url: str | None, session_id: str, printer: EventPrinter) ->
         printer.close()
         click.echo(
             f"stopped after offset {printer.last_offset}; continue with: "
-            f"dex-agents events {session_id} --after {printer.last_offset} --follow",
+            f"{hint('events', session_id, '--after', str(printer.last_offset), '--follow')}",
             err=True,
         )
 

@@ -1,4 +1,5 @@
-"""Formatting for the CLI: tables (rich), truncation, times and durations.
+"""Formatting for the CLI: tables (rich), truncation, times and durations, and the commands
+it prints for the user to run next.
 
 Tables are rich renderables printed by `echo`. On a terminal they take its width and colors;
 anywhere else (a pipe, a file, a test) they are plain text with no ANSI codes and no trailing
@@ -8,10 +9,14 @@ spaces, one row per line, `PLAIN_WIDTH` columns wide (wider only to keep IDs who
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import IO
 
 import click
@@ -51,6 +56,61 @@ STATUS_STYLES = {
 ROLE_STYLES = {"user": "cyan", "assistant": "green", "tool": "magenta"}
 
 _WHITESPACE = re.compile(r"\s+")
+
+PROGRAM = "dex-agents"
+COMMAND_ENV = "DEX_AGENTS_COMMAND"
+"""How to start the command line, for the commands it prints: for a wrapper that starts it in a
+way `hint_command` cannot see."""
+
+
+def hint_command() -> str:
+    """How the user started this command line, as they can type it again where they stand:
+    `dex-agents` when that is the one on the PATH; run by `uv run --project DIR`, the same
+    command with DIR relative to the working directory; `python -m dex_agents` by the same
+    interpreter; else the program's own path. COMMAND_ENV overrides it."""
+    configured = os.environ.get(COMMAND_ENV, "").strip()
+    if configured:
+        return configured
+    program = Path(sys.argv[0]).absolute() if sys.argv and sys.argv[0] else None
+    if program is not None and program.name == "__main__.py":  # python -m dex_agents
+        python = "python" if _on_path("python", Path(sys.executable)) else sys.executable
+        return f"{shlex.quote(python)} -m dex_agents"
+    if program is None or program.name != PROGRAM:
+        return PROGRAM  # not started as the command (embedded, a test's runner)
+    project = _uv_project(program)
+    if project is not None:
+        return f"uv run --project {shlex.quote(os.path.relpath(project))} {PROGRAM}"
+    if _on_path(PROGRAM, program):
+        return PROGRAM
+    return shlex.quote(str(program))
+
+
+def _uv_project(program: Path) -> Path | None:
+    """The project whose environment `uv run` ran `program` in: the one of its `.venv`, else
+    (an environment set by UV_PROJECT_ENVIRONMENT) the project this package is installed from
+    in editable mode; None outside `uv run`, which sets UV (and puts the environment's bin on
+    the PATH, where `dex-agents` would be found only under `uv run`)."""
+    if "UV" not in os.environ:
+        return None
+    candidates = [program.parents[2]] if program.parent.parent.name == ".venv" else []
+    candidates.append(Path(__file__).resolve().parents[2])  # src/dex_agents/cli_format.py
+    return next((c for c in candidates if (c / "pyproject.toml").is_file()), None)
+
+
+def _on_path(name: str, program: Path) -> bool:
+    found = shutil.which(name)
+    return found is not None and os.path.normpath(os.path.abspath(found)) == os.path.normpath(
+        program
+    )
+
+
+def command_line(*args: str, database_url: str | None = None) -> str:
+    """A `dex-agents` command the user can run as printed: `hint_command()`, the arguments,
+    and the database this one used when it was not the default."""
+    words = list(args)
+    if database_url:
+        words += ["--database-url", database_url]
+    return " ".join([hint_command(), *(shlex.quote(word) for word in words)])
 
 
 def one_line(text: str) -> str:

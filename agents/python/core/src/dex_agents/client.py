@@ -11,25 +11,24 @@ import asyncio
 import contextlib
 import json
 import os
+import threading
 import time
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from dbos import DBOS
 from sqlalchemy.engine import Connection
 
 from . import liveness, rpcs, store, texts, validation
 from .clock import utc_now
-from .db import Database
+from .db import Database, resolve_database_url
 from .errors import ChannelMessageNotFound as ChannelMessageNotFound
 from .errors import DatabaseNotFound as DatabaseNotFound
 from .errors import FlowTypeNotHostedWarning, InvalidInput
 from .errors import MessageTooLarge as MessageTooLarge
 from .errors import SessionExists as SessionExists
 from .events import read_events
-from .runtime import WAKE_POLL_SECONDS, Waker
 from .types import (
     AgentEvent,
     AgentMessagesPage,
@@ -45,7 +44,9 @@ from .types import (
     TurnStatus,
     WorkerInfo,
 )
-from .worker import _database_url
+
+if TYPE_CHECKING:
+    from .runtime import Waker
 
 T = TypeVar("T")
 
@@ -54,8 +55,10 @@ class AgentClient:
     """Async client. Every method raises `SessionNotFound` for an unknown session ID."""
 
     def __init__(self, database_url: str | None = None) -> None:
-        self.database_url = _database_url(database_url)
+        self.database_url = resolve_database_url(database_url)
         self._database: Database | None = None
+        self._dbos_migrated = False
+        self._dbos_lock = threading.Lock()
         # Wake-ups for wait_for, follow_events and run_turn: started on first use, in the
         # event loop that waits.
         self._waker: Waker | None = None
@@ -75,9 +78,20 @@ class AgentClient:
             except BaseException:
                 database.close()
                 raise
-            DBOS.migrate(self.database_url)
             self._database = database
         return self._database
+
+    def _ready_to_enqueue(self) -> None:
+        """DBOS's tables, for the writes that enqueue Steps (a session's first Step, a parked
+        Step's wake). Reads never need them, so a process that only reads (`dex-agents
+        history`) never imports DBOS, the larger part of the client's start-up."""
+        with self._dbos_lock:  # two first writes at once migrate once
+            if self._dbos_migrated:
+                return
+            from dbos import DBOS
+
+            DBOS.migrate(self.database_url)
+            self._dbos_migrated = True
 
     async def _opened(self, *, create: bool = False) -> Database:
         """The database, opened (and migrated) on a thread the first time only."""
@@ -87,6 +101,8 @@ class AgentClient:
 
     async def _write(self, fn: Callable[[Connection], T], *, create: bool = False) -> T:
         database = await self._opened(create=create)
+        if not self._dbos_migrated:  # before the transaction: DBOS migrates on its own
+            await asyncio.to_thread(self._ready_to_enqueue)
         return await database.write(fn)
 
     async def _read(self, fn: Callable[[Connection], T]) -> T:
@@ -111,6 +127,8 @@ class AgentClient:
             if task is not None:
                 with contextlib.suppress(RuntimeError):  # its loop closed
                     task.cancel()
+            from .runtime import WAKE_POLL_SECONDS, Waker
+
             waker = Waker(database, WAKE_POLL_SECONDS, prune=False, turns_only=True)
             waker.bind(loop)
             database.on_wake = waker.notify_threadsafe

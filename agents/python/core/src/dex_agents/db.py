@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
@@ -235,6 +236,16 @@ def database_url(explicit: str | None = None) -> str:
 
 def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
+
+
+def resolve_database_url(explicit: str | None) -> str:
+    """The URL to open: `explicit`, else the environment's, else the default; a relative
+    SQLite path made absolute (the working directory's: DBOS and SQLAlchemy agree on it only
+    when it is absolute), a Postgres one on psycopg 3."""
+    url = database_url(explicit)
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        url = "sqlite:///" + str(Path(url.removeprefix("sqlite:///")).resolve())
+    return normalize_url(url)
 
 
 def normalize_url(url: str) -> str:

@@ -90,7 +90,17 @@ def _idle(turns: int) -> Callable[[AgentSnapshot], bool]:
     )
 
 
-def run_demo(database_url: str, say: Callable[[str], None] = print) -> None:
+def _plain_hint(*args: str) -> str:
+    return " ".join(["dex-agents", *args])
+
+
+def run_demo(
+    database_url: str,
+    say: Callable[[str], None] = print,
+    hint: Callable[..., str] = _plain_hint,
+) -> None:
+    """Runs the demo on `database_url`; `hint(*args)` is the command line that runs the
+    `dex-agents` command `args` on the same database, as the user can type it."""
     tool_log = ToolRunLog(Path(tempfile.mkdtemp()) / "tools.jsonl")
     with ScriptedModelServer() as model:
         _script(model)
@@ -129,7 +139,7 @@ def run_demo(database_url: str, say: Callable[[str], None] = print) -> None:
                 f"send_email ran {tool_log.count('send_email')} time(s); get_weather ran "
                 f"{tool_log.count('get_weather')} time(s)."
             )
-            say(f"\nInspect it: dex-agents history {session}   (and: snapshot, events, messages)")
+            say(f"\nInspect it: {hint('history', session)}   (and: snapshot, events, messages)")
         finally:
             worker.stop()
             client.close()

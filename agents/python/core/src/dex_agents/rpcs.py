@@ -8,6 +8,7 @@ its Steps or not at all.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -16,8 +17,6 @@ from sqlalchemy.engine import Connection
 from . import store, texts
 from .clock import now_text, parse_time, utc_now
 from .errors import ChannelMessageNotFound, SessionExists
-from .steps import STEP_HANDLERS
-from .steps.common import interrupt_resolved_payload
 from .store import (
     INTERRUPT_RESOLUTIONS,
     PLAN_EXECUTIONS,
@@ -43,10 +42,22 @@ from .types import (
 # Enqueues a Step execution of a session on its flow type's queue, in the transaction.
 Enqueue = Callable[[Connection, store.Session, str], None]
 
-# The Steps cancel_turn stops, including a running attempt: a fact each Step type states.
-CANCELLED_BY_CANCEL_TURN = tuple(
-    step_type for step_type, handler in STEP_HANDLERS.items() if handler.cancelled_by_cancel_turn
-)
+
+@functools.cache
+def cancelled_by_cancel_turn() -> tuple[str, ...]:
+    """The Steps cancel_turn stops, including a running attempt: a fact each Step type states.
+    (The Step handlers load on first use: a process that only reads, such as `dex-agents
+    history`, never imports them.)"""
+    from .steps import STEP_HANDLERS
+
+    handlers = STEP_HANDLERS.items()
+    return tuple(step_type for step_type, handler in handlers if handler.cancelled_by_cancel_turn)
+
+
+def __getattr__(name: str) -> object:
+    if name == "CANCELLED_BY_CANCEL_TURN":  # its name before it loaded on first use
+        return cancelled_by_cancel_turn()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def start_session(
@@ -154,7 +165,7 @@ def cancel_turn(conn: Connection, session_id: str, turn_id: str | None, enqueue:
         return True
     active = state.active_turn_id
     session.turn_cancellation = TurnCancellationRequest(turn_id=active, requested_at=now_text())
-    for step in store.open_steps(conn, session_id, CANCELLED_BY_CANCEL_TURN):
+    for step in store.open_steps(conn, session_id, cancelled_by_cancel_turn()):
         store.update_step(
             conn, session_id, step.step_execution_id, status="cancelled", ended_at=now_text()
         )
@@ -190,6 +201,8 @@ def resolve_interrupt(
         return False
     message = None if approved else rejection_message
     resolution = AgentInterruptResolution(approved=approved, rejection_message=message)
+    from .steps.common import interrupt_resolved_payload
+
     payload = interrupt_resolved_payload(interrupt, approved=approved, rejection_message=message)
     _publish_resolution(conn, session, interrupt, resolution, payload)
     return True
@@ -203,6 +216,8 @@ def answer_question(conn: Connection, session_id: str, interrupt_id: str, answer
     if interrupt.choices and not interrupt.allows_free_text and answer not in interrupt.choices:
         return False
     resolution = AgentInterruptResolution(approved=True, answer=answer)
+    from .steps.common import interrupt_resolved_payload
+
     payload = interrupt_resolved_payload(
         interrupt, approved=True, rejection_message=None, answered=True
     )

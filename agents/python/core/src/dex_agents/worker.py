@@ -8,10 +8,12 @@ import functools
 import importlib
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,11 +30,10 @@ from .db import (
     Database,
     QuietOutageFilter,
     create_dbos_engine,
-    database_url,
     is_sqlite,
     is_unavailable_text,
-    normalize_url,
     one_line_error,
+    resolve_database_url,
 )
 from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
@@ -122,7 +123,20 @@ class Worker:
         self.runtime: Runtime | None = None
 
     async def run(self) -> None:
-        """Runs until `stop()` is called or the task is cancelled."""
+        """Runs until `stop()` is called or the task is cancelled.
+
+        As the program's main task (`asyncio.run(Worker(flows).run())`, as `dex-agents worker`
+        runs it), it behaves like `dex-agents worker`: with logging not configured it logs its
+        start (the flows it hosts) and its stop to standard error, and SIGTERM or Ctrl-C stop
+        it cleanly, with no traceback (a second signal stops at once). Run by `async with`,
+        it leaves logging and signals to the application."""
+        if self._task is not None:  # started by __aenter__
+            await self._run()
+            return
+        with _as_main_task(self):
+            await self._run()
+
+    async def _run(self) -> None:
         database = Database(self.database_url)
         if not await _wait_for_database(database, self._stopped):
             database.close()
@@ -366,17 +380,57 @@ def _recover_workflows(
     return recovered
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+@contextlib.contextmanager
+def _as_main_task(worker: Worker) -> Iterator[None]:
+    """Logging of this package to standard error when the program configured none, and
+    SIGTERM and SIGINT (Ctrl-C) calling `worker.stop()`, for as long as the Worker runs."""
+    package = logging.getLogger("dex_agents")
+    handler: logging.Handler | None = None
+    if not logging.getLogger().handlers and not package.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        package.addHandler(handler)
+    level = package.level
+    if handler is not None and level == logging.NOTSET:
+        package.setLevel(logging.INFO)
+    loop = asyncio.get_running_loop()
+    signals: list[signal.Signals] = []
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if not _unclaimed(sig):
+                continue  # the application handles it (a server's own shutdown)
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, worker.stop)
+                signals.append(sig)
+    try:
+        yield
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        if handler is not None:
+            package.removeHandler(handler)
+            package.setLevel(level)
+
+
+def _unclaimed(sig: signal.Signals) -> bool:
+    """Whether the signal still has Python's or asyncio.run's own handler (no application
+    took it over): SIG_DFL, SIG_IGN (inherited by a background job), the default SIGINT
+    handler, or asyncio.run's, which cancels the main task."""
+    handler = signal.getsignal(sig)
+    if handler in (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler):
+        return True
+    func = getattr(handler, "func", None)  # asyncio.Runner's functools.partial
+    return getattr(func, "__qualname__", "") == "Runner._on_sigint"
+
+
 def _quiet_shutdown_cancellations(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("Asyncio task cancelled for workflow or step")
 
 
-def _database_url(explicit: str | None) -> str:
-    url = database_url(explicit)
-    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
-        # A relative SQLite path means the working directory; DBOS and SQLAlchemy agree on it
-        # only when it is absolute.
-        url = "sqlite:///" + str(Path(url.removeprefix("sqlite:///")).resolve())
-    return normalize_url(url)
+_database_url = resolve_database_url
 
 
 def _display_url(url: str) -> str:

@@ -252,7 +252,8 @@ def test_a_missing_litellm_names_the_extra() -> None:
         "try:\n"
         "    model.litellm()\n"
         "except ImportError as error:\n"
-        "    assert \"pip install 'dex-agents[stepwise]'\" in str(error), error\n"
+        "    assert \"pip install --find-links dist 'dex-agents[stepwise]'\" in str(error)\n"
+        "    assert '--extra stepwise' in str(error), error\n"
         "else:\n"
         "    raise AssertionError('no ImportError')\n"
     )

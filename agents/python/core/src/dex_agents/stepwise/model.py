@@ -17,7 +17,11 @@ from typing import Any, Final
 from ..runner import ModelCallMetadata
 from ..types import AgentUsage
 
-INSTALL_HINT: Final = "pip install 'dex-agents[stepwise]'"
+INSTALL_HINT: Final = (
+    "from a clone of the repository, add `--extra stepwise` to `uv run --project "
+    "agents/python/core`; from the wheels scripts/build.sh builds, "
+    "`pip install --find-links dist 'dex-agents[stepwise]'`"
+)
 _HEARTBEAT_SECONDS: Final = 10.0
 _litellm_module: Any = None
 

@@ -74,7 +74,10 @@ class Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    allow_reuse_address = False
+    # A fixed port (`dex-agents model-server --port 8765`) binds again at once after the server
+    # is killed, while its old connections wait out TIME_WAIT. Two servers still cannot listen
+    # on one port: Linux refuses a second listener either way.
+    allow_reuse_address = True
 
     def __init__(self, owner: LoopbackServer, port: int) -> None:
         self.owner = owner

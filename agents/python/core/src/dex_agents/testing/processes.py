@@ -1,5 +1,6 @@
 """Real Worker and server processes for tests: each in its own process group, so a signal
-takes it whole."""
+takes it whole, and each stops when the process that started it is gone (a test run killed,
+even by SIGKILL, leaves no orphan: see `dex_agents.cli.PARENT_PID_ENV`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from types import TracebackType
 
 import httpx
 
+from ..cli import PARENT_PID_ENV
 from ..worker import READY_FILE_ENV, WORKER_ID_ENV
 
 
@@ -41,7 +43,7 @@ class _ChildProcess:
             self.process = subprocess.Popen(
                 command,
                 cwd=cwd,
-                env=dict(env),
+                env={**env, PARENT_PID_ENV: str(os.getpid())},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -8,7 +8,10 @@ result (`output-available`, `output-error` or `output-denied`). The active turn'
 come from its records, with `approval-requested` for a pending approval and a
 `data-dex-question` part for a pending question. The notes the session stores as user
 messages for the model (a failed, steered or stopped turn's tool calls) are left out: the
-tool parts already show those calls.
+tool parts already show those calls. So is a user message that continues a turn already under
+way (a Stepwise `decide_turn_continuation` message, stored after the turn's model output): the
+turn's stream shows none, and goes on in the same assistant message with a new step, so the
+model output after it begins a step here too.
 """
 
 from __future__ import annotations
@@ -188,16 +191,29 @@ def question_part(interrupt: AgentInterrupt) -> UIPart:
 def convert_agent_snapshot_to_ui_messages(snapshot: AgentSnapshot) -> list[UIMessage]:
     """The snapshot's messages (the last 200) as AI SDK UI messages, for a page reload."""
     messages: list[UIMessage] = []
+    under_way: set[str] = set()  # the turns with model output so far
     for message in snapshot.messages:
         if message.role == "user":
-            if not _is_note(message):
+            if _is_note(message):
+                continue
+            if message.turn_id in under_way:  # continues the turn: a new step follows
+                _start_step(_turn_message(messages, message.turn_id))
+            else:
                 messages.append(_user_message(message))
             continue
+        under_way.add(message.turn_id)
         _add_to_turn(_turn_message(messages, message.turn_id), message)
     active = snapshot.state.active_turn_id if snapshot.state else None
     if active is not None:
         _add_active_turn(_turn_message(messages, active), snapshot, active)
     return messages
+
+
+def _start_step(ui: UIMessage) -> None:
+    """The turn's next model output begins a step of its own, as its stream's does."""
+    parts: list[UIPart] = ui["parts"]
+    if parts and parts[-1]["type"] != "step-start":
+        parts.append({"type": "step-start"})
 
 
 def _is_note(message: AgentMessage) -> bool:
