@@ -111,6 +111,16 @@ class Balancer:
         self._moves.append((time.monotonic(), least))
         return True
 
+    def excess(self, flow_type: str, running: int) -> int:
+        """How many more Step workflows this Worker runs (`running`, counted now) than the
+        least busy live Worker that hosts `flow_type` (at its last count); 0 when no other
+        Worker hosts it."""
+        peers = self._peers.get(flow_type)
+        if not peers:
+            return 0
+        least = min(self._load.get(worker_id, 0) for worker_id in peers)
+        return max(0, running - least)
+
     def _count_step_workflows(self, conn: Connection) -> dict[str, int]:
         workflows = dbos_workflow_status(conn)
         rows = conn.execute(

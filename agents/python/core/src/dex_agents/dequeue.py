@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from dbos import Queue
 from dbos._core import execute_dequeued_workflow
@@ -38,6 +39,9 @@ class Dequeuer:
     def __init__(self, queues: dict[str, Queue]) -> None:
         """Made in the Worker's event loop; `queues` is filled once DBOS launched."""
         self._queues = queues
+        # How many more workflows this Worker runs than the least busy other Worker of a
+        # flow type (the balancer's count); until it is set, every claim waits as if alone.
+        self.excess: Callable[[str, int], int] = _alone
         self._running: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
         self._loop = asyncio.get_running_loop()
@@ -74,7 +78,7 @@ class Dequeuer:
             while True:
                 self._again.discard(flow_type)
                 # Every Worker of the flow type is woken at once: the less busy claims first.
-                await asyncio.sleep(_claim_delay())
+                await asyncio.sleep(self._claim_delay(flow_type))
                 try:
                     await asyncio.to_thread(_claim_and_start, self._queues[flow_type])
                 except Exception as error:  # the queue's poll takes them instead
@@ -90,12 +94,16 @@ class Dequeuer:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def _claim_delay(self, flow_type: str) -> float:
+        """How long this Worker lets the others claim first: longer the more workflows
+        (each running or hot session holds one) it runs beyond the least busy other Worker
+        of the flow type; no time at all when it is the least busy, or alone."""
+        running = len(_get_dbos_instance()._workflow_tasks)
+        return min(CLAIM_DELAY_PER_WORKFLOW * self.excess(flow_type, running), MAX_CLAIM_DELAY)
 
-def _claim_delay() -> float:
-    """How long this Worker lets the others claim first: longer the more workflows (each
-    session it hosts holds at least one) it runs."""
-    running = len(_get_dbos_instance()._workflow_tasks)
-    return min(CLAIM_DELAY_PER_WORKFLOW * running, MAX_CLAIM_DELAY)
+
+def _alone(flow_type: str, running: int) -> int:
+    return 0
 
 
 def _claim_and_start(queue: Queue) -> None:

@@ -205,6 +205,7 @@ class Worker:
             background.append(asyncio.create_task(lease.run_forever()))
             background.append(asyncio.create_task(runtime.wake_due_forever()))
             runtime.balancer = Balancer(database, self.worker_id, list(queue_names), STEP_WORKFLOW)
+            dequeuer.excess = runtime.balancer.excess
             background.append(asyncio.create_task(runtime.balancer.run_forever()))
             log.info(
                 "dex-agents Worker %s on %s hosts %s",
