@@ -460,6 +460,34 @@ async def lone_wakes(client: AgentClient, parked: Sequence[str]) -> dict[str, fl
     return distribution(completed)
 
 
+async def wakes_by_hot_count(
+    client: AgentClient, run: Run, unused: Iterator[str], counts: Sequence[int], samples: int
+) -> dict[str, dict[str, float]]:
+    """Parked wakes while K other sessions are hot, for each K: after a hot window (every
+    session parked), K parked sessions woken at once (each then holds a workflow on the
+    Worker for a hot window), then `samples` parked wakes, one at a time."""
+    result = {}
+    for count in counts:
+        await asyncio.sleep(DEFAULT_HOT_WINDOW_SECONDS + 1.0)
+        others = [next(unused) for _ in range(count)]
+        answered = await asyncio.gather(*(timed_turn(client, s, 2) for s in others))
+        for session, turn in zip(others, answered, strict=True):
+            check_answered(session, turn)
+        running = await asyncio.to_thread(live_workflows, run)
+        completed = []
+        for _ in range(samples):
+            session = next(unused)
+            turn = await timed_turn(client, session, 2)
+            check_answered(session, turn)
+            completed.append(turn.completed_ms)
+        d = result[str(count)] = {**distribution(completed), "workflows_running": running}
+        say(
+            f"    {count:3d} other sessions hot ({running} workflows running): parked sent -> "
+            f"turn_completed p50 {d['p50']:.1f} ms, p99 {d['p99']:.1f} ms"
+        )
+    return result
+
+
 # -- one run: N parked sessions on one Worker ----------------------------------------------------
 
 
@@ -561,6 +589,13 @@ async def one_worker_run(
                 say(
                     f"  lone parked wakes, sent -> turn_completed: p50 {d['p50']:.1f} ms, "
                     f"p99 {d['p99']:.1f} ms"
+                )
+
+            if args.hot_counts:
+                say(f"  parked wakes ({args.hot_count_samples} each) by other sessions hot:")
+                counts = [int(n) for n in args.hot_counts.split(",")]
+                result["parked_completed_ms_by_hot_count"] = await wakes_by_hot_count(
+                    client, run, unused, counts, args.hot_count_samples
                 )
 
             # Every session woken above parks again after the hot window.
@@ -791,6 +826,12 @@ def main() -> None:
     parser.add_argument(
         "--share-concurrency", default="1,32", help="turns in flight, one pass each"
     )
+    parser.add_argument(
+        "--hot-counts",
+        default="",
+        help="comma-separated counts of other sessions hot during parked wakes, e.g. 0,25,100",
+    )
+    parser.add_argument("--hot-count-samples", type=int, default=20)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
     if os.environ.get(HOT_WINDOW_ENV):
