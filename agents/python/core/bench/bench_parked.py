@@ -2,7 +2,8 @@
 
     cd agents/python/core/bench && uv sync --locked
     uv run python bench_parked.py [--sessions 1000,10000,100000] [--databases sqlite,postgres]
-        [--postgres URL] [--seed 200] [--samples 200] [--idle-seconds 20] [--json PATH]
+        [--postgres URL] [--seed 200] [--samples 200] [--idle-seconds 20] [--restarts 3]
+        [--lone-samples K] [--hot-counts 0,25,100] [--share-sessions 1000] [--json PATH]
 
 A session waiting for its next message keeps its AwaitUserMessage Step in its Worker's memory
 for the hot window (10 s by default), then parks it in its row (`dex_steps.status = 'parked'`)
@@ -15,7 +16,8 @@ database (a SQLite file in a temporary directory, or a database created on the P
 at URL and dropped after the run):
 
 1. An empty Worker: RSS (psutil, of the Worker process and its children) after it is ready and
-   a few seconds settled, and its CPU time while idle over --idle-seconds; then it stops.
+   a few seconds settled, and its CPU time while idle over --idle-seconds; then --restarts
+   SIGKILLs and restarts (the floor of every restart: starting the process), and it stops.
 2. N parked sessions. `--seed` sessions (default 200) run for real: each started with a first
    message and answered by a Worker whose hot window is 0, so each parks its AwaitUserMessage
    Step at once; the bench waits until every one is parked and no DBOS workflow is left
@@ -23,8 +25,10 @@ at URL and dropped after the run):
    row of a seed session (dex_sessions, dex_messages, dex_tool_calls, dex_channel_messages,
    dex_events, dex_steps) copied by set-based SQL (INSERT ... SELECT over a table of copy
    numbers) under the session ID with a suffix `-c<k>`. The DBOS `workflow_status` rows are
-   not cloned: a parked session has no live workflow, and the finished workflows of a real
-   session (one per wake) are rows DBOS reads only by ID. Creating 100,000 sessions through
+   not cloned: a parked session has no live workflow. (A real session also leaves one finished
+   workflow row per wake, which DBOS's recovery and queues, selecting PENDING and ENQUEUED rows
+   through indexes on status, pass over; that table grows with turns, parked or not, and is
+   not measured here.) Creating 100,000 sessions through
    real turns would take far too long here; a Worker's cost cannot depend on how a parked row
    got there, and the bench checks the clones behave: it wakes --verify of them (default 20)
    with a message each, and each must answer.
@@ -33,7 +37,8 @@ at URL and dropped after the run):
    connected to the run's database meanwhile, when the server runs on this host).
 4. SIGKILL of that Worker's process group, then the same Worker ID started again: kill ->
    ready (the Worker's READY_FILE), then ready -> first turn answered on a parked session that
-   was never woken (the message sent once the Worker is ready, the answer seen by this client).
+   was never woken (the message sent once the Worker is ready, the answer seen by this
+   client); --restarts times, the median reported.
 5. Wake latency, --samples turns (default 200) on parked sessions (distinct clones never woken)
    and as many on a hot session (one the Worker answered less than a hot window before),
    interleaved in a random order, one turn at a time. Two figures per turn: the time from
@@ -41,7 +46,11 @@ at URL and dropped after the run):
    turn_started and turn_completed events (their `created_at`, written by the Worker on this
    host's clock, 1 ms resolution), and the time until this client saw the turn's outcome
    (`wait_for_turn`, woken by the commit). p50 and p99 of each, parked minus hot. Also the
-   time the send itself took (a parked session's wake is enqueued in that commit).
+   time the send itself took (a parked session's wake is enqueued in that commit), and how
+   many workflows the Worker ran at each parked send (each session woken in the last hot
+   window holds one, and a Worker waits 1 ms per workflow it runs, up to 50 ms, before it
+   claims a queued one: dequeue.py). With --lone-samples K, K more parked wakes, each after a
+   hot window of nothing; with --hot-counts, parked wakes while K other sessions are hot.
 6. RSS of the Worker again after those turns and a hot window, when the woken sessions have
    parked again.
 
