@@ -48,9 +48,10 @@ at URL and dropped after the run):
    (`wait_for_turn`, woken by the commit). p50 and p99 of each, parked minus hot. Also the
    time the send itself took (a parked session's wake is enqueued in that commit), and how
    many workflows the Worker ran at each parked send (each session woken in the last hot
-   window holds one, and a Worker waits 1 ms per workflow it runs, up to 50 ms, before it
-   claims a queued one: dequeue.py). With --lone-samples K, K more parked wakes, each after a
-   hot window of nothing; with --hot-counts, parked wakes while K other sessions are hot.
+   window holds one; a Worker waits 1 ms per workflow it runs beyond the least busy other
+   Worker of the flow type, up to 50 ms, before it claims a queued one: dequeue.py). With
+   --lone-samples K, K more parked wakes, each after a hot window of nothing; with
+   --hot-counts, parked wakes while K other sessions are hot.
 6. RSS of the Worker again after those turns and a hot window, when the woken sessions have
    parked again.
 
@@ -91,7 +92,7 @@ from typing import Any
 
 import psutil
 import sqlalchemy as sa
-from bench_scale import Backends, percentile
+from bench_scale import Backends, create_database, drop_database, percentile
 from echo_app import FLOW_TYPE
 
 from dex_agents import AgentClient, db
@@ -180,23 +181,6 @@ def fresh_database(kind: str, server_url: str | None) -> Iterator[Run]:
             with contextlib.suppress(Exception):
                 drop_database(run.server_url, run.url)
         shutil.rmtree(logs, ignore_errors=True)
-
-
-def create_database(server_url: str) -> str:
-    name = f"dex_bench_parked_{uuid.uuid4().hex[:8]}"
-    engine = sa.create_engine(db.normalize_url(server_url), isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    engine.dispose()
-    return sa.engine.make_url(server_url).set(database=name).render_as_string(hide_password=False)
-
-
-def drop_database(server_url: str, url: str) -> None:
-    name = sa.engine.make_url(url).database
-    engine = sa.create_engine(db.normalize_url(server_url), isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    engine.dispose()
 
 
 def scalar(url: str, sql: str) -> Any:
