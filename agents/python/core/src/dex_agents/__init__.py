@@ -54,6 +54,7 @@ from .runner import (
     TurnCompleted,
     TurnContinued,
     UnfinishedTurnMessageBuilder,
+    WarmUpRunner,
 )
 from .tool_context import current_tool_execution
 from .types import TurnResult, TurnStatus
@@ -115,6 +116,7 @@ __all__ = [
     "TurnResult",
     "TurnStatus",
     "UnfinishedTurnMessageBuilder",
+    "WarmUpRunner",
     "Worker",
     "WorkerError",
     "WorkerIdInUse",

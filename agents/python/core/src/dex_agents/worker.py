@@ -38,6 +38,7 @@ from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
 from .otel import make_tracer
+from .runner import warm_up_runners
 from .runtime import (
     DRIVER_VERSION,
     STEP_WORKFLOW,
@@ -119,6 +120,8 @@ class Worker:
 
     async def run(self) -> None:
         """Runs until `stop()` is called or the task is cancelled."""
+        # Before any Step runs: the first model call must not pay for imports and set-up.
+        await warm_up_runners(flow.runner for flow in self.flows)
         database = Database(self.database_url)
         if not await _wait_for_database(database, self._stopped):
             database.close()
