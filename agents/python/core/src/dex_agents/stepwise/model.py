@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from ..runner import ModelCallMetadata
 from ..types import AgentUsage
+from ..warm_up import load_openai_client
 
 INSTALL_HINT: Final = "pip install 'dex-agents[stepwise]'"
 _HEARTBEAT_SECONDS: Final = 10.0
@@ -75,9 +76,8 @@ def _load_litellm(model: str) -> None:
         with contextlib.suppress(Exception):  # a model LiteLLM has no tokenizer for
             module.token_counter(model=model, text="warm-up")
     openai = importlib.import_module("openai")
-    client = openai.OpenAI(api_key="warm-up", base_url="http://127.0.0.1:9/v1")
-    _ = client.chat.completions, client.responses  # imports the SDK's resources, no request
-    client.close()
+    with openai.OpenAI(api_key="warm-up", base_url="http://127.0.0.1:9/v1") as client:
+        load_openai_client(client)  # no request
 
 
 @dataclass(frozen=True)
