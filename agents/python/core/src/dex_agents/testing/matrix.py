@@ -1,4 +1,5 @@
-"""The adapters' spec matrix (items 1-11, and RunModel owning retries) as one pytest suite.
+"""The adapters' spec matrix (items 1-11, RunModel owning retries, and many sessions at once
+on one Worker) as one pytest suite.
 
 An adapter package runs it by subclassing `MatrixSuite` in a test module and naming its app:
 
