@@ -1,5 +1,6 @@
 """A Worker's ID, its start after a crash and its clean stop: one live Worker per ID, an ID of
-its own per process by default, interrupted Steps resumed promptly, a quiet clean stop."""
+its own per process by default, interrupted Steps resumed promptly, a quiet clean stop; and its
+runners' warm-up before it reports ready."""
 
 from __future__ import annotations
 
@@ -110,3 +111,27 @@ async def test_workers_without_an_id_get_one_each_and_a_clean_stop_logs_no_error
         assert worker.process.returncode == 0
         output = worker.log()
         assert "Traceback" not in output and " ERROR " not in output, output
+
+
+async def test_runners_warm_up_before_the_worker_is_ready_and_a_failed_one_is_logged(
+    make_worker, model, client, tmp_path
+):
+    marker = tmp_path / "warm"
+    worker = make_worker("tests.apps.warm_up:flows", WARM_UP_FILE=str(marker)).start()
+    assert marker.read_text() == "warm"  # written before the ready file
+    log = worker.log()
+    ready = log.index(" hosts Marked, Failing")
+    assert -1 < log.find("MarkingRunner warmed up in") < ready, log
+    assert (
+        -1
+        < log.find(
+            "FailingRunner could not warm up (RuntimeError: no tokenizer for scripted-model)"
+        )
+        < ready
+    ), log
+
+    # A failed warm-up does not stop the Worker: its flow's turns run.
+    model.enqueue(reply_text("Hi."))
+    result = await client.start_session_and_wait("Failing", "Hello?", timeout=60)
+    assert (result.status, result.text) == ("completed", "Hi.")
+    worker.stop()

@@ -1,11 +1,14 @@
-"""ADK specifics through one shared real Worker (the spec matrix is test_matrix.py): an
-AgentTool runs its agent inside its tool Step, a tool reads the session state a model
-callback wrote, a call of a tool the agent does not have ends the turn with ADK's error, and
-an MCP toolset's tools run in tool Steps whose type their annotations give; the Step shape of
-each turn comes from the Step history."""
+"""ADK specifics through one shared real Worker (the spec matrix is test_matrix.py): the
+runners warm up before the Worker is ready and LiteLLM fetches no cost map, an AgentTool runs
+its agent inside its tool Step, a tool reads the session state a model callback wrote, a call
+of a tool the agent does not have ends the turn with ADK's error, and an MCP toolset's tools
+run in tool Steps whose type their annotations give; the Step shape of each turn comes from
+the Step history."""
 
 from __future__ import annotations
 
+import json
+import socket
 from pathlib import Path
 
 from dex_agents.testing import (
@@ -22,13 +25,46 @@ from .adk_view import adk_chat_completions
 ROOT = Path(__file__).parent.parent
 
 
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# HTTPS goes through a proxy port that refuses connections: a cost-map fetch would fail, and
+# LiteLLM would record the failure as the reason it fell back to its bundled map.
+NO_HTTPS = f"http://127.0.0.1:{_closed_port()}"
+
+
 class TestAdkWorker(SharedWorkerSuite):
     app = WorkerApp(
         worker_target="tests.apps.features:flows",
         worker_cwd=ROOT,
         model_view=adk_chat_completions,
-        worker_env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        # Unset for the Worker: the adapter must have LiteLLM use its local cost map.
+        worker_env={"LITELLM_LOCAL_MODEL_COST_MAP": "", "HTTPS_PROXY": NO_HTTPS},
     )
+
+    async def test_the_worker_warmed_up_before_ready_and_litellm_fetched_nothing(
+        self, run: SessionRun
+    ) -> None:
+        """Each runner warmed up (LiteLLM imported, a mocked turn through ADK) before the
+        Worker reported ready; LiteLLM read its bundled cost map because the adapter said so,
+        attempting no fetch."""
+        log = run.worker.log()
+        before_ready = log[: log.index(" hosts Concierge, Shop, Inspector")]
+        assert before_ready.count("AdkRunner warmed up in") == 3, log
+        assert "could not warm up" not in log
+
+        run.model.enqueue(reply_tools(("c1", "cost_map_source", {})), reply_text("Local."))
+        session = await run.client.start_session("Inspector", "Where is the cost map from?")
+        await run.client.wait_for(session, turns_done(1))
+        assert json.loads(run.tool_outputs(1)["c1"]) == {
+            "source": "local",
+            "url": None,
+            "is_env_forced": True,
+            "fallback_reason": None,
+        }
 
     async def test_an_agent_tool_runs_its_agent_in_one_tool_step(self, run: SessionRun) -> None:
         run.model.enqueue(

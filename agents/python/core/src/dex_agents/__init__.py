@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         TurnCompleted,
         TurnContinued,
         UnfinishedTurnMessageBuilder,
+        WarmUpRunner,
     )
     from .tool_context import current_tool_execution
     from .types import TurnResult, TurnStatus
@@ -130,6 +131,7 @@ _HOMES: dict[str, str] = {
     "TurnCompleted": "runner",
     "TurnContinued": "runner",
     "UnfinishedTurnMessageBuilder": "runner",
+    "WarmUpRunner": "runner",
     "current_tool_execution": "tool_context",
     "TurnResult": "types",
     "TurnStatus": "types",
@@ -204,6 +206,7 @@ __all__ = [
     "TurnResult",
     "TurnStatus",
     "UnfinishedTurnMessageBuilder",
+    "WarmUpRunner",
     "Worker",
     "WorkerError",
     "WorkerIdInUse",

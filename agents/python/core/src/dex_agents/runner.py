@@ -7,7 +7,10 @@ Step through `execute_deferred_tool_call`, and calls the runner again with the f
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -24,6 +27,8 @@ from .types import (
     QuestionAnswer,
     ToolEffect,
 )
+
+log = logging.getLogger("dex_agents")
 
 
 class ToolExecutionError(Exception):
@@ -361,6 +366,39 @@ class AgentFrameworkRunner(Protocol[ToolOutcomeT]):
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome: ...
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolOutcomeT: ...
+
+
+@runtime_checkable
+class WarmUpRunner(Protocol):
+    """A runner with work to do before its first model call: imports, client set-up, loading
+    what its framework would otherwise load inside the first RunModel (a model's tokenizer, a
+    provider's module). A Worker awaits `warm_up` of each runner it hosts before it reports
+    ready and takes Steps, so a fresh Worker's first model call costs what later ones cost.
+
+    `warm_up` must not call the model nor fetch anything over the network, and should run
+    long blocking work (a heavy import) in a thread, as a Worker may share its event loop with
+    an application. A Worker logs what it raises and starts anyway: the first model call then
+    meets the problem again, as a Step error."""
+
+    async def warm_up(self) -> None: ...
+
+
+async def warm_up_runners(runners: Iterable[object]) -> None:
+    """Awaits `warm_up` of every distinct runner that has one, concurrently, logging how long
+    each took and what any raised."""
+    distinct = {id(r): r for r in runners if isinstance(r, WarmUpRunner)}
+    await asyncio.gather(*(_warm_up(r) for r in distinct.values()))
+
+
+async def _warm_up(runner: WarmUpRunner) -> None:
+    name = type(runner).__name__
+    started = time.monotonic()
+    try:
+        await runner.warm_up()
+    except Exception as error:
+        log.warning("%s could not warm up (%s: %s)", name, type(error).__name__, error)
+        return
+    log.info("%s warmed up in %.2f s", name, time.monotonic() - started)
 
 
 @runtime_checkable

@@ -41,6 +41,7 @@ from .flow import AgentSessionFlow
 from .otel import make_tracer
 from .parking import DEFAULT_HOT_WINDOW_SECONDS
 from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name
+from .runner import warm_up_runners
 from .runtime import Runtime, route_step_workflows
 from .steps import STEP_HANDLERS
 
@@ -137,6 +138,8 @@ class Worker:
             await self._run()
 
     async def _run(self) -> None:
+        # Before any Step runs: the first model call must not pay for imports and set-up.
+        await warm_up_runners(flow.runner for flow in self.flows)
         database = Database(self.database_url)
         if not await _wait_for_database(database, self._stopped):
             database.close()

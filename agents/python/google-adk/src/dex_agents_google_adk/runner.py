@@ -59,6 +59,7 @@ from .reporting import usage_of, write_deltas
 from .retries import agent_without_client_retries
 from .run_state import RunState
 from .session_service import USER_ID, StepSessionService, step_session
+from .warm_up import warm_up_app
 
 APP_NAME = "dex_agents"
 
@@ -93,6 +94,7 @@ class AdkRunner:
         if not framework_retries:
             gated = agent_without_client_retries(gated)
         self.agent = app.root_agent
+        self._gated = gated
         self._app = app.model_copy(
             update={
                 "root_agent": gated,
@@ -102,6 +104,10 @@ class AdkRunner:
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
+
+    async def warm_up(self) -> None:
+        """Loads what the first model call would (`WarmUpRunner`; see `warm_up.py`)."""
+        await warm_up_app(self._app, self._gated)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         step = await self._start_step(turn)

@@ -1,11 +1,13 @@
 """The Worker app of tests/test_worker_features.py: ADK agents on LiteLlm against the scripted
 Chat Completions server, one with an AgentTool whose agent has a tool of its own and a model
 callback that writes session state which the tools read, and one whose tools come from an MCP
-toolset (tests/apps/mcp_server.py over stdio). Tools record their runs to the ToolRunLog at
+toolset (tests/apps/mcp_server.py over stdio), and one whose tool reports where LiteLLM took
+its model cost map from in the Worker process. Tools record their runs to the ToolRunLog at
 $TOOL_LOG."""
 
 from __future__ import annotations
 
+import json
 import os
 
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolPolicy
@@ -63,6 +65,16 @@ agent = LlmAgent(
 
 shop = LlmAgent(name="shop", model=_model(), tools=[shop_toolset()])
 
+
+def cost_map_source() -> str:
+    """Where LiteLLM's model cost map came from in this process."""
+    from litellm.litellm_core_utils.get_model_cost_map import get_model_cost_map_source_info
+
+    return json.dumps(get_model_cost_map_source_info(), sort_keys=True)
+
+
+inspector = LlmAgent(name="inspector", model=_model(), tools=[cost_map_source])
+
 flows = [
     AgentSessionFlow(
         AdkRunner(agent),
@@ -75,5 +87,10 @@ flows = [
         options=AgentSessionOptions(
             tool_policies={"place_order": ToolPolicy(requires_approval=True)},
         ),
+    ),
+    AgentSessionFlow(
+        AdkRunner(inspector),
+        flow_type="Inspector",
+        options=AgentSessionOptions(default_tool_effect="read"),
     ),
 ]

@@ -31,6 +31,7 @@ from dex_agents.runner import (
 )
 from dex_agents.tool_context import running_tool
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
+from dex_agents.warm_up import load_openai_client_async
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -155,6 +156,13 @@ class LangGraphRunner:
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
+
+    async def warm_up(self) -> None:
+        """Loads what the first model call would (`WarmUpRunner`): the OpenAI SDK resources of
+        the client of the model `create_agent` was given (an OpenAI chat model), and the HTTP
+        client's connection stack. No request is sent."""
+        model = agent_model(self.agent)
+        await load_openai_client_async(getattr(model, "root_async_client", None))
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}

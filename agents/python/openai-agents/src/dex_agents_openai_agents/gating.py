@@ -11,14 +11,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 import weakref
-from collections import deque
-from collections.abc import Iterator
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff, RunContextWrapper
 from agents.tool_context import ToolContext
 
 from .recorded import recorded_result
+
+KEPT_TOOL_SETS = 16
+"""How many tool sources' tool sets a runner keeps a gated graph for (they seldom change)."""
 
 
 async def answer_with_recorded_result(ctx: ToolContext[Any], arguments: str) -> str:
@@ -55,15 +58,23 @@ def _handoff_targets(agent: Agent[Any]) -> Iterator[Agent[Any]]:
 
 
 class GatedAgentGraph:
-    """The gated copy of an agent and of every agent it can hand off to."""
+    """The gated copy of an agent and of every agent it can hand off to.
 
-    def __init__(self, root: Agent[Any]) -> None:
+    Nothing of a graph changes once it is built: the SDK refuses runs whose agent's tools
+    change while other runs use the agent, and one Worker runs the model Steps of many
+    sessions at once. A root that also offers a tool source's tools is the root of a graph of
+    its own (`with_root_tools`), built once per tool set."""
+
+    def __init__(self, root: Agent[Any], root_extra_tools: Sequence[FunctionTool] = ()) -> None:
+        self._original_root = root
+        self._root_extra_tools = list(root_extra_tools)
         self._gated_by_original: dict[int, Agent[Any]] = {}
         self._originals_by_name: dict[str, Agent[Any]] = {}
         # Keeps the originals alive so their ids stay unique while the graph lives.
         self._originals: list[Agent[Any]] = []
         self.root = self._gate_graph(root)
-        self._root_tools = list(self.root.tools)
+        self._root_tools = list(self.root.tools)[: len(self.root.tools) - len(root_extra_tools)]
+        self._with_tools: OrderedDict[tuple[int, ...], GatedAgentGraph] = OrderedDict()
 
     def _gate_graph(self, root: Agent[Any]) -> Agent[Any]:
         queue: deque[Agent[Any]] = deque([root])
@@ -72,7 +83,8 @@ class GatedAgentGraph:
             original = queue.popleft()
             if id(original) in self._gated_by_original:
                 continue
-            self._gated_by_original[id(original)] = self._clone(original)
+            extra = self._root_extra_tools if original is self._original_root else []
+            self._gated_by_original[id(original)] = self._clone(original, extra)
             self._originals.append(original)
             self._originals_by_name.setdefault(original.name, original)
             fresh.append(original)
@@ -84,12 +96,12 @@ class GatedAgentGraph:
         return self._gated_by_original[id(root)]
 
     @staticmethod
-    def _clone(agent: Agent[Any]) -> Agent[Any]:
+    def _clone(agent: Agent[Any], extra_tools: Sequence[FunctionTool]) -> Agent[Any]:
         tools = [
             gate_function_tool(tool) if isinstance(tool, FunctionTool) else tool
             for tool in agent.tools
         ]
-        return agent.clone(tools=tools, handoffs=[])
+        return agent.clone(tools=[*tools, *extra_tools], handoffs=[])
 
     def _gated(self, agent: Agent[Any]) -> Agent[Any]:
         gated = self._gated_by_original.get(id(agent))
@@ -114,9 +126,21 @@ class GatedAgentGraph:
             gated_handoff._agent_ref = weakref.ref(self._gated(target))
         return gated_handoff
 
-    def offer_root_tools(self, tools: list[FunctionTool]) -> None:
-        """The gated root's own tools followed by `tools` (a tool source's function tools)."""
-        self.root.tools = [*self._root_tools, *tools]
+    def with_root_tools(self, tools: Sequence[FunctionTool]) -> GatedAgentGraph:
+        """This graph, or for `tools` (a tool source's function tools) the graph whose root
+        offers its own tools followed by them, built on first use and kept (the last
+        `KEPT_TOOL_SETS` tool sets): a run never changes an agent other runs may be using."""
+        if not tools:
+            return self
+        key = tuple(id(tool) for tool in tools)
+        graph = self._with_tools.get(key)
+        if graph is None:
+            graph = GatedAgentGraph(self._original_root, tools)
+            self._with_tools[key] = graph
+            while len(self._with_tools) > KEPT_TOOL_SETS:
+                self._with_tools.popitem(last=False)
+        self._with_tools.move_to_end(key)
+        return graph
 
     def root_tool_names(self) -> set[str]:
         """The names of the root agent's own tools."""

@@ -51,6 +51,7 @@ from dex_agents.runner import (
 from dex_agents.tool_context import running_tool
 from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
+from dex_agents.warm_up import load_openai_client_async
 
 from .gating import GatedAgentGraph
 from .items import (
@@ -159,11 +160,24 @@ class OpenAIAgentsRunner:
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
 
+    async def warm_up(self) -> None:
+        """Loads what the first model call would (`WarmUpRunner`): the root agent's model as
+        the run config's provider makes it, the OpenAI SDK resources of its client, and the
+        HTTP client's connection stack. No request is sent."""
+        await load_openai_client_async(getattr(self._root_model(), "_client", None))
+
+    def _root_model(self) -> object:
+        config = self._model_run_config or RunConfig()
+        chosen = config.model if config.model is not None else self.agent.model
+        if chosen is not None and not isinstance(chosen, str):
+            return chosen
+        return config.model_provider.get_model(chosen)
+
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         source_tools = await self._sources.function_tools(
             self._graph.root_tool_names(), turn.tool_calls
         )
-        self._graph.offer_root_tools(source_tools)
+        graph = self._graph.with_root_tools(source_tools)
         context = await self._context(RunContextRequest(turn.flow_id, turn.turn_id))
         run_input: list[Any] | RunState[Any, Agent[Any]]
         if turn.framework_run_state is None:
@@ -174,7 +188,7 @@ class OpenAIAgentsRunner:
             saved = TurnState.from_json(turn.framework_run_state)
             history = _started_from(turn, saved)
             run_input = await RunState.from_json(
-                self._graph.root,
+                graph.root,
                 _with_original_input(turn, saved, history),
                 context_override=RunContextWrapper(context=context),
             )
@@ -182,7 +196,7 @@ class OpenAIAgentsRunner:
             input_count, earlier = saved.input_count, saved.usage
         # The run loop task copies this context when it starts, so the answers reach its tools.
         with recorded_results(answers):
-            result = self._run_streamed(run_input, context)
+            result = self._run_streamed(graph.root, run_input, context)
         try:
             await _drain(turn, result)
         except (
@@ -260,15 +274,15 @@ class OpenAIAgentsRunner:
         return context
 
     def _run_streamed(
-        self, run_input: list[Any] | RunState[Any, Agent[Any]], context: Any
+        self, root: Agent[Any], run_input: list[Any] | RunState[Any, Agent[Any]], context: Any
     ) -> RunResultStreaming:
         if isinstance(run_input, RunState):
             # The restored state keeps its own context, max_turns and current agent.
             return Runner.run_streamed(
-                self._graph.root, run_input, hooks=self._hooks, run_config=self._model_run_config
+                root, run_input, hooks=self._hooks, run_config=self._model_run_config
             )
         return Runner.run_streamed(
-            self._graph.root,
+            root,
             run_input,
             context=context,
             max_turns=self._max_turns,

@@ -29,6 +29,7 @@ from dex_agents.texts import OUTCOME_UNKNOWN_TEXT
 from dex_agents.tool_context import running_tool
 from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentToolCall
+from dex_agents.warm_up import load_openai_client_async
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied, UserError
 from pydantic_ai.messages import (
     ModelMessage,
@@ -37,7 +38,7 @@ from pydantic_ai.messages import (
     SystemPromptPart,
     ToolReturnPart,
 )
-from pydantic_ai.models import Model
+from pydantic_ai.models import Model, infer_model
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
 
@@ -123,6 +124,16 @@ class PydanticAiRunner(Generic[DepsT]):
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
+
+    async def warm_up(self) -> None:
+        """Loads what the first model call would (`WarmUpRunner`): the model (a name is
+        resolved as Pydantic AI resolves it), the OpenAI SDK resources of its client, and the
+        HTTP client's connection stack. No request is sent."""
+        model = self._model if self._model is not None else self._agent.model
+        if model is None:
+            return
+        resolved = infer_model(model) if isinstance(model, str) else model
+        await load_openai_client_async(getattr(resolved, "client", None))
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         state = RunState.from_json(turn.framework_run_state)

@@ -6,6 +6,8 @@ core's main entry point never loads it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import json
 import os
@@ -16,6 +18,7 @@ from typing import Any, Final
 
 from ..runner import ModelCallMetadata
 from ..types import AgentUsage
+from ..warm_up import load_openai_client
 
 INSTALL_HINT: Final = (
     "from a clone of the repository, add `--extra stepwise` to `uv run --project "
@@ -24,15 +27,22 @@ INSTALL_HINT: Final = (
 )
 _HEARTBEAT_SECONDS: Final = 10.0
 _litellm_module: Any = None
+LOCAL_COST_MAP_ENV: Final = "LITELLM_LOCAL_MODEL_COST_MAP"
+
+
+def use_local_cost_map() -> None:
+    """Has LiteLLM read the model cost map it ships with, which it otherwise fetches over the
+    network when it is imported (a Worker must not wait on that, nor on its timeout, offline).
+    Call it before LiteLLM is imported; an application that sets the variable keeps its value."""
+    if not os.environ.get(LOCAL_COST_MAP_ENV):
+        os.environ[LOCAL_COST_MAP_ENV] = "True"
 
 
 def litellm() -> Any:
     """The litellm module, imported on first use, with an error naming the extra."""
     global _litellm_module
     if _litellm_module is None:
-        # LiteLLM fetches its model cost map over the network on import unless told not to;
-        # a Worker should not wait on that. An application can still set it to False.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        use_local_cost_map()
         try:
             _litellm_module = importlib.import_module("litellm")
         except ImportError as error:
@@ -41,6 +51,37 @@ def litellm() -> Any:
                 f"{INSTALL_HINT}"
             ) from error
     return _litellm_module
+
+
+async def warm_up_litellm(model: str) -> None:
+    """Loads what LiteLLM's first call of `model` would: LiteLLM itself, the model's tokenizer
+    (LiteLLM counts a stream's tokens with it), the OpenAI SDK's resources, and the modules of
+    its completion and streaming path, by one mocked call that reaches no model, is logged
+    nowhere and fetches nothing. Blocking work runs in a thread. An empty `model` (chosen per
+    session) loads LiteLLM and the OpenAI SDK's resources only."""
+    await asyncio.to_thread(_load_litellm, model)
+    if not model:
+        return
+    stream = await litellm().acompletion(
+        model=model,
+        messages=[{"role": "user", "content": "warm-up"}],
+        stream=True,
+        stream_options={"include_usage": True},
+        mock_response="warm-up",
+        **{"no-log": True},
+    )
+    async for _ in stream:
+        pass
+
+
+def _load_litellm(model: str) -> None:
+    module = litellm()
+    if model:
+        with contextlib.suppress(Exception):  # a model LiteLLM has no tokenizer for
+            module.token_counter(model=model, text="warm-up")
+    openai = importlib.import_module("openai")
+    with openai.OpenAI(api_key="warm-up", base_url="http://127.0.0.1:9/v1") as client:
+        load_openai_client(client)  # no request
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ from .model import (
     as_model_client,
     count_tokens,
     stream_completion,
+    warm_up_litellm,
 )
 from .tools import Tool, as_tool
 
@@ -98,6 +99,10 @@ class StepwiseRunner:
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return to_framework_message(user_item(text))
+
+    async def warm_up(self) -> None:
+        """LiteLLM and what its first call of the definition's model loads (`WarmUpRunner`)."""
+        await warm_up_litellm(as_model_client(self.definition.model).model)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         for source in self.sources:

@@ -1,4 +1,5 @@
-"""The adapters' spec matrix (items 1-11, and RunModel owning retries) as one pytest suite.
+"""The adapters' spec matrix (items 1-11, RunModel owning retries, and many sessions at once
+on one Worker) as one pytest suite.
 
 An adapter package runs it by subclassing `MatrixSuite` in a test module and naming its app:
 
@@ -58,6 +59,7 @@ agents/python/openai-agents/tests/apps/matrix.py (Responses).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -98,6 +100,7 @@ MATRIX_TOOL_POLICIES: Mapping[str, ToolPolicy] = {
     "charge_card": ToolPolicy(effect="non_idempotent_write", requires_approval=False),
 }
 EMAIL = {"to": "ana@example.com", "body": "Hi"}
+CONCURRENT_SESSIONS = 4
 
 
 MatrixApp = WorkerApp
@@ -454,6 +457,69 @@ class MatrixSuite(SharedWorkerSuite):
         assert [m.sequence for m in page.messages] == [3, 4]
         deltas = await events_of(client, session, "text_delta")
         assert "".join(d["text"] for d in deltas) == "Cold."
+
+    async def test_one_worker_runs_the_model_and_tool_steps_of_many_sessions_at_once(
+        self, run: MatrixRun
+    ) -> None:
+        """Four sessions on the one Worker: their first model calls are all in flight at once
+        (each held until the last arrives), then one session's write runs for seconds while
+        the other three run their reads and second model calls and finish their turns. No
+        attempt fails: a runner must not change a framework object its other runs share."""
+        client, model = run.client, run.model
+        cities = ["Lima", "Quito", "Oslo"]
+        model.enqueue(
+            reply_tools(("c1", "charge_card", {"amount": 7, "seconds": 4}), hang=True),
+            *[reply_tools(("w1", "get_weather", {"city": c}), hang=True) for c in cities],
+        )
+        questions = [f"Question {i} of {CONCURRENT_SESSIONS}" for i in range(CONCURRENT_SESSIONS)]
+        sessions = dict(
+            zip(
+                questions,
+                await asyncio.gather(*(client.start_session(FLOW_TYPE, q) for q in questions)),
+                strict=True,
+            )
+        )
+        await asyncio.to_thread(
+            model.wait_for_requests, run.first_request + CONCURRENT_SESSIONS, 60
+        )
+        model.enqueue(*[reply_text("Done.")] * CONCURRENT_SESSIONS)
+        model.release()
+        # Request i got reply i: the session that asked it gets that tool call.
+        (charged, *read) = [sessions[run.user_texts(i)[-1]] for i in range(CONCURRENT_SESSIONS)]
+        await asyncio.gather(*(client.wait_for(s, turns_done(1), timeout=60) for s in read))
+        # Three turns finished while the write's tool Step ran.
+        assert run.phases("charge_card") == ["started"]
+        await client.wait_for(charged, turns_done(1), timeout=60)
+
+        assert run.phases("charge_card") == ["started", "finished"]
+        assert run.tool_log.entries("charge_card")[0]["key"] == f"{charged}/turn-1/c1"
+        weather = run.tool_log.entries("get_weather")
+        assert sorted((e["city"], e["phase"]) for e in weather) == sorted(
+            (c, p) for c in cities for p in ("started", "finished")
+        )
+        assert [e["phase"] for e in weather][:2] == ["started", "started"]  # reads overlapped
+        assert len(run.requests) == 2 * CONCURRENT_SESSIONS
+        seen = {
+            sessions[run.user_texts(i)[-1]]: run.tool_outputs(i)
+            for i in range(CONCURRENT_SESSIONS, 2 * CONCURRENT_SESSIONS)
+        }
+        assert seen == {
+            charged: {"c1": "charged 7"},
+            **{s: {"w1": f"Sunny in {c}"} for s, c in zip(read, cities, strict=True)},
+        }
+        for session in sessions.values():
+            history = await client.get_step_history(session)
+            tool_step = "CallSingleAttemptTool" if session == charged else "CallTool"
+            assert [(s.step_type, s.status, s.attempts) for s in history] == [
+                ("StartAgentSession", "succeeded", 1),
+                ("RunModel", "succeeded", 1),
+                (tool_step, "succeeded", 1),
+                ("ResumeTurn", "succeeded", 1),
+                ("RunModel", "succeeded", 1),
+                ("AwaitUserMessage", "waiting", 0),
+            ]
+            snapshot = await client.get_agent_snapshot(session)
+            assert snapshot.messages[-1].text == "Done."
 
     async def test_run_model_attempts_are_the_only_retries_of_a_failing_model_call(
         self, run: MatrixRun
