@@ -254,7 +254,7 @@ async def test_a_failing_tracing_pipeline_fails_and_retries_no_step(
         ("CallTool", "succeeded", 1),
         ("ResumeTurn", "succeeded", 1),
         ("RunModel", "succeeded", 1),
-        ("AwaitUserMessage", "waiting", 0),
+        ("AwaitUserMessage", "parked", 0),  # the Worker stopped cleanly: it parked the wait
     ]
     assert tool_log.count("get_weather") == 1
     skipped = [r.getMessage() for r in caplog.records if r.name == "dex_agents.otel"]
