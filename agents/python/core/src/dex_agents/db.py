@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -314,6 +315,16 @@ def create_dbos_engine(url: str) -> Engine:
 # The Postgres NOTIFY channel of wake-ups. A payload is the committing process's origin, then
 # the woken session IDs, one a line ("*" when they would not fit: wake every wait).
 WAKE_CHANNEL = "dex_wakeups"
+# conn.info key: callables a transaction leaves to run once it committed (`after_commit`).
+AFTER_COMMIT = "dex_after_commit"
+
+
+def after_commit(conn: Connection, callback: Callable[[], None]) -> None:
+    """Runs `callback` once this write transaction committed; never when it rolled back (a
+    transaction retried after an outage runs its body again, and so registers again)."""
+    conn.info.setdefault(AFTER_COMMIT, []).append(callback)
+
+
 _NOTIFY_MAX_BYTES = 7000
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :payload)")
 _INSERT_WAKEUP = wakeups.insert()
@@ -426,8 +437,10 @@ class Database:
     def _write_once(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
         with engine.begin() as conn:
             conn.info.pop("dex_woken", None)
+            conn.info.pop(AFTER_COMMIT, None)
             conn.info["dex_origin"] = self.origin
             result = fn(conn)
+            after_commit: list[Callable[[], None]] = conn.info.pop(AFTER_COMMIT, [])
             woken: set[str] = conn.info.pop("dex_woken", set())
             parked_flow_types = self._wake_parked(conn, woken) if woken else None
             if parked_flow_types:
@@ -446,6 +459,8 @@ class Database:
             self.on_wake(woken)
         if parked_flow_types and self.on_parked_wake is not None:
             self.on_parked_wake(parked_flow_types)
+        for callback in after_commit:
+            callback()
         return result
 
     def _wake_parked(self, conn: Connection, woken: set[str]) -> set[str]:
@@ -491,7 +506,9 @@ class Database:
             if not isinstance(result, _NotRun):
                 return result
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writers, self.write_sync, fn)
+        # With the caller's context: a log line of the transaction names its Step (logs.py).
+        run = contextvars.copy_context().run
+        return await loop.run_in_executor(self._writers, run, self.write_sync, fn)
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
         if self.sqlite:
@@ -505,7 +522,8 @@ class Database:
                 if not self._is_transient(error):
                     raise
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._readers, self.read_sync, fn)
+        run = contextvars.copy_context().run
+        return await loop.run_in_executor(self._readers, run, self.read_sync, fn)
 
     def _read_once(self, fn: Callable[[Connection], T]) -> T:
         with self.engine.connect() as conn:
@@ -565,12 +583,21 @@ class Outage:
         self.where = where
         self._since: float | None = None
         self._lock = threading.Lock()
+        # Told when an outage begins (None) and when it ends (its length in seconds): the
+        # Prometheus metrics (dex_agents.metrics).
+        self.listener: Callable[[float | None], None] | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._since is not None
 
     def failed(self, error: DBAPIError) -> None:
         with self._lock:
             if self._since is not None:
                 return
             self._since = time.monotonic()
+        if self.listener is not None:
+            self.listener(None)
         log.warning(
             "the database at %s is unavailable (%s); Steps wait and retry until it returns",
             self.where,
@@ -583,11 +610,10 @@ class Outage:
         with self._lock:
             since, self._since = self._since, None
         if since is not None:
-            log.warning(
-                "the database at %s is available again after %.1f s",
-                self.where,
-                time.monotonic() - since,
-            )
+            length = time.monotonic() - since
+            if self.listener is not None:
+                self.listener(length)
+            log.warning("the database at %s is available again after %.1f s", self.where, length)
 
 
 # What a driver says when the database is unreachable, restarting or locked.

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from ..client import AgentClient
+from ..health import DatabaseProbe, Health
 from . import api, chat
 from .auth import AuthCheck, Authenticator
 from .errors import ERROR_RESPONSES, register_error_handlers
@@ -48,6 +50,7 @@ def create_app(
     allow_unauthenticated: bool = False,
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     max_body_bytes: int = MAX_BODY_BYTES,
+    metrics: Callable[[], tuple[bytes, str]] | None = None,
 ) -> FastAPI:
     """The web application over the sessions in `database_url` (default: as AgentClient's).
 
@@ -61,6 +64,10 @@ def create_app(
     `max_body_bytes` gets 413 (`body_too_large`) while it streams in. Without any auth, only
     requests to a loopback Host name, from no page or a loopback or CORS origin, are
     answered (`guards.py`).
+
+    `/livez` and `/readyz` answer orchestrators without auth (they tell only whether the
+    server and its database answer); `metrics` (the exposition text and its content type)
+    is served at `/metrics`, with the API's auth.
     """
     authenticate = Authenticator(
         token=token, auth=auth, allow_unauthenticated=allow_unauthenticated
@@ -68,11 +75,14 @@ def create_app(
     owned = client is None
     agent_client = client if client is not None else AgentClient(database_url)
 
+    probe = DatabaseProbe(agent_client.database_url)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            probe.close()
             if owned:
                 await agent_client.close()
 
@@ -95,6 +105,7 @@ def create_app(
             dependencies=[Depends(authenticate)],
             responses=ERROR_RESPONSES,
         )
+    _add_operations_routes(app, probe, metrics, authenticate)
     _mount_viewer(app)
     if authenticate.open:
         app.add_middleware(LoopbackOnly, origins=list(cors_origins))
@@ -106,6 +117,35 @@ def create_app(
         expose_headers=["x-vercel-ai-ui-message-stream"],
     )
     return app
+
+
+def _add_operations_routes(
+    app: FastAPI,
+    probe: DatabaseProbe,
+    metrics: Callable[[], tuple[bytes, str]] | None,
+    authenticate: Authenticator,
+) -> None:
+    """/livez, /readyz and (with metrics) /metrics: see `health.py` and `metrics.py`."""
+
+    @app.get("/livez", include_in_schema=False)
+    async def livez() -> JSONResponse:
+        health = Health()
+        health.check("event_loop", True, "ok")  # it runs this
+        return JSONResponse(health.as_json(), status_code=health.status_code)
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> JSONResponse:
+        health = Health()
+        health.check("database", *await asyncio.to_thread(probe.check))
+        return JSONResponse(health.as_json(), status_code=health.status_code)
+
+    if metrics is not None:
+        render = metrics
+
+        @app.get("/metrics", include_in_schema=False, dependencies=[Depends(authenticate)])
+        async def metrics_text() -> Response:
+            body, content_type = await asyncio.to_thread(render)
+            return Response(body, media_type=content_type)
 
 
 def _mount_viewer(app: FastAPI) -> None:

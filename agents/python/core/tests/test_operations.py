@@ -1,0 +1,212 @@
+"""Operations endpoints of real processes: a Worker's /metrics, /livez and /readyz on its
+--http-port, `dex-agents serve --metrics`, and JSON log lines.
+
+The metrics are scraped while a turn waits for an approval and after it ended, and must have
+moved exactly as the turn's Steps did; readiness must turn false during a database outage
+(outages.py) and true again after it, while liveness and the scrape keep answering.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dex_agents.testing import reply_text, reply_tools
+
+from .helpers import pending_interrupt, turns_done, wait_until
+from .outages import PostgresServer, postgres_bin, sqlite_locked
+
+Outage = Callable[[], AbstractContextManager[None]]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _endpoint_env(port: int, **extra: str) -> dict[str, str]:
+    return {"DEX_AGENTS_HTTP_PORT": str(port), "DEX_AGENTS_METRICS": "1", **extra}
+
+
+def scrape(
+    base_url: str, headers: dict[str, str] | None = None
+) -> dict[tuple[str, frozenset], float]:
+    """Every sample of /metrics, by name and labels."""
+    response = httpx.get(f"{base_url}/metrics", headers=headers, timeout=10.0)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return samples
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def _no_session_labels(samples: dict) -> None:
+    allowed = {"flow_type", "step_type", "outcome", "effect", "status", "state", "le"}
+    for _, labels in samples:
+        assert {key for key, _ in labels} <= allowed, labels
+
+
+async def test_a_workers_metrics_move_as_its_steps_do(make_worker, model, client, tool_log):
+    port = _free_port()
+    worker = make_worker(**_endpoint_env(port)).start()
+    base = f"http://127.0.0.1:{port}"
+    assert httpx.get(f"{base}/livez").json()["status"] == "ok"
+    ready = httpx.get(f"{base}/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["checks"]["flows"] == "hosts Assistant"
+
+    model.enqueue(reply_tools(("w1", "send_email", {"to": "ana@example.com", "body": "Hi"})))
+    session = await client.start_session("Assistant", "Email Ana.")
+    await client.wait_for(session, pending_interrupt("w1"))
+    during = scrape(base)
+    assert (
+        value(during, "dex_agents_sessions", flow_type="Assistant", state="waiting_for_person") == 1
+    )
+    assert (
+        value(during, "dex_agents_steps_started_total", flow_type="Assistant", step_type="RunModel")
+        == 1
+    )
+    assert (
+        value(
+            during,
+            "dex_agents_model_call_duration_seconds_count",
+            flow_type="Assistant",
+            outcome="ok",
+        )
+        == 1
+    )
+    assert (
+        value(
+            during,
+            "dex_agents_tool_calls_total",
+            flow_type="Assistant",
+            effect="non_idempotent_write",
+            status="succeeded",
+        )
+        == 0
+    )
+    assert value(during, "dex_agents_database_up") == 1
+
+    model.enqueue(reply_text("Sent."))
+    assert await client.resolve_interrupt(session, "w1", approved=True)
+    await client.wait_for(session, turns_done(1))
+    after = scrape(base)
+    worker.stop()
+
+    labels = {"flow_type": "Assistant", "step_type": "RunModel"}
+    assert value(after, "dex_agents_steps_started_total", **labels) == 2
+    assert value(after, "dex_agents_steps_finished_total", outcome="succeeded", **labels) == 2
+    assert value(after, "dex_agents_step_duration_seconds_count", **labels) == 2
+    assert (
+        value(
+            after,
+            "dex_agents_model_call_duration_seconds_count",
+            flow_type="Assistant",
+            outcome="ok",
+        )
+        == 2
+    )
+    assert (
+        value(
+            after,
+            "dex_agents_tool_calls_total",
+            flow_type="Assistant",
+            effect="non_idempotent_write",
+            status="succeeded",
+        )
+        == 1
+    )
+    assert (
+        value(
+            after,
+            "dex_agents_tool_calls_outcome_unknown_total",
+            flow_type="Assistant",
+            effect="non_idempotent_write",
+        )
+        == 0
+    )
+    assert value(after, "dex_agents_step_retries_total", **labels) == 0
+    assert (
+        value(after, "dex_agents_sessions", flow_type="Assistant", state="waiting_for_person") == 0
+    )
+    assert ("dex_agents_queue_depth", frozenset({("flow_type", "Assistant")})) in after
+    assert tool_log.count("send_email") == 1
+    _no_session_labels(after)
+
+
+@pytest.fixture(params=["sqlite"] + (["postgres"] if postgres_bin() else []))
+def outage_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Outage]]:
+    if request.param == "sqlite":
+        path = tmp_path / "dex.sqlite"
+        yield f"sqlite:///{path}", lambda: sqlite_locked(str(path))
+        return
+    bin_dir = postgres_bin()
+    assert bin_dir
+    server = PostgresServer(bin_dir)
+    server.start()
+
+    @contextmanager
+    def stopped() -> Iterator[None]:
+        server.stop()
+        try:
+            yield
+        finally:
+            server.start()
+
+    try:
+        yield server.url, stopped
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def database_url(outage_backend: tuple[str, Outage]) -> str:
+    return outage_backend[0]
+
+
+def _ready(base: str) -> int:
+    return httpx.get(f"{base}/readyz", timeout=10.0).status_code
+
+
+def test_readiness_turns_false_during_a_database_outage_and_back_after(make_worker, outage_backend):
+    _, outage = outage_backend
+    port = _free_port()
+    # A short lease: the Worker's heartbeat writes meet a SQLite lock within a second.
+    worker = make_worker(**_endpoint_env(port, DEX_AGENTS_WORKER_LEASE_SECONDS="3")).start()
+    base = f"http://127.0.0.1:{port}"
+    wait_until(lambda: _ready(base) == 200, what="the Worker to be ready")
+    with outage():
+        wait_until(lambda: _ready(base) == 503, timeout=30, what="readiness to turn false")
+        body = httpx.get(f"{base}/readyz", timeout=10.0).json()
+        assert body["status"] == "unavailable"
+        assert httpx.get(f"{base}/livez", timeout=10.0).status_code == 200
+        wait_until(
+            lambda: value(scrape(base), "dex_agents_database_outage_active") == 1,
+            timeout=30,
+            what="the outage to be counted",
+        )
+    wait_until(lambda: _ready(base) == 200, timeout=60, what="readiness to return")
+    wait_until(
+        lambda: value(scrape(base), "dex_agents_database_outage_duration_seconds_count") >= 1,
+        timeout=30,
+        what="the outage's length",
+    )
+    samples = scrape(base)
+    assert value(samples, "dex_agents_database_outages_total") >= 1
+    assert value(samples, "dex_agents_database_up") == 1
+    worker.stop()
+    assert "Traceback" not in worker.log(), worker.log()
