@@ -8,6 +8,7 @@ moved exactly as the turn's Steps did; readiness must turn false during a databa
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -17,7 +18,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dex_agents.testing import reply_text, reply_tools
+from dex_agents import AgentClient
+from dex_agents.testing import ServeProcess, reply_text, reply_tools
 
 from .helpers import pending_interrupt, turns_done, wait_until
 from .outages import PostgresServer, postgres_bin, sqlite_locked
@@ -210,3 +212,52 @@ def test_readiness_turns_false_during_a_database_outage_and_back_after(make_work
     assert value(samples, "dex_agents_database_up") == 1
     worker.stop()
     assert "Traceback" not in worker.log(), worker.log()
+
+
+async def test_a_failing_tool_is_retried_and_logged_as_json_with_its_ids(
+    make_worker, model, client, tool_log
+):
+    port = _free_port()
+    worker = make_worker(**_endpoint_env(port, DEX_AGENTS_LOG_FORMAT="json")).start()
+    model.enqueue(reply_tools(("b1", "broken_tool", {})), reply_text("The tool is broken."))
+    session = await client.start_session("Assistant", "Use the broken tool.")
+    await client.wait_for(session, turns_done(1))
+    samples = scrape(f"http://127.0.0.1:{port}")
+    worker.stop()
+
+    labels = {"flow_type": "Assistant", "step_type": "CallTool"}
+    assert tool_log.count("broken_tool") == 3  # a read: three attempts
+    assert value(samples, "dex_agents_step_attempt_failures_total", **labels) == 3
+    assert value(samples, "dex_agents_step_retries_total", **labels) == 2
+    assert value(samples, "dex_agents_steps_finished_total", outcome="failed", **labels) == 1
+    status = {"flow_type": "Assistant", "effect": "read", "status": "failed"}
+    assert value(samples, "dex_agents_tool_calls_total", **status) == 1
+
+    lines = [json.loads(line) for line in worker.log().splitlines() if line.startswith("{")]
+    assert lines and all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    failed = [line for line in lines if "attempt 1 failed" in line["message"]]
+    assert len(failed) == 1, lines
+    assert failed[0]["level"] == "warning"
+    assert failed[0]["session_id"] == session
+    assert failed[0]["step_execution_id"] in failed[0]["message"]
+    snapshot = await client.get_agent_snapshot(session)
+    assert failed[0]["turn_id"] == snapshot.messages[0].turn_id
+    assert "traceback" not in failed[0]
+    assert "Traceback" not in worker.log()
+
+
+async def test_serve_answers_health_and_metrics_behind_its_token(database_url):
+    async with AgentClient(database_url) as agent_client:
+        await agent_client.connect(create=True)
+        await agent_client.start_session("Assistant", "Nobody hosts me yet.")
+    with ServeProcess(database_url, args=["--metrics"]) as server:
+        base = server.base_url
+        assert httpx.get(f"{base}/livez").json()["status"] == "ok"
+        ready = httpx.get(f"{base}/readyz")
+        assert ready.status_code == 200 and ready.json()["checks"]["database"] == "ok"
+        assert httpx.get(f"{base}/metrics").status_code == 401
+        samples = scrape(base, server.headers)
+    assert value(samples, "dex_agents_database_up") == 1
+    # The session's first Step waits in its flow type's queue for a Worker.
+    assert value(samples, "dex_agents_queue_depth", flow_type="Assistant") == 1
+    _no_session_labels(samples)
