@@ -94,6 +94,11 @@ sessions = sa.Table(
     sa.Column("event_counter", sa.Integer, nullable=False, default=0),
     # AgentTraceContext, written only while tracing is on (dex_agents.otel).
     sa.Column("trace_context", sa.Text),
+    # The bounded event log (store.trim_events): the bytes of the session's kept events, the
+    # offset through which the oldest were trimmed (0: none), and the Flow's capacity.
+    sa.Column("event_bytes", sa.BigInteger, nullable=False, default=0, server_default="0"),
+    sa.Column("events_trimmed", sa.Integer, nullable=False, default=0, server_default="0"),
+    sa.Column("event_capacity", sa.BigInteger),
 )
 
 messages = sa.Table(
@@ -147,6 +152,8 @@ events = sa.Table(
     sa.Column("payload", LosslessText(), nullable=False),
     sa.Column("step_execution_id", sa.String(128), nullable=False),
     sa.Column("created_at", sa.String(32), nullable=False),
+    # What the event counts against its session's capacity (store.event_size).
+    sa.Column("size", sa.Integer, nullable=False, default=0, server_default="0"),
 )
 
 steps = sa.Table(

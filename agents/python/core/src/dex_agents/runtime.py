@@ -1153,7 +1153,8 @@ class Runtime:
     def _flush(self, tx: StepTx, ended: str | None = None) -> None:
         if self.metrics is not None:  # metrics: Steps finished, tool calls' final statuses
             self.metrics.committing(tx, ended)
-        store.write_events(tx.conn, tx.session, tx.events)
+        capacity = tx.ctx.flow.options.event_capacity_bytes
+        store.write_events(tx.conn, tx.session, tx.events, capacity=capacity)
         tx.events.clear()
         store.save_session(tx.conn, tx.session)
 
