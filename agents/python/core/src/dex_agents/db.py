@@ -69,6 +69,10 @@ class LosslessText(sa.types.TypeDecorator[str]):
         return decoded
 
 
+# The predicates of the metrics' partial indexes (schema.py's migration 5 creates them).
+ACTIVE_STEPS = "status IN ('running', 'waiting')"
+WAITING_FOR_PERSON = "pending_interrupts IS NOT NULL AND pending_interrupts <> '[]'"
+
 sessions = sa.Table(
     "dex_sessions",
     metadata,
@@ -99,6 +103,14 @@ sessions = sa.Table(
     sa.Column("event_bytes", sa.BigInteger, nullable=False, default=0, server_default="0"),
     sa.Column("events_trimmed", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.Column("event_capacity", sa.BigInteger),
+    # Only the sessions with a pending approval or question: the metrics' sessions waiting
+    # for a person (metrics.py).
+    sa.Index(
+        "dex_sessions_waiting_for_person",
+        "flow_type",
+        sqlite_where=sa.text(WAITING_FOR_PERSON),
+        postgresql_where=sa.text(WAITING_FOR_PERSON),
+    ),
 )
 
 messages = sa.Table(
@@ -192,6 +204,14 @@ steps = sa.Table(
         "due_at",
         sqlite_where=sa.text("status = 'parked' AND due_at IS NOT NULL"),
         postgresql_where=sa.text("status = 'parked' AND due_at IS NOT NULL"),
+    ),
+    # Only the Steps that run or wait hot: the metrics' sessions by state (metrics.py).
+    sa.Index(
+        "dex_steps_active",
+        "status",
+        "session_id",
+        sqlite_where=sa.text(ACTIVE_STEPS),
+        postgresql_where=sa.text(ACTIVE_STEPS),
     ),
 )
 

@@ -329,19 +329,25 @@ class Snapshot:
 
 
 def _sessions_by_state(conn: Connection) -> dict[tuple[str, str], int]:
+    """Each query's WHERE is its partial index's predicate, so that SQLite uses the index
+    too: it reads only the Steps that run or wait, and the sessions waiting for a person."""
     steps, sessions = db.steps, db.sessions
-    query = (
-        sa.select(
-            sessions.c.flow_type, steps.c.status, sa.func.count(sa.distinct(steps.c.session_id))
+    counts: dict[tuple[str, str], int] = {}
+    for where in (db.ACTIVE_STEPS, "status = 'parked'"):
+        query = (
+            sa.select(
+                sessions.c.flow_type,
+                steps.c.status,
+                sa.func.count(sa.distinct(steps.c.session_id)),
+            )
+            .select_from(steps.join(sessions, sessions.c.session_id == steps.c.session_id))
+            .where(sa.text(f"dex_steps.{where}"))
+            .group_by(sessions.c.flow_type, steps.c.status)
         )
-        .select_from(steps.join(sessions, sessions.c.session_id == steps.c.session_id))
-        .where(steps.c.status.in_(list(STEP_STATES)))
-        .group_by(sessions.c.flow_type, steps.c.status)
-    )
-    counts = {(row[0], STEP_STATES[row[1]]): int(row[2]) for row in conn.execute(query)}
+        counts.update({(row[0], STEP_STATES[row[1]]): int(row[2]) for row in conn.execute(query)})
     people = (
         sa.select(sessions.c.flow_type, sa.func.count())
-        .where(sessions.c.pending_interrupts.is_not(None), sessions.c.pending_interrupts != "[]")
+        .where(sa.text(db.WAITING_FOR_PERSON))
         .group_by(sessions.c.flow_type)
     )
     for flow_type, count in conn.execute(people):

@@ -379,6 +379,19 @@ def _bound_event_logs(conn: Connection) -> None:
             "FROM dex_events e WHERE e.session_id = dex_sessions.session_id)"
         )
     )
+    # The metrics' sessions by state read only these rows (metrics.py).
+    conn.execute(
+        sa.text(
+            "CREATE INDEX dex_steps_active ON dex_steps (status, session_id) "
+            "WHERE status IN ('running', 'waiting')"
+        )
+    )
+    conn.execute(
+        sa.text(
+            "CREATE INDEX dex_sessions_waiting_for_person ON dex_sessions (flow_type) "
+            "WHERE pending_interrupts IS NOT NULL AND pending_interrupts <> '[]'"
+        )
+    )
 
 
 # The fixed part of an event's size (offset, attempt, created_at, row overhead), frozen here
@@ -394,7 +407,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "sessions keep the trace context of their activation", _add_trace_context),
     Migration(4, "waiting Steps park: a wake counter and a due time per Step", _add_parking),
     Migration(
-        5, "event logs are bounded: a size per event, a capacity per session", _bound_event_logs
+        5,
+        "event logs are bounded, and the metrics' sessions by state are indexed",
+        _bound_event_logs,
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
