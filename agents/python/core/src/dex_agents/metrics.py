@@ -229,7 +229,11 @@ class Metrics:
     async def woken(self, database: db.Database, ctx: StepContext[Any], workflow_id: str) -> None:
         """A woken Step's driver runs: the time since its wake workflow was enqueued, which
         the commit that woke it did."""
-        created = await database.read(lambda conn: _workflow_created_ms(conn, workflow_id))
+        try:
+            created = await database.read(lambda conn: _workflow_created_ms(conn, workflow_id))
+        except Exception as error:  # a metric never holds a Step up
+            log.debug("metrics: no wake latency for %s: %s", workflow_id, error)
+            return
         if created is not None:
             latency = max(time.time() - created / 1000.0, 0.0)
             self.wake_seconds.labels(ctx.flow.flow_type).observe(latency)
