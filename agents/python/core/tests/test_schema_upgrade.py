@@ -35,6 +35,7 @@ VERSIONS = [
     (2, "Step workflows move to the queue of their flow type"),
     (3, "sessions keep the trace context of their activation"),
     (4, "waiting Steps park: a wake counter and a due time per Step"),
+    (5, "event logs are bounded, and the metrics' sessions by state are indexed"),
 ]
 
 

@@ -105,6 +105,35 @@ def cli() -> None:
     metavar="FILE.toml",
     help="Host the remote flows of a TOML file: [flows.<FlowType>] url = ..., and options.",
 )
+@click.option(
+    "--http-port",
+    envvar="DEX_AGENTS_HTTP_PORT",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve /livez, /readyz (and /metrics with --metrics) on this port "
+    "[env DEX_AGENTS_HTTP_PORT; default: none].",
+)
+@click.option(
+    "--http-host",
+    envvar="DEX_AGENTS_HTTP_HOST",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address of --http-port (0.0.0.0 for a container's probes).",
+)
+@click.option(
+    "--metrics",
+    is_flag=True,
+    envvar="DEX_AGENTS_METRICS",
+    help="Prometheus metrics at /metrics of --http-port (extra `metrics`).",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    envvar="DEX_AGENTS_LOG_FORMAT",
+    default="text",
+    show_default=True,
+    help="json: one JSON object a line, with session, turn and Step IDs.",
+)
 @click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
 def worker(
     target: str | None,
@@ -112,6 +141,10 @@ def worker(
     worker_id: str | None,
     remotes: tuple[str, ...],
     remote_config: str | None,
+    http_port: int | None,
+    http_host: str,
+    metrics: bool,
+    log_format: str,
     debug: bool,
 ) -> None:
     """Run a Worker for the flows at TARGET (module:attribute) and the remote flows.
@@ -120,15 +153,14 @@ def worker(
     DEX_AGENTS_WORKER_DRAIN_SECONDS, default 20); a second signal stops at once. A database
     that does not answer yet is waited for.
     """
-    import logging
-
     if target is None and not remotes and remote_config is None:
         raise click.UsageError("give TARGET (module:attribute), --remote or --remote-config")
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    from .logs import configure
+
+    configure(log_format)
+    endpoints = {"http_port": http_port, "http_host": http_host, "metrics": metrics}
     try:
-        _run_worker(target, database_url, worker_id, remotes, remote_config)
+        _run_worker(target, database_url, worker_id, remotes, remote_config, endpoints)
     except Exception as error:
         if debug:
             raise
@@ -157,6 +189,7 @@ def _run_worker(
     worker_id: str | None,
     remotes: Sequence[str] = (),
     remote_config: str | None = None,
+    endpoints: dict[str, Any] | None = None,
 ) -> None:
     import asyncio
     import gc
@@ -164,7 +197,7 @@ def _run_worker(
     from .worker import Worker
 
     flows = _worker_flows(target, remotes, remote_config)
-    runner = Worker(flows, database_url=database_url, worker_id=worker_id)
+    runner = Worker(flows, database_url=database_url, worker_id=worker_id, **(endpoints or {}))
     # What the imports built lives as long as the process: kept out of the collector's full
     # passes, which otherwise walk those some 250,000 objects every few turns (about 170 ms
     # of CPU each).
@@ -364,6 +397,20 @@ WEB_EXTRA_HINT = (
     default=15.0,
     hidden=True,
 )
+@click.option(
+    "--metrics",
+    is_flag=True,
+    envvar="DEX_AGENTS_METRICS",
+    help="Prometheus metrics at /metrics, with the API's auth (extra `metrics`).",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    envvar="DEX_AGENTS_LOG_FORMAT",
+    default="text",
+    show_default=True,
+    help="json: one JSON object a line.",
+)
 @click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
 def serve(
     host: str,
@@ -377,6 +424,8 @@ def serve(
     body_timeout_seconds: float,
     max_connections: int,
     heartbeat_seconds: float,
+    metrics: bool,
+    log_format: str,
     debug: bool,
 ) -> None:
     """Serve the session API, its event streams and the viewer over HTTP (extra `web`).
@@ -396,6 +445,12 @@ def serve(
         raise CliError(
             f"dex-agents serve needs the web extra ({error}): {WEB_EXTRA_HINT}"
         ) from None
+    if log_format == "json":
+        import logging
+
+        from .logs import configure
+
+        configure("json", logging.WARNING)
     if no_auth and token:
         raise CliError(f"--no-auth and --token (or {WEB_TOKEN_ENV}) exclude each other")
     if no_auth and not is_loopback_name(host):
@@ -424,6 +479,7 @@ def serve(
         heartbeat_seconds=heartbeat_seconds,
         announce=announce,
         limits=limits,
+        metrics=metrics,
     )
     try:
         asyncio.run(server)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -69,6 +70,10 @@ class LosslessText(sa.types.TypeDecorator[str]):
         return decoded
 
 
+# The predicates of the metrics' partial indexes (schema.py's migration 5 creates them).
+ACTIVE_STEPS = "status IN ('running', 'waiting')"
+WAITING_FOR_PERSON = "pending_interrupts IS NOT NULL AND pending_interrupts <> '[]'"
+
 sessions = sa.Table(
     "dex_sessions",
     metadata,
@@ -94,6 +99,19 @@ sessions = sa.Table(
     sa.Column("event_counter", sa.Integer, nullable=False, default=0),
     # AgentTraceContext, written only while tracing is on (dex_agents.otel).
     sa.Column("trace_context", sa.Text),
+    # The bounded event log (store.trim_events): the bytes of the session's kept events, the
+    # offset through which the oldest were trimmed (0: none), and the Flow's capacity.
+    sa.Column("event_bytes", sa.BigInteger, nullable=False, default=0, server_default="0"),
+    sa.Column("events_trimmed", sa.Integer, nullable=False, default=0, server_default="0"),
+    sa.Column("event_capacity", sa.BigInteger),
+    # Only the sessions with a pending approval or question: the metrics' sessions waiting
+    # for a person (metrics.py).
+    sa.Index(
+        "dex_sessions_waiting_for_person",
+        "flow_type",
+        sqlite_where=sa.text(WAITING_FOR_PERSON),
+        postgresql_where=sa.text(WAITING_FOR_PERSON),
+    ),
 )
 
 messages = sa.Table(
@@ -147,6 +165,8 @@ events = sa.Table(
     sa.Column("payload", LosslessText(), nullable=False),
     sa.Column("step_execution_id", sa.String(128), nullable=False),
     sa.Column("created_at", sa.String(32), nullable=False),
+    # What the event counts against its session's capacity (store.event_size).
+    sa.Column("size", sa.Integer, nullable=False, default=0, server_default="0"),
 )
 
 steps = sa.Table(
@@ -185,6 +205,14 @@ steps = sa.Table(
         "due_at",
         sqlite_where=sa.text("status = 'parked' AND due_at IS NOT NULL"),
         postgresql_where=sa.text("status = 'parked' AND due_at IS NOT NULL"),
+    ),
+    # Only the Steps that run or wait hot: the metrics' sessions by state (metrics.py).
+    sa.Index(
+        "dex_steps_active",
+        "status",
+        "session_id",
+        sqlite_where=sa.text(ACTIVE_STEPS),
+        postgresql_where=sa.text(ACTIVE_STEPS),
     ),
 )
 
@@ -325,6 +353,16 @@ def create_dbos_engine(url: str) -> Engine:
 # The Postgres NOTIFY channel of wake-ups. A payload is the committing process's origin, then
 # the woken session IDs, one a line ("*" when they would not fit: wake every wait).
 WAKE_CHANNEL = "dex_wakeups"
+# conn.info key: callables a transaction leaves to run once it committed (`after_commit`).
+AFTER_COMMIT = "dex_after_commit"
+
+
+def after_commit(conn: Connection, callback: Callable[[], None]) -> None:
+    """Runs `callback` once this write transaction committed; never when it rolled back (a
+    transaction retried after an outage runs its body again, and so registers again)."""
+    conn.info.setdefault(AFTER_COMMIT, []).append(callback)
+
+
 _NOTIFY_MAX_BYTES = 7000
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :payload)")
 _INSERT_WAKEUP = wakeups.insert()
@@ -437,8 +475,10 @@ class Database:
     def _write_once(self, engine: Engine, fn: Callable[[Connection], T]) -> T:
         with engine.begin() as conn:
             conn.info.pop("dex_woken", None)
+            conn.info.pop(AFTER_COMMIT, None)
             conn.info["dex_origin"] = self.origin
             result = fn(conn)
+            after_commit: list[Callable[[], None]] = conn.info.pop(AFTER_COMMIT, [])
             woken: set[str] = conn.info.pop("dex_woken", set())
             parked_flow_types = self._wake_parked(conn, woken) if woken else None
             if parked_flow_types:
@@ -457,6 +497,8 @@ class Database:
             self.on_wake(woken)
         if parked_flow_types and self.on_parked_wake is not None:
             self.on_parked_wake(parked_flow_types)
+        for callback in after_commit:
+            callback()
         return result
 
     def _wake_parked(self, conn: Connection, woken: set[str]) -> set[str]:
@@ -502,7 +544,9 @@ class Database:
             if not isinstance(result, _NotRun):
                 return result
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writers, self.write_sync, fn)
+        # With the caller's context: a log line of the transaction names its Step (logs.py).
+        run = contextvars.copy_context().run
+        return await loop.run_in_executor(self._writers, run, self.write_sync, fn)
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
         if self.sqlite:
@@ -516,7 +560,8 @@ class Database:
                 if not self._is_transient(error):
                     raise
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._readers, self.read_sync, fn)
+        run = contextvars.copy_context().run
+        return await loop.run_in_executor(self._readers, run, self.read_sync, fn)
 
     def _read_once(self, fn: Callable[[Connection], T]) -> T:
         with self.engine.connect() as conn:
@@ -576,12 +621,21 @@ class Outage:
         self.where = where
         self._since: float | None = None
         self._lock = threading.Lock()
+        # Told when an outage begins (None) and when it ends (its length in seconds): the
+        # Prometheus metrics (dex_agents.metrics).
+        self.listener: Callable[[float | None], None] | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._since is not None
 
     def failed(self, error: DBAPIError) -> None:
         with self._lock:
             if self._since is not None:
                 return
             self._since = time.monotonic()
+        if self.listener is not None:
+            self.listener(None)
         log.warning(
             "the database at %s is unavailable (%s); Steps wait and retry until it returns",
             self.where,
@@ -594,11 +648,10 @@ class Outage:
         with self._lock:
             since, self._since = self._since, None
         if since is not None:
-            log.warning(
-                "the database at %s is available again after %.1f s",
-                self.where,
-                time.monotonic() - since,
-            )
+            length = time.monotonic() - since
+            if self.listener is not None:
+                self.listener(length)
+            log.warning("the database at %s is available again after %.1f s", self.where, length)
 
 
 # What a driver says when the database is unreachable, restarting or locked.

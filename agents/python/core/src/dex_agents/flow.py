@@ -15,7 +15,11 @@ from .runner import (
     ToolPolicy,
     UnfinishedTurnMessageBuilder,
 )
+from .store import DEFAULT_EVENT_CAPACITY_BYTES
 from .types import ToolEffect
+
+# Less would trim the events of one model answer while it streams.
+MIN_EVENT_CAPACITY_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,16 @@ class AgentSessionOptions:
     retained_message_limit: int | None = 1_000
     model_call_timeout: timedelta = timedelta(minutes=15)
     tool_call_timeout: timedelta = timedelta(minutes=15)
+    # The bytes of events a session keeps: each commit past it trims the oldest events (see
+    # store.trim_events); a resume token older than the oldest kept event is refused.
+    event_capacity_bytes: int = DEFAULT_EVENT_CAPACITY_BYTES
 
     def __post_init__(self) -> None:
+        if self.event_capacity_bytes < MIN_EVENT_CAPACITY_BYTES:
+            raise ValueError(
+                f"event_capacity_bytes must be at least {MIN_EVENT_CAPACITY_BYTES} (64 KiB), "
+                f"not {self.event_capacity_bytes}"
+            )
         if self.default_tool_effect not in TOOL_EFFECTS:
             raise ValueError(
                 f"default_tool_effect must be one of {', '.join(TOOL_EFFECTS)}, "

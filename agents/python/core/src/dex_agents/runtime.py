@@ -37,8 +37,9 @@ from .dequeue import queue_wake_key
 from .errors import SessionNotFound
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
+from .logs import current_step
 from .parking import DEFAULT_HOT_WINDOW_SECONDS, DUE_SCAN_SECONDS, wake_due
-from .routing import STEP_WORKFLOW, step_queue_name, step_workflow_id
+from .routing import STEP_WORKFLOW, step_queue_name, step_workflow_id, wake_workflow_id
 from .runner import FrameworkItemCache
 from .stepkit import (
     Recovery,
@@ -51,6 +52,7 @@ from .types import AgentMessage
 from .wake_socket import FALLBACK_POLL_SECONDS, TURN_KEY_PREFIX, WakeListener
 
 if TYPE_CHECKING:
+    from .metrics import Metrics
     from .otel import StepTracer
 
 log = logging.getLogger("dex_agents")
@@ -633,6 +635,8 @@ class Runtime:
         self.hot_window = hot_window
         # OpenTelemetry spans of the Steps (dex_agents.otel); None while tracing is off.
         self.tracer: StepTracer | None = tracer
+        # Prometheus metrics (dex_agents.metrics); None while they are off. Set by the Worker.
+        self.metrics: Metrics | None = None
         self._running: dict[str, dict[str, asyncio.Task[Any]]] = defaultdict(dict)
         self._background: set[asyncio.Task[None]] = set()
         self._flow_types: dict[str, str] = {}
@@ -729,12 +733,18 @@ class Runtime:
             checkpoint=row.checkpoint,
             scheduled_at=row.scheduled_at,
         )
+        current_step.set(ctx)  # the IDs of JSON log lines (logs.py)
+        if self.metrics is not None and wake:  # metrics: wake latency
+            workflow_id = wake_workflow_id(session_id, step_execution_id, wake)
+            await self.metrics.woken(self.database, ctx, workflow_id)
         # Whether the next commit looks at the wait condition itself (only the first one).
         check = likely_ready and handler.options.waits and not handler.has_execute
         while True:
             waits = handler.options.waits and not check
             if waits and await self._wait(ctx, handler) is not WaitOutcome.READY:
                 return StepDone(())  # cancelled, or parked
+            if self.metrics is not None:  # metrics: Steps started, Step latency
+                self.metrics.step_began(ctx, first=row.attempts == 0)
             if handler.has_execute:
                 return self._done(ctx, await self._run_attempts(ctx, handler), may_move)
             committed = await self.database.write(
@@ -776,6 +786,8 @@ class Runtime:
                     self._drained.set()
             if not isinstance(outcome, TryAgain):
                 return outcome
+            if self.metrics is not None:  # metrics: retries
+                self.metrics.retried(ctx)
             backoff = self.retry_backoff_seconds * 2 ** (ctx.attempt - 1)
             await asyncio.sleep(max(backoff, outcome.delay or 0.0))
 
@@ -788,6 +800,7 @@ class Runtime:
         if begun.next_steps is not None:
             return begun.next_steps
         ctx.attempt = begun.attempt
+        started = time.monotonic()
         try:
             if self.tracer is None:
                 result = await self._execute(ctx, handler)
@@ -797,7 +810,11 @@ class Runtime:
             await self._write_unflushed(ctx)
             return []
         except Exception as error:
+            if self.metrics is not None:  # metrics: failed attempts, model-call latency
+                self.metrics.attempt_ended(ctx, time.monotonic() - started, error)
             return await self._record_failed_attempt(ctx, handler, error)
+        if self.metrics is not None:  # metrics: model-call latency
+            self.metrics.attempt_ended(ctx, time.monotonic() - started, None)
         return await self._commit_result(ctx, handler, result)
 
     async def _write_unflushed(self, ctx: StepContext[Any]) -> None:
@@ -1130,11 +1147,14 @@ class Runtime:
             next_steps=next_ids,
             ended_at=now_text(),
         )
-        self._flush(tx)
+        self._flush(tx, ended=status)
         return next_ids
 
-    def _flush(self, tx: StepTx) -> None:
-        store.write_events(tx.conn, tx.session, tx.events)
+    def _flush(self, tx: StepTx, ended: str | None = None) -> None:
+        if self.metrics is not None:  # metrics: Steps finished, tool calls' final statuses
+            self.metrics.committing(tx, ended)
+        capacity = tx.ctx.flow.options.event_capacity_bytes
+        store.write_events(tx.conn, tx.session, tx.events, capacity=capacity)
         tx.events.clear()
         store.save_session(tx.conn, tx.session)
 

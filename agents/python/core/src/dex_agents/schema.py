@@ -344,6 +344,61 @@ def _add_parking(conn: Connection) -> None:
     )
 
 
+# Migration 5 --------------------------------------------------------------------------------
+
+
+def _bound_event_logs(conn: Connection) -> None:
+    """The bounded event log (store.trim_events): each event's size, and on each session the
+    bytes of its events, the offset through which they were trimmed and the Flow's capacity.
+    The sizes of the events already stored are computed here, once (the bytes of the payload,
+    type, turn and Step IDs and a fixed overhead, as store.event_size counts them)."""
+    big = "BIGINT"
+    conn.execute(sa.text("ALTER TABLE dex_events ADD COLUMN size INTEGER DEFAULT 0 NOT NULL"))
+    conn.execute(
+        sa.text(f"ALTER TABLE dex_sessions ADD COLUMN event_bytes {big} DEFAULT 0 NOT NULL")
+    )
+    conn.execute(
+        sa.text("ALTER TABLE dex_sessions ADD COLUMN events_trimmed INTEGER DEFAULT 0 NOT NULL")
+    )
+    conn.execute(sa.text(f"ALTER TABLE dex_sessions ADD COLUMN event_capacity {big}"))
+    pg = conn.dialect.name == "postgresql"
+
+    def length(column: str) -> str:
+        return f"octet_length({column})" if pg else f"length(CAST({column} AS BLOB))"
+
+    conn.execute(
+        sa.text(
+            f"UPDATE dex_events SET size = {EVENT_OVERHEAD_BYTES} + {length('payload')} + "
+            f"{length('type')} + {length('step_execution_id')} + "
+            f"coalesce({length('turn_id')}, 0)"
+        )
+    )
+    conn.execute(
+        sa.text(
+            "UPDATE dex_sessions SET event_bytes = (SELECT coalesce(sum(e.size), 0) "
+            "FROM dex_events e WHERE e.session_id = dex_sessions.session_id)"
+        )
+    )
+    # The metrics' sessions by state read only these rows (metrics.py).
+    conn.execute(
+        sa.text(
+            "CREATE INDEX dex_steps_active ON dex_steps (status, session_id) "
+            "WHERE status IN ('running', 'waiting')"
+        )
+    )
+    conn.execute(
+        sa.text(
+            "CREATE INDEX dex_sessions_waiting_for_person ON dex_sessions (flow_type) "
+            "WHERE pending_interrupts IS NOT NULL AND pending_interrupts <> '[]'"
+        )
+    )
+
+
+# The fixed part of an event's size (offset, attempt, created_at, row overhead), frozen here
+# as migration 5 counts it (store.EVENT_OVERHEAD_BYTES).
+EVENT_OVERHEAD_BYTES = 64
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables of dex-agents 0.2", _create_baseline),
     Migration(
@@ -351,6 +406,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(3, "sessions keep the trace context of their activation", _add_trace_context),
     Migration(4, "waiting Steps park: a wake counter and a due time per Step", _add_parking),
+    Migration(
+        5,
+        "event logs are bounded, and the metrics' sessions by state are indexed",
+        _bound_event_logs,
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 assert [m.version for m in MIGRATIONS] == list(range(1, LATEST_VERSION + 1))

@@ -49,6 +49,15 @@ TURN_CONTROL_REQUESTS = "TurnControlRequests"
 TOOL_CALL_CANCELLATIONS = "ToolCallCancellations"
 PLAN_EXECUTIONS = "PlanExecutions"
 
+# The bounded event log (trim_events): a session keeps this many bytes of events by default
+# (AgentSessionOptions.event_capacity_bytes), trimmed down to TRIM_TO_RATIO of its capacity
+# when a commit takes it past, reading and deleting at most TRIM_BATCH_ROWS rows a commit.
+DEFAULT_EVENT_CAPACITY_BYTES = 10 * 1024 * 1024
+TRIM_TO_RATIO = 0.9
+TRIM_BATCH_ROWS = 1000
+# The fixed part of an event's size: its offset, attempt, creation time and row overhead.
+EVENT_OVERHEAD_BYTES = 64
+
 _interrupts = TypeAdapter(list[AgentInterrupt])
 
 # The hot statements are built once, and run by `fastsql` (see there why).
@@ -130,6 +139,10 @@ class Session:
     event_counter: int
     # AgentTraceContext: written only while tracing is on (dex_agents.otel).
     trace_context: str | None = None
+    # The bounded event log (trim_events): kept bytes, trimmed through, the Flow's capacity.
+    event_bytes: int = 0
+    events_trimmed: int = 0
+    event_capacity: int | None = None
     dirty: set[str] = field(default_factory=set)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -198,6 +211,9 @@ def _session_from_row(row: Any) -> Session:
         step_counter=row.step_counter,
         event_counter=row.event_counter,
         trace_context=row.trace_context,
+        event_bytes=row.event_bytes,
+        events_trimmed=row.events_trimmed,
+        event_capacity=row.event_capacity,
     )
 
 
@@ -265,6 +281,9 @@ def save_session(conn: Connection, session: Session) -> None:
     values: dict[str, Any] = {name: _dump(getattr(session, name)) for name in session.dirty}
     values["step_counter"] = session.step_counter
     values["event_counter"] = session.event_counter
+    values["event_bytes"] = session.event_bytes
+    values["events_trimmed"] = session.events_trimmed
+    values["event_capacity"] = session.event_capacity
     values["updated_at"] = now_text()
     fastsql.execute(conn, _UPDATE_SESSION, {"b_sid": session.session_id, **values})
     session.dirty.clear()
@@ -471,8 +490,18 @@ class EventRecord:
     step_execution_id: str
 
 
-def write_events(conn: Connection, session: Session, records: Sequence[EventRecord]) -> None:
-    """Appends events under the session lock the caller holds."""
+def write_events(
+    conn: Connection,
+    session: Session,
+    records: Sequence[EventRecord],
+    *,
+    capacity: int | None = None,
+) -> None:
+    """Appends events under the session lock the caller holds (who saves the session), and
+    trims the oldest past the capacity: `capacity` (the Flow's, which the session keeps), else
+    the one the session kept, else the default."""
+    if capacity is not None and capacity != session.event_capacity:
+        session.event_capacity = capacity
     if not records:
         return
     now = now_text()
@@ -481,6 +510,14 @@ def write_events(conn: Connection, session: Session, records: Sequence[EventReco
         session.event_counter += 1
         rows.append(_event_row(session.session_id, session.event_counter, record, now))
     fastsql.execute_many(conn, _INSERT_EVENT, rows)
+    session.event_bytes, session.events_trimmed = trim_events(
+        conn,
+        session.session_id,
+        kept_bytes=session.event_bytes + sum(row["size"] for row in rows),
+        trimmed=session.events_trimmed,
+        last=session.event_counter,
+        capacity=session.event_capacity or DEFAULT_EVENT_CAPACITY_BYTES,
+    )
     wake(conn, session.session_id)
     if any(record.type in TURN_OUTCOME_EVENTS for record in records):
         wake(conn, turn_wake_key(session.session_id))
@@ -493,33 +530,109 @@ def append_events_unlocked(
     offsets with one atomic counter update."""
     if not records:
         return
+    now = now_text()
+    rows = [_event_row(session_id, 0, record, now) for record in records]
+    added = sum(row["size"] for row in rows)
+    sessions = db.sessions.c
     result = conn.execute(
         db.sessions.update()
-        .where(db.sessions.c.session_id == session_id)
-        .values(event_counter=db.sessions.c.event_counter + len(records))
-        .returning(db.sessions.c.event_counter)
+        .where(sessions.session_id == session_id)
+        .values(
+            event_counter=sessions.event_counter + len(records),
+            event_bytes=sessions.event_bytes + added,
+        )
+        .returning(
+            sessions.event_counter,
+            sessions.event_bytes,
+            sessions.events_trimmed,
+            sessions.event_capacity,
+        )
     )
-    last = result.scalar_one()
-    now = now_text()
+    last, kept, trimmed, capacity = result.one()
     first = last - len(records) + 1
-    fastsql.execute_many(
+    for i, row in enumerate(rows):
+        row["offset"] = first + i
+    fastsql.execute_many(conn, _INSERT_EVENT, rows)
+    trimmed_kept, trimmed_through = trim_events(
         conn,
-        _INSERT_EVENT,
-        [_event_row(session_id, first + i, record, now) for i, record in enumerate(records)],
+        session_id,
+        kept_bytes=kept,
+        trimmed=trimmed,
+        last=last,
+        capacity=capacity or DEFAULT_EVENT_CAPACITY_BYTES,
     )
+    if trimmed_through != trimmed:
+        conn.execute(
+            db.sessions.update()
+            .where(sessions.session_id == session_id)
+            .values(
+                event_bytes=sessions.event_bytes - (kept - trimmed_kept),
+                events_trimmed=trimmed_through,
+            )
+        )
     wake(conn, session_id)
 
 
+def event_size(record: EventRecord, payload: str) -> int:
+    """What an event counts against its session's capacity: the UTF-8 bytes of its payload,
+    type, turn and Step IDs, and a fixed overhead (schema.py's migration 5 counts the same)."""
+    texts = (payload, record.type, record.step_execution_id, record.turn_id or "")
+    return EVENT_OVERHEAD_BYTES + sum(len(text.encode()) for text in texts)
+
+
+def trim_events(
+    conn: Connection,
+    session_id: str,
+    *,
+    kept_bytes: int,
+    trimmed: int,
+    last: int,
+    capacity: int,
+) -> tuple[int, int]:
+    """Deletes the session's oldest events while its kept bytes exceed `capacity`, down to
+    TRIM_TO_RATIO of it (so that a session at its capacity trims once in a while, in a batch,
+    rather than at every commit), never the newest event. Reads and deletes at most
+    TRIM_BATCH_ROWS rows: bounded work per commit; a later commit goes on. Returns the kept
+    bytes and the offset through which events are now trimmed."""
+    if kept_bytes <= capacity:
+        return kept_bytes, trimmed
+    target = int(capacity * TRIM_TO_RATIO)
+    events = db.events.c
+    oldest = conn.execute(
+        sa.select(events.offset, events.size)
+        .where(events.session_id == session_id, events.offset > trimmed, events.offset < last)
+        .order_by(events.offset)
+        .limit(TRIM_BATCH_ROWS)
+    ).all()
+    through = trimmed
+    for offset, size in oldest:
+        if kept_bytes <= target:
+            break
+        kept_bytes -= size
+        through = offset
+    if through != trimmed:
+        conn.execute(
+            db.events.delete().where(
+                events.session_id == session_id,
+                events.offset > trimmed,
+                events.offset <= through,
+            )
+        )
+    return kept_bytes, through
+
+
 def _event_row(session_id: str, offset: int, record: EventRecord, now: str) -> dict[str, Any]:
+    payload = json.dumps(record.payload, separators=(",", ":"))
     return {
         "session_id": session_id,
         "offset": offset,
         "type": record.type,
         "turn_id": record.turn_id,
         "attempt": record.attempt,
-        "payload": json.dumps(record.payload, separators=(",", ":")),
+        "payload": payload,
         "step_execution_id": record.step_execution_id,
         "created_at": now,
+        "size": event_size(record, payload),
     }
 
 

@@ -48,6 +48,9 @@ from .steps import STEP_HANDLERS
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from .health import WorkerEndpoints
+    from .metrics import Metrics
+
 log = logging.getLogger("dex_agents")
 
 # How often a Worker polls its queues for Steps besides being woken by the commits that
@@ -60,6 +63,10 @@ DRAIN_SECONDS_ENV = "DEX_AGENTS_WORKER_DRAIN_SECONDS"
 DEFAULT_DRAIN_SECONDS = 20.0
 READY_FILE_ENV = "DEX_AGENTS_READY_FILE"
 HOT_WINDOW_ENV = "DEX_AGENTS_HOT_WINDOW_SECONDS"
+# The Worker's HTTP endpoints for orchestrators and Prometheus (health.py, metrics.py).
+HTTP_PORT_ENV = "DEX_AGENTS_HTTP_PORT"
+HTTP_HOST_ENV = "DEX_AGENTS_HTTP_HOST"
+METRICS_ENV = "DEX_AGENTS_METRICS"
 
 
 class Worker:
@@ -83,6 +90,9 @@ class Worker:
         drain_seconds: float | None = None,
         tracing: bool | TracerProvider | None = None,
         hot_window: float | None = None,
+        http_port: int | None = None,
+        http_host: str | None = None,
+        metrics: bool | None = None,
     ) -> None:
         """`tracing`: OpenTelemetry GenAI spans of every activation, model call and tool
         call (the `otel` extra). True uses the global TracerProvider, a TracerProvider that
@@ -91,7 +101,12 @@ class Worker:
         `hot_window`: seconds a waiting Step (for a message, an approval, a timer) stays in
         this Worker's memory before it parks in the database, where it costs no Worker
         anything until a commit or its due time wakes it on any Worker of its flow type;
-        by default DEX_AGENTS_HOT_WINDOW_SECONDS, else 10."""
+        by default DEX_AGENTS_HOT_WINDOW_SECONDS, else 10.
+
+        `http_port`: serve /livez, /readyz (and /metrics with `metrics`) on this port of
+        `http_host` (default 127.0.0.1; 0.0.0.0 for a container's probes); by default
+        DEX_AGENTS_HTTP_PORT, else none. `metrics`: Prometheus metrics (the `metrics` extra)
+        at /metrics; by default on when DEX_AGENTS_METRICS is 1."""
         self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
         if not self.flows:
             raise ValueError("a Worker needs at least one AgentSessionFlow")
@@ -117,6 +132,10 @@ class Worker:
         )
         self.tracer = make_tracer(tracing)
         self.hot_window = _hot_window(hot_window)
+        self.http_port = http_port if http_port is not None else _env_port(HTTP_PORT_ENV)
+        self.http_host = http_host or os.environ.get(HTTP_HOST_ENV) or "127.0.0.1"
+        self.metrics = _metrics(metrics, self.flows, self.database_url)
+        self.endpoints: WorkerEndpoints | None = None
         self._stop_now = asyncio.Event()
         self._stopped = asyncio.Event()
         self._ready = asyncio.Event()
@@ -132,15 +151,26 @@ class Worker:
         it cleanly, with no traceback (a second signal stops at once). Run by `async with`,
         it leaves logging and signals to the application."""
         if self._task is not None:  # started by __aenter__
-            await self._run()
+            await self._serve()
             return
         with _as_main_task(self):
+            await self._serve()
+
+    async def _serve(self) -> None:
+        """`_run`, with the Worker's HTTP endpoints (health, metrics) when it has a port."""
+        self.endpoints = self._start_endpoints()
+        try:
             await self._run()
+        finally:
+            if self.endpoints is not None:
+                self.endpoints.stop()
 
     async def _run(self) -> None:
         # Before any Step runs: the first model call must not pay for imports and set-up.
         await warm_up_runners(flow.runner for flow in self.flows)
         database = Database(self.database_url)
+        if self.metrics is not None:
+            self.metrics.watch_database(database)
         if not await _wait_for_database(database, self._stopped):
             database.close()
             return  # stopped before the database answered
@@ -154,6 +184,7 @@ class Worker:
             hot_window=self.hot_window,
         )
         runtime.waker.bind(asyncio.get_running_loop())
+        runtime.metrics = self.metrics
         self.runtime = runtime_module._runtime = runtime
         dequeuer = Dequeuer(runtime.queues)
         lease = liveness.WorkerLease(
@@ -240,6 +271,27 @@ class Worker:
                 log.warning("could not hand this Worker's Steps over; they wait for its lease")
             database.close()
             log.info("dex-agents Worker %s stopped", self.worker_id)
+
+    def _start_endpoints(self) -> WorkerEndpoints | None:
+        if self.http_port is None:
+            if self.metrics is not None:
+                log.warning("metrics are on but no HTTP port is set: give --http-port")
+            return None
+        from .health import WorkerEndpoints
+
+        endpoints = WorkerEndpoints(self, asyncio.get_running_loop())
+        log.info(
+            "health%s at http://%s:%d",
+            " and metrics" if self.metrics else "",
+            self.http_host,
+            endpoints.port,
+        )
+        return endpoints
+
+    @property
+    def launched(self) -> bool:
+        """Whether the Worker takes Steps (launched and not stopping)."""
+        return self._ready.is_set() and not self._stopped.is_set()
 
     async def __aenter__(self) -> Worker:
         """Runs the Worker in the background of this event loop, as an application that embeds
@@ -365,6 +417,29 @@ def _hot_window(explicit: float | None) -> float:
     if not explicit >= 0:
         raise WorkerError(f"the hot window must be 0 seconds or more, not {explicit}")
     return explicit
+
+
+def _env_port(name: str) -> int | None:
+    text = os.environ.get(name)
+    if not text:
+        return None
+    if not text.isdigit() or int(text) > 65535:
+        raise WorkerError(f"{name} must be a port number from 0 to 65535, not {text!r}")
+    return int(text)
+
+
+def _metrics(explicit: bool | None, flows: Sequence[AgentSessionFlow], url: str) -> Metrics | None:
+    on = explicit if explicit is not None else os.environ.get(METRICS_ENV, "") in ("1", "true")
+    if not on:
+        return None
+    try:
+        from .metrics import process_metrics
+    except ImportError as error:
+        raise WorkerError(
+            f"metrics need the metrics extra ({error}): pip install 'dex-agents[metrics]'"
+        ) from None
+    flow_types = [flow.flow_type for flow in flows]
+    return process_metrics(url, lambda: flow_types)
 
 
 def default_worker_id() -> str:

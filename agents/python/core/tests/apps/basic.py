@@ -62,6 +62,12 @@ POLICIES = {
     "slow_write": ToolPolicy(effect="non_idempotent_write", requires_approval=False),
 }
 deadline_seconds = float(os.environ.get("APPROVAL_DEADLINE_SECONDS", "0"))
+# A small event capacity, for the tests of the bounded event log.
+event_capacity = (
+    {"event_capacity_bytes": int(os.environ["EVENT_CAPACITY_BYTES"])}
+    if os.environ.get("EVENT_CAPACITY_BYTES")
+    else {}
+)
 
 flows = [
     AgentSessionFlow(
@@ -70,6 +76,7 @@ flows = [
         options=AgentSessionOptions(
             tool_policies=POLICIES,
             interrupt_deadline=timedelta(seconds=deadline_seconds) if deadline_seconds else None,
+            **event_capacity,
         ),
     )
 ]

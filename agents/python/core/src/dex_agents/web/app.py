@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from ..client import AgentClient
+from ..health import DatabaseProbe, Health
 from . import access, api, chat, methods, rules
 from .auth import ACCESS_ERROR_RESPONSES, AuthCheck, Authenticator
 from .errors import ERROR_RESPONSES, register_error_handlers
@@ -49,6 +51,7 @@ def create_app(
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     max_body_bytes: int = MAX_BODY_BYTES,
     session_token_secret: str | None = None,
+    metrics: Callable[[], tuple[bytes, str]] | None = None,
 ) -> FastAPI:
     """The web application over the sessions in `database_url` (default: as AgentClient's).
 
@@ -65,6 +68,10 @@ def create_app(
 
     Session tokens (`POST /api/sessions/{id}/tokens`, `mint_session_token`) are signed with
     `session_token_secret`, by default `token`; with neither, the server mints none.
+
+    `/livez` and `/readyz` answer orchestrators without auth (they tell only whether the
+    server and its database answer); `metrics` (the exposition text and its content type)
+    is served at `/metrics`, with the API's auth.
     """
     authenticate = Authenticator(
         token=token,
@@ -75,11 +82,14 @@ def create_app(
     owned = client is None
     agent_client = client if client is not None else AgentClient(database_url)
 
+    probe = DatabaseProbe(agent_client.database_url)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            probe.close()
             if owned:
                 await agent_client.close()
 
@@ -103,6 +113,7 @@ def create_app(
             dependencies=[Depends(authenticate)],
             responses={**ERROR_RESPONSES, **ACCESS_ERROR_RESPONSES},
         )
+    _add_operations_routes(app, probe, metrics, authenticate)
     methods.install(app)
     rules.keep_exact_bounds(app)
     _mount_viewer(app)
@@ -116,6 +127,35 @@ def create_app(
         expose_headers=["x-vercel-ai-ui-message-stream"],
     )
     return app
+
+
+def _add_operations_routes(
+    app: FastAPI,
+    probe: DatabaseProbe,
+    metrics: Callable[[], tuple[bytes, str]] | None,
+    authenticate: Authenticator,
+) -> None:
+    """/livez, /readyz and (with metrics) /metrics: see `health.py` and `metrics.py`."""
+
+    @app.get("/livez", include_in_schema=False)
+    async def livez() -> JSONResponse:
+        health = Health()
+        health.check("event_loop", True, "ok")  # it runs this
+        return JSONResponse(health.as_json(), status_code=health.status_code)
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> JSONResponse:
+        health = Health()
+        health.check("database", *await asyncio.to_thread(probe.check))
+        return JSONResponse(health.as_json(), status_code=health.status_code)
+
+    if metrics is not None:
+        render = metrics
+
+        @app.get("/metrics", include_in_schema=False, dependencies=[Depends(authenticate)])
+        async def metrics_text() -> Response:
+            body, content_type = await asyncio.to_thread(render)
+            return Response(body, media_type=content_type)
 
 
 def _mount_viewer(app: FastAPI) -> None:

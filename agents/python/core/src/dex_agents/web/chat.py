@@ -221,6 +221,9 @@ async def _resume_plan(
     read = await client.get_agent_snapshot_with_resume_token(session_id)
     if not exact or start != token.start or token.o > read.resume_token:
         return _replay(session_id, token.turn, start)
+    if await _trimmed_past(client, session_id, token.o):
+        # The events after the token's position are trimmed: the turn restarts from its start.
+        return _replay(session_id, token.turn, start)
     return StreamPlan(
         session_id,
         after=start,
@@ -234,11 +237,20 @@ async def _resume_plan(
 
 async def _turn_start(client: AgentClient, session_id: str, token: UIStreamToken) -> int | None:
     """The token's turn start when the session's event there starts that turn, else looked
-    up (a token whose offsets this session does not have)."""
+    up (a token whose offsets this session does not have). A turn whose start the bounded
+    event log trimmed starts at its oldest kept event."""
     first = await client.read_events(session_id, after=token.start, limit=1)
     if first and first[0].type == "turn_started" and first[0].turn_id == token.turn:
         return token.start
+    if first and first[0].offset > token.start + 1 and first[0].turn_id == token.turn:
+        return first[0].offset - 1
     return await client.turn_start_offset(session_id, token.turn)
+
+
+async def _trimmed_past(client: AgentClient, session_id: str, offset: int) -> bool:
+    """Whether events right after `offset` were trimmed (the event log is bounded)."""
+    first = await client.read_events(session_id, after=offset, limit=1)
+    return bool(first) and first[0].offset > offset + 1
 
 
 def _replay(session_id: str, turn_id: str, start: int) -> StreamPlan:

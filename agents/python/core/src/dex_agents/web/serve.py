@@ -173,6 +173,15 @@ def raise_open_file_limit(needed: int) -> int:
     return soft
 
 
+async def _metrics(client: AgentClient) -> Callable[[], tuple[bytes, str]]:
+    """The server's metrics: what its database holds, and the outages it meets."""
+    from ..metrics import process_metrics
+
+    process = process_metrics(client.database_url, list)
+    process.watch_database(await client._opened())
+    return process.render
+
+
 def viewer_url(host: str, port: int, token: str | None) -> str:
     """The URL a person opens: the viewer, with the token in the fragment (which browsers
     never send to a server)."""
@@ -218,13 +227,17 @@ async def serve(
     heartbeat_seconds: float,
     announce: Callable[[int], None],
     limits: TransportLimits = TransportLimits(),
+    metrics: bool = False,
 ) -> None:
     """Opens the database (creating its tables, as a Worker does), listens, calls
     `announce(port)` with the port it listens on, and serves until SIGINT or SIGTERM. Without a
-    token, requests are not authenticated (and only loopback Host names are answered)."""
+    token, requests are not authenticated (and only loopback Host names are answered).
+    `metrics`: Prometheus metrics at /metrics (the `metrics` extra)."""
     async with AgentClient(database_url) as client:
         await client.connect(create=True)
+        render = await _metrics(client) if metrics else None
         app = create_app(
+            metrics=render,
             client=client,
             token=token,
             allow_unauthenticated=token is None,

@@ -64,14 +64,27 @@ async def follow_events(
 
 async def _resume_offset(client: AgentClient, session_id: str, token: str, field: str) -> int:
     """The offset to follow after; raises 400 for a token that is not one of this session's
-    event offsets (offsets run 1, 2, 3... without gaps) and 404 for an unknown session."""
+    event offsets (offsets run 1, 2, 3... without gaps), or is older than the oldest event the
+    session keeps (its event log is bounded: the oldest events are trimmed), and 404 for an
+    unknown session. The offset just before the oldest kept event is a good token: nothing
+    after it is lost."""
     offset = event_offset(token, field)
     first = await client.read_events(session_id, after=max(offset - 1, 0), limit=1)
-    if offset > 0 and (not first or first[0].offset != offset):
+    if offset == 0 or (first and first[0].offset in (offset, offset + 1)):
+        return offset
+    if not first:
         raise InvalidResumeToken(
             f"the resume token {offset} is beyond this session's last event", field
         )
-    return offset
+    raise InvalidResumeToken(trimmed_token(offset, first[0].offset), field)
+
+
+def trimmed_token(offset: int, oldest: int) -> str:
+    return (
+        f"the resume token {offset} is older than this session's oldest kept event "
+        f"({oldest}): its event log keeps only the newest events; read the snapshot and "
+        "open the stream after its resume_token"
+    )
 
 
 async def _stream(
