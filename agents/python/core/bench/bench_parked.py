@@ -63,8 +63,9 @@ turn, the Worker that ran it is the DBOS executor of its wake workflow
 Prints the figures and their ratios to the targets: at 100,000 sessions at most 50 MB of RSS
 over an empty Worker, at most 1% of a core idle, at most 2 s from restart to the first turn;
 a parked wake at most 20 ms (p50) and 100 ms (p99) over a hot one; each of two Workers 40-60%
-of the turns. Nothing here is a test: it prints figures for PARKED.md. The machine's load
-average is printed with every run: on a shared machine, figures of time are upper bounds.
+of the turns. Nothing here is a test: it prints figures for bench/README.md ("Parked
+sessions"). The machine's load average is printed with every run: on a shared machine,
+figures of time are upper bounds.
 """
 
 from __future__ import annotations
