@@ -43,7 +43,11 @@ async def test_spans_reach_an_otlp_receiver_across_a_sigkill(
     session = await client.start_session("Traced", "Weather in Lima, then email Ana.")
     await client.wait_for(session, pending_interrupt("w1"))
     before = receiver.wait_for(3, session)
-
+    # The read's span ends before its Step commits: kill only once it committed, so that the
+    # read does not run again.
+    await client.wait_for(
+        session, lambda s: any(c.tool_call_id == "r1" and c.is_final for c in s.tool_calls)
+    )
     worker.kill()  # SIGKILL: the approval outlives the process
     worker.start()
     assert await client.resolve_interrupt(session, "w1", approved=True)
