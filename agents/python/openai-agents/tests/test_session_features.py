@@ -9,7 +9,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, function_tool
-from dex_agents.builtins import BUILT_IN_TOOL_DEFINITIONS, build_plan_note
+from dex_agents.builtins import (
+    BUILT_IN_TOOL_DEFINITIONS,
+    PLANNING_TURN_REJECTION,
+    build_plan_note,
+)
 from dex_agents.runner import (
     AgentTurnContext,
     ContextCompactionRunner,
@@ -245,6 +249,31 @@ async def test_a_planning_turn_offers_only_write_todos_with_the_note_before_the_
     ]
     # The note is never stored: the turn stores the model's items only.
     assert [m.text for m in completed.new_messages] == [None, None, "Here is the plan."]
+
+
+async def test_a_planning_turn_answers_a_call_of_another_tool_with_the_rejection(
+    server: ScriptedModelServer, run_config: RunConfig
+) -> None:
+    ran: list[str] = []
+    agent = Agent(name="Support", tools=[own_ask_user(ran)], model=MODEL)
+    driver = SessionDriver(
+        OpenAIAgentsRunner(agent, run_config=run_config),
+        built_ins=("write_todos",),
+        mode="planning",
+    )
+    todos = {"todos": [{"content": "Ask", "status": "pending"}]}
+    server.enqueue(
+        reply_tools(("call_a", "ask_user", {"question": "Now?"})),
+        reply_tools(("call_p", "write_todos", todos)),
+    )
+
+    requested = await driver.model_step(driver.start_turn("Plan."), None)
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert [call.tool_name for call in requested.tool_calls] == ["write_todos"]
+    outputs = [i for i in input_items(server, 1) if i.get("type") == "function_call_output"]
+    assert [(o["call_id"], o["output"]) for o in outputs] == [("call_a", PLANNING_TURN_REJECTION)]
+    assert ran == []
 
 
 async def test_a_chat_turn_with_an_active_plan_sees_it_and_every_tool(

@@ -58,7 +58,13 @@ from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
 from dex_agents.warm_up import load_openai_client_async
 
-from .builtin_tools import BUILT_IN_POLICY, built_in_tools, is_built_in_call, planning_tools
+from .builtin_tools import (
+    BUILT_IN_POLICY,
+    built_in_tools,
+    is_built_in_call,
+    planning_error_formatter,
+    planning_tools,
+)
 from .compaction import approximate_tokens, select_cutoff, summary_input
 from .gating import GatedAgentGraph
 from .items import (
@@ -380,6 +386,12 @@ class OpenAIAgentsRunner:
             chosen = self._resolve_model(session_settings)
             if chosen is not None:
                 config = replace(config, model=chosen)
+        if turn is not None and turn.interaction_mode == "planning":
+            config = replace(
+                config,
+                tool_not_found_behavior="return_error_to_model",
+                tool_error_formatter=planning_error_formatter(config.tool_error_formatter),
+            )
         if turn is not None:
             added = session_input_filter(turn, config.call_model_input_filter)
             if added is not None:
