@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, function_tool
+from dex_agents import texts
 from dex_agents.builtins import (
     BUILT_IN_TOOL_DEFINITIONS,
     PLANNING_TURN_REJECTION,
@@ -24,15 +25,17 @@ from dex_agents.runner import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.stepwise.compaction import SUMMARY_INSTRUCTION
-from dex_agents.stepwise.items import SUMMARY_PREFIX
 from dex_agents.testing import RunnerDriver
 from dex_agents.testing.driver import RecordingEvents
 from dex_agents.testing.model_server import ScriptedModelServer, reply_text, reply_tools
 from dex_agents.types import AgentPlan, AgentPlanTask, AgentToolCall, ContextSummary
 
 from dex_agents_openai_agents import OpenAIAgentsRunner, RunContextRequest
-from dex_agents_openai_agents.compaction import approximate_tokens
+from dex_agents_openai_agents.compaction import (
+    approximate_tokens,
+    summary_input,
+    summary_input_item,
+)
 
 MODEL = "gpt-test"
 ALL_BUILT_INS = ("ask_user", "durable_wait", "write_todos")
@@ -439,7 +442,7 @@ async def test_summarize_is_one_model_call_and_the_summary_comes_first(
         "User: Weather in Paris?",
         'Assistant called get_weather with {"city": "Paris"}',
         "Tool result (get_weather): sunny in Paris",
-        SUMMARY_INSTRUCTION,
+        texts.CONTEXT_SUMMARY_INSTRUCTION,
     ]
     assert result.text == "They talked about the weather in Paris."
     assert result.usage is not None and result.usage.model_calls == 1
@@ -452,7 +455,7 @@ async def test_summarize_is_one_model_call_and_the_summary_comes_first(
     await driver.turn("And now?")
     items = input_items(server, before + 1)
     assert texts_of(items) == [
-        f"{SUMMARY_PREFIX}\n{result.text}",
+        f"{texts.CONTEXT_SUMMARY_PREFIX}\n{result.text}",
         "It is sunny in Paris.",
         "Thanks.",
         "Bye.",
@@ -483,7 +486,7 @@ async def test_a_compaction_while_tool_calls_wait_resumes_the_turn_without_the_s
     assert isinstance(completed, TurnCompleted) and completed.turn_error is None
     items = input_items(server, len(server.requests) - 1)
     assert texts_of(items) == [
-        f"{SUMMARY_PREFIX}\nParis was sunny.",
+        f"{texts.CONTEXT_SUMMARY_PREFIX}\nParis was sunny.",
         "It is sunny in Paris.",
         "Thanks.",
         "Bye.",
@@ -497,3 +500,53 @@ async def test_a_compaction_while_tool_calls_wait_resumes_the_turn_without_the_s
         ("tool", "get_weather"),
         ("assistant", None),
     ]
+
+
+async def test_a_summary_request_over_budget_leaves_out_the_oldest_up_to_a_cut(
+    server: ScriptedModelServer, run_config: RunConfig
+) -> None:
+    driver = SessionDriver(
+        compaction_runner(run_config), tool_policies={"get_weather": ToolPolicy(effect="read")}
+    )
+    await three_turns(driver, server)
+    previous = ContextSummary(
+        generation=1, last_sequence=0, text="Earlier: hello.", created_at="2026-01-01T00:00:00Z"
+    )
+    lines = [
+        "User: Hi.",
+        "Assistant: Hello there.",
+        "User: Weather in Paris?",
+        'Assistant called get_weather with {"city": "Paris"}',
+        "Tool result (get_weather): sunny in Paris",
+        "Assistant: It is sunny in Paris.",
+    ]
+    fixed = approximate_tokens([summary_input_item(previous)]) + approximate_tokens(
+        texts.CONTEXT_SUMMARY_INSTRUCTION
+    )
+    # Room for the last message and the note only: the call and its output go together.
+    budget = (
+        fixed + approximate_tokens(lines[5]) + approximate_tokens(texts.context_left_out_note(6))
+    )
+    request = ContextSummaryRequest(
+        flow_id="session-1",
+        turn_id="turn-4",
+        attempt=1,
+        previous_summary=previous,
+        messages=driver.messages[:6],
+        through_sequence=6,
+        events=RecordingEvents(),
+        heartbeat=lambda: None,
+        input_token_budget=budget,
+    )
+
+    head, body = summary_input(request, None)
+
+    assert head == summary_input_item(previous)
+    assert body["content"].split("\n\n") == [
+        texts.context_left_out_note(5),
+        lines[5],
+        texts.CONTEXT_SUMMARY_INSTRUCTION,
+    ]
+    roomier = replace(request, input_token_budget=budget + approximate_tokens(lines[4]))
+    # One more line's room is not enough for the output without its call.
+    assert summary_input(roomier, None)[1] == body

@@ -14,9 +14,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from dex_agents import texts
 from dex_agents.runner import AgentTurnContext, ContextSummaryRequest, earliest_cut_within_budget
-from dex_agents.stepwise.compaction import SUMMARY_INSTRUCTION, left_out_note
-from dex_agents.stepwise.items import SUMMARY_PREFIX
 from dex_agents.types import AgentMessage, ContextSummary
 
 from .items import InputItem, decode_item, user_message_item
@@ -32,7 +31,7 @@ def approximate_tokens(value: object) -> int:
 
 def summary_input_item(summary: ContextSummary) -> InputItem:
     """The summary as the first input item of a request, after the instructions."""
-    return user_message_item(f"{SUMMARY_PREFIX}\n{summary.text}")
+    return user_message_item(f"{texts.CONTEXT_SUMMARY_PREFIX}\n{summary.text}")
 
 
 def _kind(item: Mapping[str, Any]) -> str:
@@ -97,11 +96,11 @@ def summary_input(request: ContextSummaryRequest, max_output_tokens: int | None)
     lines = [render(message) for message in messages]
     items = [decode_item(message.framework_item) for message in messages]
     budget = request.input_token_budget - (max_output_tokens or 0)
-    fixed = approximate_tokens(head) + approximate_tokens(SUMMARY_INSTRUCTION)
+    fixed = approximate_tokens(head) + approximate_tokens(texts.CONTEXT_SUMMARY_INSTRUCTION)
     left_out = _left_out(lines, cut_points(items), budget - fixed)
-    body = [left_out_note(left_out)] if left_out else []
+    body = [texts.context_left_out_note(left_out)] if left_out else []
     body += [line for line in lines[left_out:] if line is not None]
-    body.append(SUMMARY_INSTRUCTION)
+    body.append(texts.CONTEXT_SUMMARY_INSTRUCTION)
     return [*head, {"role": "user", "content": "\n\n".join(body)}]
 
 
@@ -111,7 +110,7 @@ def _left_out(lines: Sequence[str | None], cuts: Sequence[int], budget: int) -> 
     total = sum(sizes)
     if total <= budget:
         return 0
-    note = approximate_tokens(left_out_note(len(lines)))
+    note = approximate_tokens(texts.context_left_out_note(len(lines)))
     dropped = 0
     for index in cuts:
         total -= sum(sizes[dropped : index + 1])
