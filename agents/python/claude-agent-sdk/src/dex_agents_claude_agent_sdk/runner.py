@@ -20,7 +20,8 @@ The session's built-in tools are offered as the tools of one more in-process SDK
 name, so the core runs them as its built-in Steps. A planning turn offers only `write_todos`:
 the run gets no other tool (no CLI tool, no MCP server but the built-ins'), and the plan note
 comes first in the turn's prompt. `options_for` derives each run's options from the session
-settings, so a settings update takes effect at the next model call.
+settings, so a settings update takes effect at the session's next turn (its model already at
+the next run; the CLI keeps a turn's first prompt and tools for the turn's later runs).
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ class ClaudeAgentRunner:
 
     `options_for(options, session_settings)`, when given, returns the options of each CLI run
     from the session's current settings (`AgentClient.update_session_settings` takes effect at
-    the next model call): typically `dataclasses.replace(options, model=...,
+    the next turn; see the README): typically `dataclasses.replace(options, model=...,
     system_prompt=...)`. It must keep `options.mcp_servers` (the tool Steps run those tools)."""
 
     supports_plan_mode = True
