@@ -117,4 +117,5 @@ async def test_cancel_turn_ends_the_cli_run_and_the_session_goes_on(
         ("RunModel", "cancelled"),
     ]
     # The next turn's CLI run starts a new CLI session: the cancelled turn left no transcript.
-    assert anthropic_model.requests[-1].texts()[-1] == "Write an essay\n\nShort one"
+    # Its prompt is both user texts, each a text block of one user message.
+    assert anthropic_model.requests[-1].texts()[-2:] == ["Write an essay", "Short one"]

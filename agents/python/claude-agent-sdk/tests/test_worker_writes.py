@@ -140,7 +140,7 @@ async def test_cancel_turn_while_a_write_awaits_approval_ends_the_turn(
     assert snapshot.messages[-1].text == "Stopped, nothing sent."
     # The cancelled turn left no transcript: the next turn's prompt is its user text, the
     # cancelled call's note, then the new message.
-    prompt = anthropic_model.requests[-1].texts()[-1].split("\n\n")
+    prompt = anthropic_model.requests[-1].texts()[-3:]
     assert prompt[0] == "Send oops." and prompt[-1] == "Never mind."
     assert prompt[1].startswith(texts.CANCELLED_NOTE_HEADER)
     assert texts.TURN_CANCELLED_REJECTION in prompt[1]

@@ -1,4 +1,5 @@
-"""The runner's PreToolUse hook: a write call of an SDK MCP tool is deferred to a tool Step.
+"""The runner's PreToolUse hook: a write call of an SDK MCP tool is deferred to a tool Step,
+and a built-in call to the core's built-in Steps.
 
 For a call of one of the runner's SDK MCP tools whose effect is not `read` (explicit
 `ToolPolicy`, then the tool's MCP annotations, then `default_tool_effect`), or whose policy
@@ -7,6 +8,10 @@ tool_use ID yet: the CLI run ends before the tool runs. Once a result is recorde
 run asks the hook again about the same call: it answers `"allow"` and hands the recorded result
 to the server copy, which returns it as the tool's own result. Every other call is left to
 the CLI's own permissions.
+
+A call of a built-in the run offers (`mcp__dex__<name>`) is deferred the same way, reported
+under the built-in's own name. In a planning turn every call but `write_todos` is denied with
+the contract's planning-turn rejection (the run offers no other tool; this is the backstop).
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from claude_agent_sdk import HookContext, HookInput, HookJSONOutput
+from dex_agents.builtins import PLANNING_TURN_REJECTION
 from dex_agents.results import model_visible_result
-from dex_agents.runner import AgentTurnContext, DeferredToolCall
+from dex_agents.runner import AgentTurnContext, DeferredToolCall, ToolPolicy
 from dex_agents.types import AgentToolCall, ToolEffect
 
+from . import built_ins
 from .texts import ONE_WRITE_AT_A_TIME
 from .tools import RecordedResult, RecordedResults
 
@@ -36,18 +43,22 @@ def recorded_results(records: Sequence[AgentToolCall]) -> dict[str, RecordedResu
 
 
 class WriteGate:
-    """One CLI run's PreToolUse hook; `deferred` is the write call it stopped the run for."""
+    """One CLI run's PreToolUse hook; `deferred` is the call it stopped the run for (a write
+    call, or a call of one of the `built_ins` the run offers)."""
 
     def __init__(
         self,
         turn: AgentTurnContext,
         effects: Mapping[str, ToolEffect | None],
         handed: RecordedResults,
+        built_ins: Sequence[str] = (),
     ) -> None:
         self._turn = turn
         self._effects = effects
         self._recorded = recorded_results(turn.tool_calls)
         self._handed = handed
+        self._built_ins = tuple(built_ins)
+        self._planning = turn.interaction_mode == "planning"
         self.deferred: list[DeferredToolCall] = []
 
     async def hook(
@@ -55,18 +66,37 @@ class WriteGate:
     ) -> HookJSONOutput:
         tool_name = str(data.get("tool_name"))
         arguments: dict[str, Any] = dict(data.get("tool_input") or {})  # type: ignore[call-overload]
-        if tool_name not in self._effects or tool_use_id is None:
+        built_in = built_ins.built_in_of(tool_name, self._built_ins)
+        if self._planning and built_in != "write_todos":
+            return _decision("deny", PLANNING_TURN_REJECTION)
+        if tool_use_id is None:
+            return {}
+        if built_in is not None:
+            return self._gate(tool_use_id, tool_name, built_in, arguments, built_ins.POLICY)
+        if tool_name not in self._effects:
             return {}
         policy = self._turn.resolve_tool_policy(tool_name, self._effects[tool_name])
         if policy.effect == "read" and not policy.requires_approval:
             return {}
+        return self._gate(tool_use_id, tool_name, tool_name, arguments, policy)
+
+    def _gate(
+        self,
+        tool_use_id: str,
+        tool_name: str,
+        reported_name: str,
+        arguments: dict[str, Any],
+        policy: ToolPolicy,
+    ) -> HookJSONOutput:
+        """Allows a call whose result a Step recorded (handing the result over), else defers
+        it under `reported_name`: one deferred call per run."""
         recorded = self._recorded.get(tool_use_id)
         if recorded is not None:
             self._handed.hand_over(tool_name, arguments, recorded)
             return _decision("allow")
         if self.deferred:
             return _decision("deny", ONE_WRITE_AT_A_TIME)
-        call = DeferredToolCall(tool_use_id, tool_name, json.dumps(arguments), policy=policy)
+        call = DeferredToolCall(tool_use_id, reported_name, json.dumps(arguments), policy=policy)
         self.deferred.append(call)
         return _decision("defer")
 

@@ -14,6 +14,14 @@ tool Step (`ToolCallsRequested`, approval by effect), `execute_deferred_tool_cal
 tool's handler once, and the next `RunModel` resumes the CLI session, whose call of the tool
 gets the recorded result. Every other tool runs inside the CLI and is at-least-once: a retried
 or rerun `RunModel` Step runs it again.
+
+The session's built-in tools are offered as the tools of one more in-process SDK MCP server
+(`built_ins.py`), whose calls are deferred the same way and reported under the built-in's own
+name, so the core runs them as its built-in Steps. A planning turn offers only `write_todos`:
+the run gets no other tool (no CLI tool, no MCP server but the built-ins'), and the plan note
+comes first in the turn's prompt. `options_for` derives each run's options from the session
+settings, so a settings update takes effect at the session's next turn (its model already at
+the next run; the CLI keeps a turn's first prompt and tools for the turn's later runs).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
@@ -34,7 +42,8 @@ from claude_agent_sdk import (
     project_key_for_directory,
     query,
 )
-from claude_agent_sdk.types import SessionStore
+from claude_agent_sdk.types import McpServerConfig, SessionStore
+from dex_agents.builtins import build_plan_note
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -47,12 +56,21 @@ from dex_agents.runner import (
 )
 from dex_agents.tool_context import running_tool
 
+from . import built_ins
 from .gate import WriteGate
 from .store import RecordSessionStore
 from .stream import TurnRecorder
 from .texts import RESUME_PROMPT
 from .tools import RecordedResults, SdkTools, result_text
-from .transcript import USER_KIND, History, RunState, TurnTranscript, history_of, merged
+from .transcript import (
+    USER_KIND,
+    History,
+    RunState,
+    TurnTranscript,
+    history_of,
+    merged,
+    without_prompt_snapshots,
+)
 
 QUIET_CLI_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -61,6 +79,10 @@ QUIET_CLI_ENV: Mapping[str, str] = {
     "DISABLE_ERROR_REPORTING": "1",
 }
 """Environment that turns off the CLI's non-essential traffic, telemetry and auto-update."""
+
+
+OptionsFor = Callable[[ClaudeAgentOptions, Mapping[str, Any]], ClaudeAgentOptions]
+"""The options of one model call: given the runner's options and the session's settings."""
 
 
 class HarnessTurnError(RuntimeError):
@@ -76,20 +98,32 @@ class ClaudeAgentRunner:
     `include_partial_messages` (on, for `text_delta` events), `CLAUDE_CONFIG_DIR` (a fresh
     temporary directory per run), the runner's PreToolUse hook (first, before the given ones)
     and copies of the SDK MCP servers that can answer with a recorded result; `env` gets
-    `QUIET_CLI_ENV` under the caller's own values."""
+    `QUIET_CLI_ENV` under the caller's own values. The `mcp_servers` key `dex` is reserved for
+    the session's built-in tools.
 
-    def __init__(self, *, options: ClaudeAgentOptions | None = None) -> None:
+    `options_for(options, session_settings)`, when given, returns the options of each CLI run
+    from the session's current settings (`AgentClient.update_session_settings` takes effect at
+    the next turn; see the README): typically `dataclasses.replace(options, model=...,
+    system_prompt=...)`. It must keep `options.mcp_servers` (the tool Steps run those tools)."""
+
+    supports_plan_mode = True
+
+    def __init__(
+        self,
+        *,
+        options: ClaudeAgentOptions | None = None,
+        options_for: OptionsFor | None = None,
+    ) -> None:
         options = options or ClaudeAgentOptions()
-        if options.session_store is not None or options.resume is not None:
+        _check_options(options)
+        servers = options.mcp_servers
+        if isinstance(servers, Mapping) and built_ins.SERVER_KEY in servers:
             raise ValueError(
-                "ClaudeAgentRunner keeps the transcript itself: leave session_store and resume "
-                "unset in the options"
-            )
-        if options.continue_conversation:
-            raise ValueError(
-                "ClaudeAgentRunner resumes by session ID: continue_conversation must be off"
+                f"the mcp_servers key {built_ins.SERVER_KEY!r} is reserved for the session's "
+                "built-in tools: give that server another key"
             )
         self.options = options
+        self.options_for = options_for
         self._tools = SdkTools(options.mcp_servers)
 
     def build_user_message(self, text: str) -> FrameworkMessage:
@@ -101,14 +135,19 @@ class ClaudeAgentRunner:
         state = RunState.from_json(turn.framework_run_state)
         session_id = state.session_id if state else history.session_id
         store = self._store(history, state)
-        recorder = TurnRecorder(turn)
+        offered = built_ins.offered(
+            turn.enabled_built_in_tools, turn.interaction_mode == "planning"
+        )
+        recorder = TurnRecorder(turn, offered)
         handed = RecordedResults()
-        gate = WriteGate(turn, await self._tools.effects(), handed)
+        gate = WriteGate(turn, await self._tools.effects(), handed, offered)
+        run = _RunSetup(session_id, store, gate, handed, offered)
         with tempfile.TemporaryDirectory(prefix="dex-claude-config-") as config_dir:
-            options = self._run_options(session_id, store, config_dir, gate, handed)
+            options = self._run_options(turn, run, config_dir)
             # A run that resumes a deferred call has no new prompt: a blank one costs no model
             # call.
-            await _run(RESUME_PROMPT if state else history.prompt, options, recorder)
+            prompt = RESUME_PROMPT if state else _prompt(turn, history.prompts)
+            await _run(prompt, options, recorder)
         result = _answer(recorder)
         entries = merged(state.entries if state else {}, store.appended())
         earlier = [FrameworkMessage(**item) for item in (state.messages if state else [])]
@@ -141,47 +180,126 @@ class ClaudeAgentRunner:
         return project_key_for_directory(self.options.cwd)
 
     def _store(self, history: History, state: RunState | None) -> RecordSessionStore:
-        """The earlier turns' entries, then those the turn's earlier runs wrote."""
+        """The earlier turns' entries (without their prompt snapshots: a turn's first run
+        records the prompt and tools of its own options), then those the turn's earlier runs
+        wrote (kept whole: the CLI finishes a deferred call with the run's own snapshot)."""
         store = RecordSessionStore()
         session_id = state.session_id if state else history.session_id
         if session_id is None:
             return store
-        for subpath, entries in merged(history.entries, state.entries if state else {}).items():
+        earlier = {sub: without_prompt_snapshots(part) for sub, part in history.entries.items()}
+        for subpath, entries in merged(earlier, state.entries if state else {}).items():
             key = SessionKey(project_key=self._project_key(), session_id=session_id)
             if subpath:
                 key["subpath"] = subpath
             store.preload(key, entries)
         return store
 
+    def session_options(self, session_settings: Mapping[str, Any]) -> ClaudeAgentOptions:
+        """The options `options_for` gives for these settings (the runner's own without it)."""
+        if self.options_for is None:
+            return self.options
+        options = self.options_for(self.options, session_settings)
+        _check_options(options)
+        if options.mcp_servers is not self.options.mcp_servers:
+            raise ValueError(
+                "options_for must keep the runner's mcp_servers (its tool Steps run those "
+                "tools): change other options, e.g. with dataclasses.replace"
+            )
+        return options
+
     def _run_options(
-        self,
-        session_id: str | None,
-        store: RecordSessionStore,
-        config_dir: str,
-        gate: WriteGate,
-        handed: RecordedResults,
+        self, turn: AgentTurnContext, run: _RunSetup, config_dir: str
     ) -> ClaudeAgentOptions:
-        env = {**QUIET_CLI_ENV, **self.options.env, "CLAUDE_CONFIG_DIR": config_dir}
-        hooks = dict(self.options.hooks or {})
-        hooks["PreToolUse"] = [HookMatcher(hooks=[gate.hook]), *hooks.get("PreToolUse", [])]
-        servers = self.options.mcp_servers
-        if isinstance(servers, Mapping):
-            servers = {**servers, **self._tools.serving(handed)}
-        return dataclasses.replace(
-            self.options,
+        given = self.session_options(turn.session_settings)
+        env = {**QUIET_CLI_ENV, **given.env, "CLAUDE_CONFIG_DIR": config_dir}
+        hooks = dict(given.hooks or {})
+        hooks["PreToolUse"] = [HookMatcher(hooks=[run.gate.hook]), *hooks.get("PreToolUse", [])]
+        options = dataclasses.replace(
+            given,
             env=env,
             hooks=hooks,
-            mcp_servers=servers,
             # The SDK probes a store's optional methods at runtime; this one has the required
             # ones and list_subkeys.
-            session_store=cast(SessionStore, store),
+            session_store=cast(SessionStore, run.store),
             session_store_flush="eager",
-            resume=session_id,
+            resume=run.session_id,
             include_partial_messages=True,
+        )
+        if turn.interaction_mode == "planning":
+            return self._planning_options(options, run)
+        return self._with_tools(options, run)
+
+    def _with_tools(self, options: ClaudeAgentOptions, run: _RunSetup) -> ClaudeAgentOptions:
+        """The SDK MCP servers' copies that hand over recorded results, and the built-ins'
+        server when the session enables built-ins (allowed without asking)."""
+        servers = options.mcp_servers
+        if not isinstance(servers, Mapping):
+            if run.offered:
+                raise ValueError(
+                    "built-in tools need ClaudeAgentOptions.mcp_servers as a dict (it is a "
+                    "config file path): give the servers as a dict"
+                )
+            return options
+        added: dict[str, McpServerConfig] = {**servers, **self._tools.serving(run.handed)}
+        if not run.offered:
+            return dataclasses.replace(options, mcp_servers=added)
+        added[built_ins.SERVER_KEY] = built_ins.server(run.offered, run.handed)
+        allowed = [*options.allowed_tools, *map(built_ins.model_name, run.offered)]
+        return dataclasses.replace(options, mcp_servers=added, allowed_tools=allowed)
+
+    @staticmethod
+    def _planning_options(options: ClaudeAgentOptions, run: _RunSetup) -> ClaudeAgentOptions:
+        """A planning turn's run offers only `write_todos`: no CLI tool, no other server."""
+        servers: dict[str, McpServerConfig] = {}
+        if run.offered:
+            servers[built_ins.SERVER_KEY] = built_ins.server(run.offered, run.handed)
+        return dataclasses.replace(
+            options,
+            tools=[],
+            mcp_servers=servers,
+            allowed_tools=[built_ins.model_name(name) for name in run.offered],
         )
 
 
-async def _run(prompt: str, options: ClaudeAgentOptions, recorder: TurnRecorder) -> None:
+@dataclasses.dataclass(frozen=True)
+class _RunSetup:
+    """What one CLI run of a turn is set up with."""
+
+    session_id: str | None
+    store: RecordSessionStore
+    gate: WriteGate
+    handed: RecordedResults
+    offered: tuple[str, ...]
+
+
+def _check_options(options: ClaudeAgentOptions) -> None:
+    if options.session_store is not None or options.resume is not None:
+        raise ValueError(
+            "ClaudeAgentRunner keeps the transcript itself: leave session_store and resume "
+            "unset in the options"
+        )
+    if options.continue_conversation:
+        raise ValueError(
+            "ClaudeAgentRunner resumes by session ID: continue_conversation must be off"
+        )
+
+
+def _prompt(turn: AgentTurnContext, texts: Sequence[str]) -> AsyncIterator[dict[str, Any]]:
+    """The turn's prompt: one user message of text blocks, the plan note (when the turn has
+    one) first, then each user text since the last completed turn."""
+    note = build_plan_note(turn.plan, turn.interaction_mode)
+    blocks = [{"type": "text", "text": text} for text in ([note] if note else []) + [*texts]]
+    return _one_message({"role": "user", "content": blocks})
+
+
+async def _one_message(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    yield {"type": "user", "session_id": "", "message": message, "parent_tool_use_id": None}
+
+
+async def _run(
+    prompt: str | AsyncIterator[dict[str, Any]], options: ClaudeAgentOptions, recorder: TurnRecorder
+) -> None:
     """One CLI run, each message observed as it comes."""
     try:
         async for message in query(prompt=prompt, options=options):

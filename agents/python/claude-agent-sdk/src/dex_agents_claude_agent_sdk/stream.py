@@ -1,5 +1,6 @@
 """What a turn reports from the SDK's stream messages: text deltas, tool calls and results,
-the final answer, usage and cost."""
+the final answer, usage and cost. A call of a built-in is stored under the built-in's own name
+(`ask_user`), as the session records it."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ from claude_agent_sdk import (
 from dex_agents.runner import AgentTurnContext, FrameworkMessage
 from dex_agents.types import AgentUsage
 
+from .built_ins import built_in_of
+
 
 @dataclass
 class TurnRecorder:
     """Collects one CLI run's messages as the turn's stored messages and usage."""
 
     turn: AgentTurnContext
+    built_ins: tuple[str, ...] = ()
+    """The built-ins the run offers (their calls are stored under the built-in's name)."""
     messages: list[FrameworkMessage] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     model_calls: int = 0
@@ -73,7 +78,7 @@ class TurnRecorder:
                         role="assistant",
                         framework_item=json.dumps({"tool_use": block.id}),
                         tool_call_id=block.id,
-                        tool_name=block.name,
+                        tool_name=built_in_of(block.name, self.built_ins) or block.name,
                         tool_arguments=arguments,
                     )
                 )

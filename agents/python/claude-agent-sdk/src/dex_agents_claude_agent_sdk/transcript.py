@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from claude_agent_sdk import SessionStoreEntry
 from dex_agents.types import AgentMessage
@@ -61,7 +61,8 @@ class History:
 
     session_id: str | None
     entries: dict[str, list[SessionStoreEntry]]
-    prompt: str
+    prompts: tuple[str, ...]
+    """The user texts since the last completed turn, in order: the turn's prompt."""
 
 
 def history_of(messages: Sequence[AgentMessage]) -> History:
@@ -78,7 +79,7 @@ def history_of(messages: Sequence[AgentMessage]) -> History:
             prompt = []
         elif message.role == "user" and message.text:
             prompt.append(message.text)
-    return History(session_id, entries, "\n\n".join(prompt))
+    return History(session_id, entries, tuple(prompt))
 
 
 @dataclass(frozen=True)
@@ -109,3 +110,37 @@ def merged(*parts: dict[str, list[SessionStoreEntry]]) -> dict[str, list[Session
         for subpath, items in part.items():
             entries.setdefault(subpath, []).extend(items)
     return entries
+
+
+def without_prompt_snapshots(entries: list[SessionStoreEntry]) -> list[SessionStoreEntry]:
+    """The entries without the CLI's `prompt_snapshot` attachments, each entry that pointed at
+    one linked to that one's parent instead.
+
+    The CLI records the system prompt and the tools of a session's first request in such an
+    attachment and, once resumed, sends the recorded ones instead of those of the run's
+    options: the session settings could then never change the instructions, nor a planning
+    turn its tools. Without them, each run records its own."""
+    parents: dict[str, Any] = {}
+    for entry in entries:
+        if _is_prompt_snapshot(entry):
+            parents[str(entry.get("uuid"))] = entry.get("parentUuid")
+    if not parents:
+        return entries
+    return [_relinked(entry, parents) for entry in entries if not _is_prompt_snapshot(entry)]
+
+
+def _is_prompt_snapshot(entry: SessionStoreEntry) -> bool:
+    attachment = entry.get("attachment")
+    return isinstance(attachment, dict) and attachment.get("type") == "prompt_snapshot"
+
+
+def _relinked(entry: SessionStoreEntry, parents: dict[str, Any]) -> SessionStoreEntry:
+    changed: dict[str, Any] = {}
+    for link in ("parentUuid", "leafUuid"):
+        target = entry.get(link)
+        if target not in parents:
+            continue
+        while target in parents:
+            target = parents[target]
+        changed[link] = target
+    return cast(SessionStoreEntry, {**entry, **changed}) if changed else entry
