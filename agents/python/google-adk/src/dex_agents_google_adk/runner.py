@@ -7,6 +7,9 @@ are the framework run state; the next `run_model_step` restores them into an in-
 session and resumes the invocation with one confirmation per call, each carrying the call's
 recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`; a
 toolset's tool is found there by listing the toolset again, on the turn's invocation.
+
+What the session offers (built-in tools, plan mode, session settings, the context summary) is
+given to ADK in `session_features.py`; compaction is `compaction.py`.
 """
 
 from __future__ import annotations
