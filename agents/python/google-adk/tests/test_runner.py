@@ -164,8 +164,10 @@ def test_workflow_agents_are_refused_and_a_toolset_is_gated(
     toolset = McpToolset(connection_params=MCP)
     agent = make_agent(model, log).clone(update={"tools": [toolset]})
     runner = AdkRunner(agent)
-    [gated] = runner._app.root_agent.tools  # type: ignore[attr-defined]
+    # The toolset, gated, then the gates of the built-ins (offered only when enabled).
+    gated, *built_ins = runner._app.root_agent.tools  # type: ignore[attr-defined]
     assert isinstance(gated, GatedToolset) and gated.toolset is toolset
+    assert [t.name for t in built_ins] == ["ask_user", "durable_wait", "write_todos"]
     assert agent.tools == [toolset]  # the application's agent is not changed
 
 

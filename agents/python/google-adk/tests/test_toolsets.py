@@ -74,7 +74,7 @@ async def test_a_read_only_mcp_tool_is_a_read_and_its_result_reaches_the_model(
     assert result.new_messages[-1].text == "3 left."
 
 
-async def test_a_write_without_hints_takes_the_default_and_a_tool_policy_wins(
+async def test_a_write_without_hints_takes_the_default_and_carries_the_key_in_meta(
     model: ScriptedModelServer, toolsets: list[McpToolset], mcp_log: ToolRunLog
 ) -> None:
     driver = RunnerDriver(
@@ -98,6 +98,10 @@ async def test_a_write_without_hints_takes_the_default_and_a_tool_policy_wins(
     }
     assert mcp_log.count("place_order") == 1 and mcp_log.count("get_stock") == 1
     assert mcp_text(tool_results_of(model, 1)["o1"]) == "ordered 2 kettle"
+    # The tool Step's idempotency key reached the server in the request's _meta.
+    [order] = mcp_log.entries("place_order")
+    assert order["key"] == driver.execution(result.records[0]).idempotency_key
+    assert order["key"].endswith("/o1")
 
 
 async def test_a_rejected_mcp_write_never_runs_and_the_model_reads_the_rejection(

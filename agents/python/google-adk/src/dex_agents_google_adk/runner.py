@@ -7,6 +7,9 @@ are the framework run state; the next `run_model_step` restores them into an in-
 session and resumes the invocation with one confirmation per call, each carrying the call's
 recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`; a
 toolset's tool is found there by listing the toolset again, on the turn's invocation.
+
+What the session offers (built-in tools, plan mode, session settings, the context summary) is
+given to ADK in `session_features.py`; compaction is `compaction.py`.
 """
 
 from __future__ import annotations
@@ -15,19 +18,22 @@ import json
 from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from dex_agents import texts
 from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolPolicy,
     TurnCompleted,
 )
 from dex_agents.tool_context import running_tool
@@ -37,10 +43,12 @@ from google.adk.agents.run_config import StreamingMode
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.events import Event
 from google.adk.runners import Runner
+from google.adk.tools.mcp_tool.mcp_tool import McpTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from . import compaction
 from . import texts as adk_texts
 from .confirmations import confirmation_answers, pending_confirmations
 from .events import (
@@ -54,14 +62,25 @@ from .events import (
     user_message,
 )
 from .gate import UnsupportedAgentError, gated_agent
+from .mcp_meta import keyed_mcp_tool
 from .policy import framework_effect, requires_confirmation
 from .reporting import usage_of, write_deltas
 from .retries import agent_without_client_retries
 from .run_state import RunState
+from .session_features import (
+    ModelResolver,
+    SessionFeaturesPlugin,
+    apply_session_settings,
+    built_in_gates,
+    step_features,
+    with_context,
+)
 from .session_service import USER_ID, StepSessionService, step_session
 from .warm_up import warm_up_app
 
 APP_NAME = "dex_agents"
+
+_BUILT_IN_POLICY: Final = ToolPolicy(effect="read", requires_approval=False)
 
 
 @dataclass(frozen=True)
@@ -83,21 +102,37 @@ class AdkRunner:
 
     `framework_retries` (off by default) lets the model's client retry a failed request by
     itself. Off, the copy's model sends each request once (LiteLlm and Gemini models; another
-    model is refused), so RunModel's attempts are the only retries."""
+    model is refused), so RunModel's attempts are the only retries.
+
+    `resolve_model(session_settings)` names the model of each model call (set as
+    `llm_request.model`, which the agent's model class sends); None keeps the agent's. The
+    session settings are also in the session state of every Step (`session_features.py`)."""
 
     tool_steps_read_turn = True
     """Tool Steps get the turn, whose events make the session a tool's ToolContext reads."""
 
-    def __init__(self, agent: BaseAgent | App, *, framework_retries: bool = False) -> None:
+    supports_plan_mode = True
+
+    def __init__(
+        self,
+        agent: BaseAgent | App,
+        *,
+        framework_retries: bool = False,
+        resolve_model: ModelResolver | None = None,
+    ) -> None:
         app = agent if isinstance(agent, App) else App(name=APP_NAME, root_agent=agent)
         gated, self._tools = gated_agent(app.root_agent)
+        gates = built_in_gates()
+        gated = gated.clone(update={"tools": [*gated.tools, *gates]})
         if not framework_retries:
             gated = agent_without_client_retries(gated)
         self.agent = app.root_agent
+        self.resolve_model = resolve_model
         self._gated = gated
         self._app = app.model_copy(
             update={
                 "root_agent": gated,
+                "plugins": [SessionFeaturesPlugin(gates, resolve_model), *app.plugins],
                 "resumability_config": ResumabilityConfig(is_resumable=True),
             }
         )
@@ -139,14 +174,17 @@ class AdkRunner:
         """The session this Step runs on, and what it sends: the turn's user message, or the
         answers to the pending confirmations of the invocation it resumes."""
         if turn.framework_run_state is None:
-            history, start = _split_turn(turn)
+            stored, start = _split_turn(turn)
+            history = with_context(turn, stored)
             service = await step_session(self._app.name, turn.flow_id, history)
+            apply_session_settings(service.session, turn.session_settings)
             through = turn.messages[-2].sequence if len(turn.messages) > 1 else 0
             return _Step(service, start, None, len(history), len(history), through)
         saved = RunState.from_json(turn.framework_run_state)
-        history = _history(turn, saved.through_sequence)
+        history = with_context(turn, _history(turn, saved.through_sequence))
         events = [*history, *saved.events]
         service = await step_session(self._app.name, turn.flow_id, events)
+        apply_session_settings(service.session, turn.session_settings)
         answers = confirmation_answers(saved, turn.tool_calls)
         return _Step(
             service, answers, saved.invocation_id, len(history), len(events), saved.through_sequence
@@ -161,11 +199,39 @@ class AdkRunner:
             new_message=step.new_message,
             run_config=RunConfig(streaming_mode=StreamingMode.SSE),
         )
-        async with aclosing(stream) as events:
-            async for event in events:
+        with step_features(turn):
+            async with aclosing(stream) as events:
+                async for event in events:
+                    turn.heartbeat()
+                    if event.partial:
+                        write_deltas(turn, event)
+
                 turn.heartbeat()
                 if event.partial:
                     write_deltas(turn, event)
+
+    # -- compaction (ContextCompactionRunner) ------------------------------------------------
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """About what the next model call sends: the instruction (when it is a text), the
+        summary, the stored messages, the plan note and the turn's events so far."""
+        events = with_context(turn, compaction.stored(turn, turn.messages))
+        if turn.framework_run_state is not None:
+            events += RunState.from_json(turn.framework_run_state).events
+        instruction = self._gated.instruction
+        fixed = compaction.text_tokens(instruction) if isinstance(instruction, str) else 0
+        return fixed + sum(compaction.event_tokens(event) for event in events)
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        return compaction.select_cutoff(turn, turn.messages, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One call of the agent's model (the model `resolve_model` names for the session's
+        settings, when the runner has it) on a transcript of the covered messages."""
+        name = self.resolve_model(request.session_settings) if self.resolve_model else None
+        return await compaction.summarize(self._gated.canonical_model, name, request)
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
@@ -199,6 +265,8 @@ class AdkRunner:
         tool = await self._tools.find(record.tool_name, _readonly_context(invocation))
         if tool is None:
             raise ToolExecutionError(adk_texts.UNKNOWN_TOOL.format(name=record.tool_name))
+        if isinstance(tool, McpTool):
+            tool = keyed_mcp_tool(tool, execution.idempotency_key)
         context = ToolContext(invocation, function_call_id=record.tool_call_id)
         context.tool_confirmation = ToolConfirmation(confirmed=True)
         with running_tool(execution):
@@ -217,6 +285,8 @@ class AdkRunner:
             saved = RunState.from_json(turn.framework_run_state)
             events = [*_history(turn, saved.through_sequence), *saved.events]
         service = await step_session(self._app.name, execution.flow_id, events)
+        if turn is not None:
+            apply_session_settings(service.session, turn.session_settings)
         return self._invocation(service, events[-1].invocation_id if events else execution.turn_id)
 
     def _invocation(self, service: StepSessionService, invocation_id: str) -> InvocationContext:
@@ -235,6 +305,13 @@ class AdkRunner:
         """The call with its tool's own policy; a toolset's tool is found in the toolset's
         listing for this Step's invocation."""
         name = call.name or ""
+        if name in turn.enabled_built_in_tools:
+            return DeferredToolCall(
+                tool_call_id=call.id or "",
+                tool_name=name,
+                arguments=json.dumps(call.args or {}, ensure_ascii=False),
+                policy=_BUILT_IN_POLICY,
+            )
         tool = await self._tools.find(name, context)
         policy = turn.resolve_tool_policy(
             name,

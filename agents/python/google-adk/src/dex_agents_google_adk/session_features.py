@@ -1,0 +1,187 @@
+"""What the session offers beyond the agent's own tools, given to ADK its own way.
+
+- Built-in tools (ask_user, durable_wait, write_todos) are gated tools on the runner's copy of
+  the agent, declared as the core defines them; ADK never runs them: the gate defers each call
+  and the core runs it in its built-in Step.
+- The runner's plugin (`SessionFeaturesPlugin`, first among the app's plugins) shapes every
+  model request of a Step: it offers only the built-ins the session enables (only
+  write_todos in a planning turn; an enabled built-in wins over an agent tool of its name),
+  and sets `llm_request.model` from `resolve_model(session_settings)` when the runner has one.
+- Session settings are copied into the Step's session state (never stored): the whole mapping
+  under `SESSION_SETTINGS_STATE_KEY`, and each setting whose name is an identifier under
+  `temp:dex_setting_<name>`, so an `InstructionProvider`, an instruction template
+  (`{temp:dex_setting_instructions?}`), callbacks and tools read them.
+- The context summary and the plan note are user events put into the Step's session: the
+  summary before the stored history, the plan note after it, just before the turn's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Final
+
+from dex_agents.builtins import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, build_plan_note
+from dex_agents.runner import AgentTurnContext
+from dex_agents.stepwise.items import SUMMARY_PREFIX
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.events import Event
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.sessions import Session
+from google.adk.tools.base_tool import BaseTool
+from google.genai import types
+
+from .events import user_content
+from .gate import GatedTool
+
+SESSION_SETTINGS_STATE_KEY: Final = "temp:dex_session_settings"
+"""The session state key of the session settings (a dict) in every Step of the session."""
+
+SETTING_STATE_PREFIX: Final = "temp:dex_setting_"
+"""Each setting whose name is an identifier is also in state as `temp:dex_setting_<name>`."""
+
+NOTE_INVOCATION_ID: Final = "dex-agents-context"
+"""The invocation ID of the summary and plan note events (no invocation of the agent)."""
+
+ModelResolver = Callable[[Mapping[str, Any]], str | None]
+"""`resolve_model(session_settings)`: the model name of the next model call, None to keep the
+agent's."""
+
+
+class _Declared(BaseTool):
+    """A tool that is only a declaration: the built-in as the core defines it."""
+
+    def __init__(self, definition: Mapping[str, Any]) -> None:
+        function = definition["function"]
+        super().__init__(name=function["name"], description=function["description"])
+        self.declaration = types.FunctionDeclaration(
+            name=function["name"],
+            description=function["description"],
+            parameters_json_schema=function["parameters"],
+        )
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return self.declaration
+
+
+def built_in_gates() -> list[GatedTool]:
+    """One gate per built-in, in the core's order; the runner's copy of the agent has them
+    after its own tools (so ADK's tool lookup of a shared name finds a gate either way)."""
+    return [GatedTool(_Declared(BUILT_IN_TOOL_DEFINITIONS[n])) for n in BUILT_IN_TOOL_NAMES]
+
+
+@dataclass(frozen=True)
+class StepFeatures:
+    """What the session offers in this Step: read by the plugin while ADK runs the Step."""
+
+    enabled_built_ins: tuple[str, ...]
+    planning: bool
+    session_settings: Mapping[str, Any]
+
+
+_STEP: ContextVar[StepFeatures | None] = ContextVar("dex_agents_adk_step", default=None)
+
+
+@contextmanager
+def step_features(turn: AgentTurnContext) -> Iterator[None]:
+    """Makes the turn's features the plugin's for the duration of the Step's run."""
+    token = _STEP.set(
+        StepFeatures(
+            tuple(turn.enabled_built_in_tools),
+            turn.interaction_mode == "planning",
+            turn.session_settings,
+        )
+    )
+    try:
+        yield
+    finally:
+        _STEP.reset(token)
+
+
+class SessionFeaturesPlugin(BasePlugin):
+    """Offers the session's tools and picks the session's model on each model request."""
+
+    def __init__(self, built_ins: Sequence[BaseTool], resolve_model: ModelResolver | None) -> None:
+        super().__init__(name="dex_agents_session_features")
+        self._built_ins = {tool.name: tool for tool in built_ins}
+        self._resolve_model = resolve_model
+
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> LlmResponse | None:
+        features = _STEP.get()
+        if features is None:
+            return None
+        if self._resolve_model is not None:
+            model = self._resolve_model(features.session_settings)
+            if model:
+                llm_request.model = model
+        self._offer(features, llm_request)
+        return None
+
+    def _offer(self, features: StepFeatures, llm_request: LlmRequest) -> None:
+        """Keeps the declarations the Step offers (see `offered`), in order."""
+        declarations = [
+            declaration
+            for tool in llm_request.config.tools or []
+            if isinstance(tool, types.Tool)
+            for declaration in tool.function_declarations or []
+        ]
+        kept = [d for d in declarations if self._offered(features, d)]
+        others: list[Any] = []
+        if not features.planning:
+            others = [
+                t
+                for t in llm_request.config.tools or []
+                if not (isinstance(t, types.Tool) and t.function_declarations)
+            ]
+        tools = ([types.Tool(function_declarations=kept)] if kept else []) + others
+        llm_request.config.tools = tools or None
+
+    def _offered(self, features: StepFeatures, declaration: types.FunctionDeclaration) -> bool:
+        """A planning turn offers only write_todos; otherwise an enabled built-in's own
+        declaration replaces any other of its name, and a disabled one is not offered."""
+        name = declaration.name or ""
+        built_in = self._built_ins.get(name)
+        is_built_in = built_in is not None and declaration is built_in._get_declaration()
+        enabled = name in features.enabled_built_ins
+        if features.planning:
+            return is_built_in and name == "write_todos" and enabled
+        return is_built_in == enabled if built_in is not None else True
+
+
+def apply_session_settings(session: Session, settings: Mapping[str, Any]) -> None:
+    """Copies the settings into the session's state (not into its events: nothing stores
+    them), so instructions, callbacks and tools read the turn's settings."""
+    session.state[SESSION_SETTINGS_STATE_KEY] = dict(settings)
+    for name, value in settings.items():
+        if name.isidentifier():
+            session.state[f"{SETTING_STATE_PREFIX}{name}"] = value
+
+
+def context_event(text: str) -> Event:
+    """A user event the runner adds to the Step's session (never stored)."""
+    return Event(author="user", invocation_id=NOTE_INVOCATION_ID, content=user_content(text))
+
+
+def summary_text(turn: AgentTurnContext) -> str | None:
+    summary = turn.context_summary
+    return None if summary is None else f"{SUMMARY_PREFIX}\n{summary.text}"
+
+
+def with_context(turn: AgentTurnContext, history: list[Event]) -> list[Event]:
+    """The stored history behind the summary, then the plan note (before the turn's
+    messages)."""
+    events: list[Event] = []
+    summary = summary_text(turn)
+    if summary is not None:
+        events.append(context_event(summary))
+    events += history
+    note = build_plan_note(turn.plan, turn.interaction_mode)
+    if note is not None:
+        events.append(context_event(note))
+    return events
