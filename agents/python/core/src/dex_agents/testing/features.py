@@ -4,8 +4,7 @@ Worker processes on SQLite and Postgres.
 
     # tests/test_features.py
     from pathlib import Path
-    from dex_agents.testing.features import FeatureApp, FeatureSuite
-    from dex_agents.testing.shared_worker import chat_completions
+    from dex_agents.testing.features import FeatureApp, FeatureSuite, chat_completions
 
     class TestFeatures(FeatureSuite):
         app = FeatureApp(
@@ -54,7 +53,14 @@ from ..types import AgentUserMessage
 from .matrix import MATRIX_TOOL_POLICIES
 from .model_server import reply_text, reply_tools
 from .sessions import events_of, pending_interrupt, step_types, turns_done
-from .shared_worker import FeatureView, SessionRun, SharedWorkerSuite, WorkerApp
+from .shared_worker import (
+    FeatureView,
+    SessionRun,
+    SharedWorkerSuite,
+    WorkerApp,
+    chat_completions,
+    responses,
+)
 
 if TYPE_CHECKING:
     from ..mcp import McpToolSource
@@ -69,10 +75,13 @@ __all__ = [
     "MCP_REFUND",
     "FeatureApp",
     "FeatureSuite",
+    "FeatureView",
+    "chat_completions",
     "feature_compaction_options",
     "feature_mcp_options",
     "feature_mcp_source",
     "feature_options",
+    "responses",
 ]
 
 FLOW_TYPE: Final = "Features"
