@@ -184,7 +184,7 @@ class FeatureSuite(SharedWorkerSuite):
             ["Oslo", "Rome"],
         )
         offered = self.view().tool_names(run.requests[0])
-        assert sorted(offered) == sorted(["get_weather", *BUILT_INS])
+        assert {"get_weather", *BUILT_INS} <= set(offered)
 
         run.kill_and_restart()  # the question outlives the Worker
         assert await client.answer_question(session, "q1", "Rome")
@@ -309,7 +309,10 @@ class FeatureSuite(SharedWorkerSuite):
 
         summary = snapshot.context_summary
         assert summary is not None
-        assert (summary.generation, summary.first_sequence, summary.last_sequence) == (1, 1, 4)
+        # The summary covers turn 1 whole, its tool call with its result.
+        turn_1 = [m.sequence for m in snapshot.messages if m.turn_id == "turn-1"]
+        covered = (summary.generation, summary.first_sequence, summary.last_sequence)
+        assert covered == (1, turn_1[0], turn_1[-1])
         assert summary.text == "The user asked about Paris, where it is sunny."
         assert (await step_types(client, session)).count("CompactContext") == 1
         assert len(run.requests) == 5  # two per turn and the one summary call
