@@ -167,7 +167,7 @@ class PydanticAiRunner(Generic[DepsT]):
         stored = turn.folded(extend_history)
         history = await self._with_system_prompt(
             [*with_turn_notes(turn, stored.for_run()), *state.messages],
-            stored.has_system_prompt,
+            stored.has_system_prompt or _has_system_prompt(state.messages),
             deps,
             model,
         )
@@ -282,7 +282,7 @@ class PydanticAiRunner(Generic[DepsT]):
     async def _with_system_prompt(
         self,
         history: list[ModelMessage],
-        stored_has_system_prompt: bool,
+        has_system_prompt: bool,
         deps: Any,
         model: Model | str | None,
     ) -> list[ModelMessage]:
@@ -292,12 +292,7 @@ class PydanticAiRunner(Generic[DepsT]):
         Stored messages never hold them, so each model call uses the prompts of the code that
         runs it.
         """
-        if stored_has_system_prompt or any(
-            isinstance(part, SystemPromptPart)
-            for message in history
-            if isinstance(message, ModelRequest)
-            for part in message.parts
-        ):
+        if has_system_prompt:
             return history
         parts = await self._agent.system_prompt_parts(
             deps=deps, model=model, message_history=history
@@ -381,6 +376,15 @@ def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
             "DeferredToolRequests]"
         )
     return [*items, DeferredToolRequests]
+
+
+def _has_system_prompt(messages: Sequence[ModelMessage]) -> bool:
+    return any(
+        isinstance(part, SystemPromptPart)
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+    )
 
 
 def _deferred_call(
