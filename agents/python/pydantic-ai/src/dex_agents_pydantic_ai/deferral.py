@@ -25,15 +25,19 @@ TOOL_EFFECTS: frozenset[str] = frozenset(get_args(ToolEffect))
 
 @dataclass(kw_only=True)
 class ToolCatalog(AbstractCapability[Any]):
-    """Records the tool definitions of the run's last step; with `defer`, defers every call."""
+    """Records the tool definitions of the run's last step; with `defer`, defers every call;
+    with `only`, offers only the tools of those names (a planning turn's write_todos)."""
 
     defer: bool
+    only: frozenset[str] | None = None
     tools: dict[str, ToolDefinition] = field(default_factory=dict)
     output_tool_names: set[str] = field(default_factory=set)
 
     async def prepare_tools(
         self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
     ) -> list[ToolDefinition]:
+        if self.only is not None:
+            tool_defs = [tool_def for tool_def in tool_defs if tool_def.name in self.only]
         self.tools = {tool_def.name: tool_def for tool_def in tool_defs}
         if not self.defer:
             return tool_defs

@@ -18,6 +18,9 @@ from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
     ToolCallsRequested,
@@ -42,9 +45,18 @@ from pydantic_ai.models import Model, infer_model
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
 
+from . import compaction
 from .deferral import ToolCatalog, deferred_tool_calls
+from .features import (
+    built_in_call,
+    built_in_toolset,
+    check_no_built_in_names,
+    offered_built_ins,
+    planning,
+    with_turn_notes,
+)
 from .heartbeat import heartbeat_every
-from .messages import StoredHistory, extend_history, to_framework_messages, user_message
+from .messages import extend_history, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
 from .tool_sources import SourceOffer, SourceTools
@@ -70,10 +82,14 @@ class DepsContext:
 
 
 DepsFactory = Callable[[DepsContext], DepsT | Awaitable[DepsT]]
+ModelResolver = Callable[[Mapping[str, Any]], Model | str | None]
+"""Session settings -> the model of a model call (None: the runner's or the agent's model)."""
 
 
 class PydanticAiRunner(Generic[DepsT]):
     """Runs an existing Pydantic AI agent, unchanged, one model call per RunModel Step."""
+
+    supports_plan_mode = True
 
     def __init__(
         self,
@@ -86,6 +102,7 @@ class PydanticAiRunner(Generic[DepsT]):
         heartbeat_interval_seconds: float = 30.0,
         framework_retries: bool = False,
         tool_sources: Sequence[ToolSource] = (),
+        resolve_model: ModelResolver | None = None,
     ) -> None:
         """
         Args:
@@ -107,7 +124,11 @@ class PydanticAiRunner(Generic[DepsT]):
                 agent gets in every run besides its own (as Pydantic AI's run `toolsets`). Each
                 model step lists them (cached after the first listing); each call runs in its
                 tool Step through its source.
+            resolve_model: Chooses the model of each model call (and of the compaction
+                summary) from the turn's session settings, so `update_session_settings`
+                switches it from the next turn; None keeps `model`, else the agent's.
         """
+        check_no_built_in_names(agent)
         self._agent = agent
         self._deps_factory = deps_factory
         self._model = model
@@ -117,6 +138,7 @@ class PydanticAiRunner(Generic[DepsT]):
         self._framework_retries = framework_retries
         self._output_type = deferrable_output_type(agent)
         self._sources = SourceTools(tool_sources)
+        self._resolve_model = resolve_model
 
     @property
     def agent(self) -> Agent[DepsT, Any]:
@@ -129,7 +151,8 @@ class PydanticAiRunner(Generic[DepsT]):
         """Loads what the first model call would (`WarmUpRunner`): the model (a name is
         resolved as Pydantic AI resolves it), the OpenAI SDK resources of its client, and the
         HTTP client's connection stack. No request is sent."""
-        model = self._model if self._model is not None else self._agent.model
+        model = self._model_for({})
+        model = model if model is not None else self._agent.model
         if model is None:
             return
         resolved = infer_model(model) if isinstance(model, str) else model
@@ -140,9 +163,20 @@ class PydanticAiRunner(Generic[DepsT]):
         deps = await self._deps(
             DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
-        history = await self._with_system_prompt(turn.folded(extend_history), state, deps)
-        catalog = ToolCatalog(defer=True)
-        offer = await self._sources.offer()
+        model = self._model_for(turn.session_settings)
+        stored = turn.folded(extend_history)
+        history = await self._with_system_prompt(
+            [*with_turn_notes(turn, stored.for_run()), *state.messages],
+            stored.has_system_prompt or _has_system_prompt(state.messages),
+            deps,
+            model,
+        )
+        # A planning turn offers only write_todos: not the agent's tools, nor the sources'.
+        only = frozenset(offered_built_ins(turn)) if planning(turn) else None
+        catalog = ToolCatalog(defer=True, only=only)
+        offer = SourceOffer() if planning(turn) else await self._sources.offer()
+        built_ins = built_in_toolset(turn)
+        toolsets = [*offer.toolsets, *([built_ins] if built_ins else [])]
         async with heartbeat_every(turn.heartbeat, self._heartbeat_interval):
             call = await run_model_call(
                 self._agent,
@@ -150,15 +184,15 @@ class PydanticAiRunner(Generic[DepsT]):
                 deferred_tool_results=_tool_results(state, turn.tool_calls),
                 output_type=self._output_type,
                 deps=deps,
-                model=self._model,
+                model=model,
                 conversation_id=turn.flow_id,
                 catalog=catalog,
                 events=turn.events,
                 stream=self._stream,
                 model_settings=self._run_model_settings(),
-                toolsets=offer.toolsets,
+                toolsets=toolsets,
             )
-        return self._outcome(turn, state, call, catalog, offer)
+        return self._outcome(turn, state, call, catalog, offer, model)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         source = self._sources.owner(call.tool_call)
@@ -166,7 +200,10 @@ class PydanticAiRunner(Generic[DepsT]):
             async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
                 return await run_source_call(source, call)
         deps = await self._deps(DepsContext(call.flow_id, call.turn_id, tool_call=call.tool_call))
-        run = ToolStepRun(self._agent, deps, self._output_type, self._model, call.flow_id)
+        # No model is called; Pydantic AI needs one to run. Tool Steps get no session
+        # settings, so the default choice serves.
+        model = self._model_for({})
+        run = ToolStepRun(self._agent, deps, self._output_type, model, call.flow_id)
         with running_tool(call):
             async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
                 # dex-agents ran the approval the policy asked for; the tool sees it as approved.
@@ -195,10 +232,11 @@ class PydanticAiRunner(Generic[DepsT]):
         call: ModelCallOutcome,
         catalog: ToolCatalog,
         offer: SourceOffer,
+        model: Model | str | None,
     ) -> AgentTurnOutcome:
         items = [*state.messages, *call.new_messages]
         usage = usage_of(call.response)
-        metadata = call_metadata(call.response, self._request_model())
+        metadata = call_metadata(call.response, self._request_model(model))
         output_tools = frozenset(catalog.output_tool_names)
         if call.next_request is not None:
             items.append(call.next_request)
@@ -218,7 +256,7 @@ class PydanticAiRunner(Generic[DepsT]):
         if isinstance(call.output, DeferredToolRequests):
             made = call.response.tool_calls if call.response else []
             order = [part.tool_call_id for part in made]
-            source_call = partial(offer.deferred_call, turn)
+            source_call = partial(_deferred_call, offer, turn)
             tool_calls = deferred_tool_calls(call.output, catalog.tools, turn, order, source_call)
             pending = tuple(tool_call.tool_call_id for tool_call in tool_calls)
             return ToolCallsRequested(
@@ -242,24 +280,22 @@ class PydanticAiRunner(Generic[DepsT]):
         return deps
 
     async def _with_system_prompt(
-        self, stored: StoredHistory, state: RunState, deps: Any
+        self,
+        history: list[ModelMessage],
+        has_system_prompt: bool,
+        deps: Any,
+        model: Model | str | None,
     ) -> list[ModelMessage]:
-        """The run's history: the stored messages, then the turn's own so far, with the
+        """The run's history (the stored messages, then the turn's own so far) with the
         agent's system prompts first, as a Pydantic AI run puts them on a new history.
 
         Stored messages never hold them, so each model call uses the prompts of the code that
         runs it.
         """
-        history = [*stored.for_run(), *state.messages]
-        if stored.has_system_prompt or any(
-            isinstance(part, SystemPromptPart)
-            for message in state.messages
-            if isinstance(message, ModelRequest)
-            for part in message.parts
-        ):
+        if has_system_prompt:
             return history
         parts = await self._agent.system_prompt_parts(
-            deps=deps, model=self._model, message_history=history
+            deps=deps, model=model, message_history=history
         )
         if not parts:
             return history
@@ -274,11 +310,56 @@ class PydanticAiRunner(Generic[DepsT]):
         models may change the settings they are given."""
         return None if self._framework_retries else ModelSettings(max_retries=0)
 
-    def _request_model(self) -> str | None:
-        model = self._model or self._agent.model
+    def _model_for(self, session_settings: Mapping[str, Any]) -> Model | str | None:
+        """The model of a call: resolve_model's choice, else the runner's model (None lets
+        the agent use its own)."""
+        if self._resolve_model is not None:
+            chosen = self._resolve_model(session_settings)
+            if chosen is not None:
+                return chosen
+        return self._model
+
+    def _request_model(self, model: Model | str | None) -> str | None:
+        model = model or self._agent.model
         if isinstance(model, Model):
             return model.model_name
         return model
+
+    # -- compaction (ContextCompactionRunner) -------------------------------------------------
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """An estimate of the next model call's input from its text (about 4 characters a
+        token): the history after the summary, the turn's run state and its tool results."""
+        state = RunState.from_json(turn.framework_run_state)
+        stored = turn.folded(extend_history)
+        history = [*with_turn_notes(turn, stored.messages), *state.messages]
+        pending = set(state.pending_tool_call_ids)
+        results = [
+            model_visible_result(record)
+            for record in turn.tool_calls
+            if record.tool_call_id in pending and record.is_final
+        ]
+        return compaction.history_tokens(history) + sum(map(compaction.text_tokens, results))
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """The earliest cut whose later messages fit the budget, never between a tool call
+        and its result (`dex_agents.runner.earliest_cut_within_budget`)."""
+        return compaction.select_cutoff(turn.messages, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One model request, with the model this session's calls use."""
+        model = self._model_for(request.session_settings) or self._agent.model
+        if model is None:
+            raise UserError("dex-agents-pydantic-ai: compaction needs a model to summarize with")
+        async with heartbeat_every(request.heartbeat, self._heartbeat_interval):
+            response = await compaction.summarize(model, request, self._run_model_settings())
+        return ContextSummaryResult(
+            text=compaction.response_text(response),
+            usage=usage_of(response),
+            model_call_metadata=call_metadata(response, self._request_model(model)),
+        )
 
 
 def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
@@ -295,6 +376,25 @@ def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
             "DeferredToolRequests]"
         )
     return [*items, DeferredToolRequests]
+
+
+def _has_system_prompt(messages: Sequence[ModelMessage]) -> bool:
+    return any(
+        isinstance(part, SystemPromptPart)
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+    )
+
+
+def _deferred_call(
+    offer: SourceOffer, turn: AgentTurnContext, tool_call_id: str, name: str, arguments: str
+) -> DeferredToolCall | None:
+    """An enabled built-in's call (built-ins win over a source's tool of the same name), or
+    the offering source's, or None for the agent's own tools."""
+    return built_in_call(turn, tool_call_id, name, arguments) or offer.deferred_call(
+        turn, tool_call_id, name, arguments
+    )
 
 
 def _tool_results(state: RunState, records: Sequence[AgentToolCall]) -> DeferredToolResults | None:

@@ -66,7 +66,7 @@ class SourceTools:
                 function = definition["function"]
                 if function["name"] not in sources:
                     sources[function["name"]] = source
-                    definitions.append(_tool_definition(function))
+                    definitions.append(tool_definition(function))
         return SourceOffer((ExternalToolset(definitions, id=TOOLSET_ID),), sources)
 
     def owner(self, record: AgentToolCall) -> ToolSource | None:
@@ -76,7 +76,7 @@ class SourceTools:
         return next((source for source in self._sources if source.owns(record)), None)
 
 
-def _tool_definition(function: dict[str, Any]) -> ToolDefinition:
+def tool_definition(function: dict[str, Any]) -> ToolDefinition:
     return ToolDefinition(
         name=function["name"],
         description=function.get("description"),
