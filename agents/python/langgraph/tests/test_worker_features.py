@@ -16,14 +16,14 @@ ROOT = Path(__file__).parent.parent
 
 
 class Triage(BaseModel):
-    """The structured output of tests/apps/features.py's agents."""
+    """The structured output of tests/apps/worker_features.py's agents."""
 
     category: str
     urgent: bool
 
 
 class TestLangGraphWorker(SharedWorkerSuite):
-    app = WorkerApp(worker_target="tests.apps.features:flows", worker_cwd=ROOT)
+    app = WorkerApp(worker_target="tests.apps.worker_features:flows", worker_cwd=ROOT)
 
     async def test_a_tool_reads_the_state_of_the_turns_checkpoint(self, run: SessionRun) -> None:
         run.model.enqueue(reply_text("Hello."))
