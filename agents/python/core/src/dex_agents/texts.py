@@ -16,6 +16,17 @@ QUESTION_DECLINED = "The user declined to answer."
 TURN_FAILURE_NOTE_HEADER = "[Dex] The previous turn failed after these tool calls ran:"
 STEERED_NOTE_HEADER = "[Dex] The user steered the conversation after these tool calls ran:"
 CANCELLED_NOTE_HEADER = "[Dex] The user stopped the previous turn after these tool calls ran:"
+# The context summary (compaction) as the model sees it: first after the system instructions.
+CONTEXT_SUMMARY_PREFIX = "[Dex] Summary of the earlier conversation:"
+# The last line of a summary request (after the transcript it summarizes).
+CONTEXT_SUMMARY_INSTRUCTION = (
+    "Summarize the conversation above for the assistant that continues it without seeing it. "
+    "Keep the user's goals, requests and preferences, the decisions made, the facts learned, "
+    "the tool calls made and their results, and the work still open. Fold in the earlier "
+    "summary when there is one. Write only the summary."
+)
+
+
 NOTE_FOOTER = "Do not repeat these tool calls unless the user asks again."
 STEERED_REJECTION = '{"status":"cancelled","reason":"superseded_by_steered_user_message"}'
 TURN_CANCELLED_REJECTION = '{"status":"cancelled","reason":"turn_cancelled_by_user"}'
@@ -50,3 +61,10 @@ LIST_MESSAGES_DEFAULT_LIMIT = 50
 LIST_MESSAGES_MAX_LIMIT = 200
 # The largest user message the session stores; larger ones are refused before they are queued.
 MAX_USER_MESSAGE_BYTES = 1_048_576
+
+
+def context_left_out_note(count: int) -> str:
+    """The first line of a summary request that had to leave out the oldest messages."""
+    if count == 1:
+        return "[Dex] 1 earlier message did not fit in this request and is left out."
+    return f"[Dex] {count} earlier messages did not fit in this request and are left out."

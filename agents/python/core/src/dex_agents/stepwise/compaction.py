@@ -9,23 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from .. import texts
 from ..runner import ContextSummaryRequest, ContextSummaryResult, earliest_cut_within_budget
 from ..types import AgentMessage
 from .items import SUMMARY_PREFIX, Item, stored_item, strip_for_request, tool_calls_of, user_item
 from .model import ModelClient, ModelRequest, count_text_tokens, count_tokens, stream_completion
 
-SUMMARY_INSTRUCTION: Final = (
-    "Summarize the conversation above for the assistant that continues it without seeing it. "
-    "Keep the user's goals, requests and preferences, the decisions made, the facts learned, "
-    "the tool calls made and their results, and the work still open. Fold in the earlier "
-    "summary when there is one. Write only the summary."
-)
-
-
-def left_out_note(count: int) -> str:
-    if count == 1:
-        return "[Dex] 1 earlier message did not fit in this request and is left out."
-    return f"[Dex] {count} earlier messages did not fit in this request and are left out."
+SUMMARY_INSTRUCTION: Final = texts.CONTEXT_SUMMARY_INSTRUCTION
+left_out_note = texts.context_left_out_note
 
 
 def cut_points(messages: Sequence[AgentMessage]) -> list[int]:

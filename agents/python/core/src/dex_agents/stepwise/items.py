@@ -17,7 +17,7 @@ from ..results import model_visible_result
 from ..runner import AgentTurnContext, FrameworkMessage
 from ..types import AgentMessage, AgentToolCall, ContextSummary
 
-SUMMARY_PREFIX: Final = "[Dex] Summary of the earlier conversation:"
+SUMMARY_PREFIX: Final = texts.CONTEXT_SUMMARY_PREFIX
 Item = dict[str, Any]
 
 

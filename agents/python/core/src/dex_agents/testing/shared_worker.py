@@ -25,7 +25,7 @@ import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import pytest
 
@@ -49,6 +49,35 @@ class ModelView(Protocol):
         ...
 
 
+@runtime_checkable
+class FeatureView(ModelView, Protocol):
+    """A `ModelView` that also reads what the features suite (`features`) checks: the model
+    named, the system instructions, the tools offered and the tool calls in the history."""
+
+    def model(self, request: RecordedRequest) -> str:
+        """The model the request names."""
+        ...
+
+    def instructions(self, request: RecordedRequest) -> str:
+        """The system (or developer) instructions, their texts joined by blank lines."""
+        ...
+
+    def tool_names(self, request: RecordedRequest) -> list[str]:
+        """The names of the function tools the request offers, in order."""
+        ...
+
+    def tool_call_ids(self, request: RecordedRequest) -> list[str]:
+        """The IDs of the tool calls in the request's history, in order."""
+        ...
+
+    def first_input_text(self, request: RecordedRequest) -> str:
+        """The text of the first message after the system instructions."""
+        ...
+
+
+_INSTRUCTION_ROLES = ("system", "developer")
+
+
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -62,6 +91,27 @@ class _ChatCompletions:
 
     def user_texts(self, request: RecordedRequest) -> list[str]:
         return [_text_of(m["content"]) for m in request.body["messages"] if m["role"] == "user"]
+
+    def model(self, request: RecordedRequest) -> str:
+        return str(request.body["model"])
+
+    def instructions(self, request: RecordedRequest) -> str:
+        messages = request.body["messages"]
+        return "\n\n".join(
+            _text_of(m["content"]) for m in messages if m["role"] in _INSTRUCTION_ROLES
+        )
+
+    def tool_names(self, request: RecordedRequest) -> list[str]:
+        return [t["function"]["name"] for t in request.body.get("tools") or []]
+
+    def tool_call_ids(self, request: RecordedRequest) -> list[str]:
+        messages = request.body["messages"]
+        return [c["id"] for m in messages for c in m.get("tool_calls") or []]
+
+    def first_input_text(self, request: RecordedRequest) -> str:
+        messages = request.body["messages"]
+        first = next(m for m in messages if m["role"] not in _INSTRUCTION_ROLES)
+        return _text_of(first.get("content") or "")
 
 
 class _Responses:
@@ -77,10 +127,32 @@ class _Responses:
         items = request.body["input"]
         return [_text_of(i["content"]) for i in items if i.get("role") == "user"]
 
+    def model(self, request: RecordedRequest) -> str:
+        return str(request.body["model"])
 
-chat_completions: ModelView = _ChatCompletions()
+    def instructions(self, request: RecordedRequest) -> str:
+        texts = [request.body["instructions"]] if request.body.get("instructions") else []
+        items = request.body["input"]
+        texts += [_text_of(i["content"]) for i in items if i.get("role") in _INSTRUCTION_ROLES]
+        return "\n\n".join(texts)
+
+    def tool_names(self, request: RecordedRequest) -> list[str]:
+        tools = request.body.get("tools") or []
+        return [t["name"] for t in tools if t.get("type") == "function"]
+
+    def tool_call_ids(self, request: RecordedRequest) -> list[str]:
+        items = request.body["input"]
+        return [i["call_id"] for i in items if i.get("type") == "function_call"]
+
+    def first_input_text(self, request: RecordedRequest) -> str:
+        items = request.body["input"]
+        first = next(i for i in items if i.get("role") not in _INSTRUCTION_ROLES)
+        return _text_of(first.get("content") or first.get("output") or "")
+
+
+chat_completions: FeatureView = _ChatCompletions()
 """Requests to /v1/chat/completions: `messages` with `tool` and `user` roles."""
-responses: ModelView = _Responses()
+responses: FeatureView = _Responses()
 """Requests to /v1/responses: `input` items, `function_call_output` for tool results."""
 
 
