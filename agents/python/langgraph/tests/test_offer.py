@@ -1,21 +1,19 @@
 """What the session offers a `create_agent` agent, at the runner: built-in tools as tool
 definitions the graph never runs, plan mode's single tool and plan note, the session settings as
-the run's context (model and instructions chosen by middleware), and an MCP tool source. A real
-graph and ChatOpenAI against the scripted Chat Completions server, driven in memory as the
-session Flow drives a runner (the Worker rows are tests/test_features.py)."""
+the run's context (model and instructions chosen by middleware). A real graph and ChatOpenAI
+against the scripted Chat Completions server, driven in memory as the session Flow drives a
+runner. The Worker rows, an MCP tool source's among them, are tests/test_features.py."""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 from dex_agents.builtins import BUILT_IN_TOOL_DEFINITIONS, PLAN_NOTE_PLANNING_LINE
-from dex_agents.mcp import McpToolSource, StdioServer
+from dex_agents.mcp import McpToolSource
 from dex_agents.runner import AgentTurnContext, ToolCallsRequested, TurnCompleted
 from dex_agents.testing import RunnerDriver, ScriptedModelServer
 from dex_agents.testing.model_server import reply_text, reply_tools
@@ -34,7 +32,6 @@ from dex_agents_langgraph import LangGraphRunner, UnsupportedGraphError
 from .test_runner import CountingMiddleware, Log, chat_model, weather_tools
 
 BUILT_INS = ("ask_user", "durable_wait", "write_todos")
-MCP_SERVER = Path(__file__).resolve().parents[2] / "core" / "tests" / "mcp" / "server.py"
 Settings = Mapping[str, Any]
 
 
@@ -318,46 +315,3 @@ async def test_a_graph_with_its_own_model_node_has_no_built_ins_nor_plan_mode(
     assert model.requests == []
     with pytest.raises(UnsupportedGraphError, match="create_agent"):
         LangGraphRunner(graph.compile(), framework_retries=True, tool_sources=[McpToolSource([])])
-
-
-async def test_an_mcp_source_call_is_a_tool_step_with_the_idempotency_key(
-    model: ScriptedModelServer, tmp_path: Path
-) -> None:
-    calls = tmp_path / "mcp.jsonl"
-    server = StdioServer(
-        "local",
-        command=sys.executable,
-        args=[str(MCP_SERVER), "stdio"],
-        env={"MCP_TEST_RUN_LOG": str(calls)},
-    )
-    log = Log()
-    agent = create_agent(chat_model(model), weather_tools(log))
-    run = session(LangGraphRunner(agent, tool_sources=[McpToolSource([server])]))
-    model.enqueue(
-        reply_tools(
-            ("m1", "local__lookup", {"city": "Lima"}), ("c1", "get_weather", {"city": "Rome"})
-        ),
-        reply_text("Sunny in both."),
-    )
-    turn = run.driver.start_turn("Lima and Rome?")
-    requested = await run.step(turn, None)
-    offered = {t["function"]["name"]: t["function"] for t in model.requests[0].body["tools"]}
-    assert offered["local__lookup"]["description"] == "The weather in a city."
-    assert list(offered)[:2] == ["get_weather", "send_email"]
-    assert list(offered)[-3:] == list(BUILT_INS)
-    mcp_call = requested.tool_calls[0]
-    assert json.loads(mcp_call.tool_source_reference) == {"server": "local", "tool": "lookup"}
-    assert mcp_call.policy is not None and mcp_call.policy.effect == "read"  # its annotation
-    settled = await run.driver.run_tools(turn, requested)
-    assert [r.output for r in settled] == ["sunny in Lima", "sunny in Rome"]
-    (entry,) = [json.loads(line) for line in calls.read_text().splitlines()]
-    assert entry == {"tool": "lookup", "key": f"session-1/{turn}/m1", "city": "Lima"}
-    done = await run.step(turn, requested.framework_run_state)
-    assert isinstance(done, TurnCompleted) and done.new_messages[-1].text == "Sunny in both."
-    results = {m["tool_call_id"]: m["content"] for m in sent_messages(model) if m["role"] == "tool"}
-    assert results == {"m1": "sunny in Lima", "c1": "sunny in Rome"}
-
-
-def sent_messages(model: ScriptedModelServer) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = model.requests[-1].body["messages"]
-    return messages

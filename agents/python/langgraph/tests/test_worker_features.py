@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dex_agents.stepwise.compaction import SUMMARY_INSTRUCTION
-from dex_agents.stepwise.items import SUMMARY_PREFIX
 from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTION as SUMMARY_INSTRUCTION
+from dex_agents.texts import CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX
 from pydantic import BaseModel
 
 ROOT = Path(__file__).parent.parent
