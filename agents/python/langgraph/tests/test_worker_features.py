@@ -10,6 +10,7 @@ from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTION as SUMMARY_INSTRUCTION
 from dex_agents.texts import CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX
+from dex_agents.texts import context_left_out_note
 from pydantic import BaseModel
 
 ROOT = Path(__file__).parent.parent
@@ -146,9 +147,14 @@ class TestLangGraphWorker(SharedWorkerSuite):
         )
         summary_call = run.requests[2].body["messages"]
         assert len(summary_call) == 1 and SUMMARY_INSTRUCTION in summary_call[0]["content"]
-        for line in ("User: alpha", "Assistant: delta", "User: bravo", "Assistant: echo"):
-            assert line in summary_call[0]["content"]
-        assert "charlie" not in summary_call[0]["content"]
+        # The four covered messages and the instruction (~570 tokens) do not fit in the
+        # window: the summary request leaves out the oldest turn whole, and says so.
+        content = summary_call[0]["content"]
+        assert content.startswith(context_left_out_note(2))
+        for line in ("User: bravo", "Assistant: echo"):
+            assert line in content
+        assert "alpha" not in content and "delta" not in content
+        assert "charlie" not in content
         sent = [(m["role"], m["content"]) for m in run.requests[3].body["messages"]]
         assert sent == [
             ("system", "Be brief."),
