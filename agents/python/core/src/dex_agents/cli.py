@@ -253,6 +253,21 @@ def chat(database_url: str | None, model: str | None, session_id: str | None) ->
     chat_main(resolve_database_url(database_url), model, session_id, hint=resume_hint)
 
 
+@cli.command()
+@click.option("--database-url", envvar="DEX_AGENTS_DATABASE_URL", default=None, metavar="URL")
+@click.option("--to", "target", required=True, metavar="FILE", help="The new file to write.")
+def backup(database_url: str | None, target: str) -> None:
+    """Copy a SQLite database to FILE while Workers run (Postgres: use pg_dump)."""
+    from .backup import backup_sqlite
+    from .db import resolve_database_url
+
+    try:
+        size = backup_sqlite(resolve_database_url(database_url), target)
+    except DexAgentsError as error:
+        raise CliError(str(error)) from None
+    echo(f"backed up {_display_url(database_url)} to {target} ({size:,} bytes)")
+
+
 def main() -> None:
     # A stored text may hold anything a str can (a lone surrogate too): print it escaped
     # rather than fail on it.

@@ -90,6 +90,10 @@ class SchemaTooNew(DatabaseError):
     """The database was migrated by a newer dex-agents than this one; nothing was changed."""
 
 
+class BackupError(DatabaseError):
+    """A backup could not be made as asked; nothing was written where it was to go."""
+
+
 # Workers ----------------------------------------------------------------------------------
 
 

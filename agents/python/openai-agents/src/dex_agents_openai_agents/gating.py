@@ -62,19 +62,26 @@ class GatedAgentGraph:
 
     Nothing of a graph changes once it is built: the SDK refuses runs whose agent's tools
     change while other runs use the agent, and one Worker runs the model Steps of many
-    sessions at once. A root that also offers a tool source's tools is the root of a graph of
-    its own (`with_root_tools`), built once per tool set."""
+    sessions at once. A root that also offers a tool source's tools, or a graph whose agents
+    offer the session's built-ins, is a graph of its own (`variant`), built once per tool set;
+    a planning turn's root offers only write_todos (`planning_root`)."""
 
-    def __init__(self, root: Agent[Any], root_extra_tools: Sequence[FunctionTool] = ()) -> None:
+    def __init__(
+        self,
+        root: Agent[Any],
+        root_extra_tools: Sequence[FunctionTool] = (),
+        shared_tools: Sequence[FunctionTool] = (),
+    ) -> None:
         self._original_root = root
         self._root_extra_tools = list(root_extra_tools)
+        self._shared_tools = list(shared_tools)
         self._gated_by_original: dict[int, Agent[Any]] = {}
         self._originals_by_name: dict[str, Agent[Any]] = {}
         # Keeps the originals alive so their ids stay unique while the graph lives.
         self._originals: list[Agent[Any]] = []
         self.root = self._gate_graph(root)
-        self._root_tools = list(self.root.tools)[: len(self.root.tools) - len(root_extra_tools)]
-        self._with_tools: OrderedDict[tuple[int, ...], GatedAgentGraph] = OrderedDict()
+        self._with_tools: OrderedDict[tuple[tuple[int, ...], ...], GatedAgentGraph] = OrderedDict()
+        self._planning_roots: dict[tuple[int, ...], Agent[Any]] = {}
 
     def _gate_graph(self, root: Agent[Any]) -> Agent[Any]:
         queue: deque[Agent[Any]] = deque([root])
@@ -84,7 +91,7 @@ class GatedAgentGraph:
             if id(original) in self._gated_by_original:
                 continue
             extra = self._root_extra_tools if original is self._original_root else []
-            self._gated_by_original[id(original)] = self._clone(original, extra)
+            self._gated_by_original[id(original)] = self._clone(original, self._shared_tools, extra)
             self._originals.append(original)
             self._originals_by_name.setdefault(original.name, original)
             fresh.append(original)
@@ -96,12 +103,18 @@ class GatedAgentGraph:
         return self._gated_by_original[id(root)]
 
     @staticmethod
-    def _clone(agent: Agent[Any], extra_tools: Sequence[FunctionTool]) -> Agent[Any]:
+    def _clone(
+        agent: Agent[Any], shared_tools: Sequence[FunctionTool], extra_tools: Sequence[FunctionTool]
+    ) -> Agent[Any]:
+        """The gated copy: its own tools, less those a shared tool (a built-in) replaces, then
+        the shared tools and the extra ones."""
+        replaced = {tool.name for tool in shared_tools}
         tools = [
             gate_function_tool(tool) if isinstance(tool, FunctionTool) else tool
             for tool in agent.tools
+            if getattr(tool, "name", None) not in replaced
         ]
-        return agent.clone(tools=[*tools, *extra_tools], handoffs=[])
+        return agent.clone(tools=[*tools, *shared_tools, *extra_tools], handoffs=[])
 
     def _gated(self, agent: Agent[Any]) -> Agent[Any]:
         gated = self._gated_by_original.get(id(agent))
@@ -126,25 +139,38 @@ class GatedAgentGraph:
             gated_handoff._agent_ref = weakref.ref(self._gated(target))
         return gated_handoff
 
-    def with_root_tools(self, tools: Sequence[FunctionTool]) -> GatedAgentGraph:
-        """This graph, or for `tools` (a tool source's function tools) the graph whose root
-        offers its own tools followed by them, built on first use and kept (the last
+    def variant(
+        self, root_tools: Sequence[FunctionTool], shared_tools: Sequence[FunctionTool] = ()
+    ) -> GatedAgentGraph:
+        """This graph, or the graph whose root also offers `root_tools` (a tool source's
+        function tools) and whose every agent offers `shared_tools` (the session's built-ins)
+        in place of its own tools of those names. Built on first use and kept (the last
         `KEPT_TOOL_SETS` tool sets): a run never changes an agent other runs may be using."""
-        if not tools:
+        if not root_tools and not shared_tools:
             return self
-        key = tuple(id(tool) for tool in tools)
+        key = (tuple(id(tool) for tool in root_tools), tuple(id(tool) for tool in shared_tools))
         graph = self._with_tools.get(key)
         if graph is None:
-            graph = GatedAgentGraph(self._original_root, tools)
+            graph = GatedAgentGraph(self._original_root, root_tools, shared_tools)
             self._with_tools[key] = graph
             while len(self._with_tools) > KEPT_TOOL_SETS:
                 self._with_tools.popitem(last=False)
         self._with_tools.move_to_end(key)
         return graph
 
+    def planning_root(self, tools: Sequence[FunctionTool]) -> Agent[Any]:
+        """The root of a planning turn: the gated root with only `tools` (write_todos or
+        nothing) and no handoffs, kept once built."""
+        key = tuple(id(tool) for tool in tools)
+        root = self._planning_roots.get(key)
+        if root is None:
+            root = self.root.clone(tools=list(tools), handoffs=[])
+            self._planning_roots[key] = root
+        return root
+
     def root_tool_names(self) -> set[str]:
         """The names of the root agent's own tools."""
-        return {tool.name for tool in self._root_tools if hasattr(tool, "name")}
+        return {name for tool in self._original_root.tools if (name := getattr(tool, "name", None))}
 
     def original_function_tool(
         self, agent_name: str, tool_name: str

@@ -21,9 +21,14 @@ def encode_item(item: Mapping[str, Any]) -> str:
     return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
 
 
+def user_message_item(text: str) -> InputItem:
+    return {"role": "user", "content": text}
+
+
 def user_message(text: str) -> FrameworkMessage:
-    item = {"role": "user", "content": text}
-    return FrameworkMessage(role="user", text=text, framework_item=encode_item(item))
+    return FrameworkMessage(
+        role="user", text=text, framework_item=encode_item(user_message_item(text))
+    )
 
 
 def replay_items(messages: Sequence[AgentMessage]) -> list[InputItem]:

@@ -15,13 +15,15 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents import (
     Agent,
+    FunctionTool,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    Model,
     ModelRetrySettings,
     ModelSettings,
     OutputGuardrailTripwireTriggered,
@@ -34,11 +36,14 @@ from agents import (
     ToolApprovalItem,
 )
 from dex_agents import texts
+from dex_agents.builtins import build_plan_note
 from dex_agents.errors import DexAgentsError
 from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -53,6 +58,14 @@ from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
 from dex_agents.warm_up import load_openai_client_async
 
+from .builtin_tools import (
+    BUILT_IN_POLICY,
+    built_in_tools,
+    is_built_in_call,
+    planning_error_formatter,
+    planning_tools,
+)
+from .compaction import approximate_tokens, select_cutoff, summary_input
 from .gating import GatedAgentGraph
 from .items import (
     answered_call_ids,
@@ -66,6 +79,7 @@ from .items import (
 )
 from .policy import framework_effect, framework_requires_approval
 from .recorded import recorded_results
+from .session_input import session_input_filter
 from .stream import StreamForwarder
 from .tool_sources import SourceTools
 from .tool_step import run_function_tool
@@ -78,14 +92,20 @@ class RunContextRequest:
     """What a context factory is asked for: the run context of one Step.
 
     `tool_call_id` is set when the context is for a tool Step, and None for a model Step.
+    `session_settings` are the session's settings (`AgentClient.update_session_settings`) in a
+    model Step, for instance for the agent's dynamic instructions; a tool Step's request has
+    none (the core does not load them for tool Steps).
     """
 
     flow_id: str
     turn_id: str
     tool_call_id: str | None = None
+    session_settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 ContextFactory = Callable[[RunContextRequest], Any]
+ModelResolver = Callable[[Mapping[str, Any]], str | Model | None]
+"""Chooses the model of a session's model calls from its settings; None keeps the agents' own."""
 
 
 class UnsupportedInterruptionError(DexAgentsError):
@@ -105,8 +125,8 @@ def _turn_error(error: Exception) -> str:
     return str(error)
 
 
-def _metadata(result: RunResultStreaming) -> ModelCallMetadata:
-    model = result.last_agent.model
+def _metadata(result: RunResultStreaming, config: RunConfig) -> ModelCallMetadata:
+    model = config.model if config.model is not None else result.last_agent.model
     response_id = result.raw_responses[-1].response_id if result.raw_responses else None
     return ModelCallMetadata(
         request_model=model if isinstance(model, str) else None,
@@ -128,13 +148,24 @@ class OpenAIAgentsRunner:
     Step lists them (cached after the first listing); each call runs in its tool Step through
     its source, which sends the idempotency key.
 
+    `resolve_model(session_settings)` chooses the model of the session's model calls (a model
+    name or an SDK `Model`) from its settings at each model Step, as `RunConfig.model`, which
+    every agent of the run then uses; None keeps the run config's or the agents' own.
+    Instructions follow the settings through the SDK's dynamic instructions: the run context
+    request of a model Step carries them (`RunContextRequest.session_settings`).
+
     `framework_retries` (off by default) lets the SDK retry a failed model request by itself
     inside one RunModel attempt. Off, the model Step runs with a copy of `run_config` whose
     model settings carry `retry=ModelRetrySettings(max_retries=0)`, which turns off the SDK's
     runner-managed retries and its OpenAI client's own retries for that request (the client
     and the given `run_config` are not changed): each RunModel attempt sends one request, and
     RunModel's attempts, recorded in the Step history, are the retries.
+
+    Plan mode works (`supports_plan_mode`): a planning turn's root agent offers only
+    write_todos and hands off to no one.
     """
+
+    supports_plan_mode = True
 
     def __init__(
         self,
@@ -146,6 +177,7 @@ class OpenAIAgentsRunner:
         max_turns: int | None = None,
         framework_retries: bool = False,
         tool_sources: Sequence[ToolSource] = (),
+        resolve_model: ModelResolver | None = None,
     ) -> None:
         self.agent = agent
         self._graph = GatedAgentGraph(agent)
@@ -153,7 +185,10 @@ class OpenAIAgentsRunner:
         self._context_factory = context_factory
         self._run_config = run_config
         # What the model Step runs with; tool Steps get the application's run_config as is.
-        self._model_run_config = run_config if framework_retries else _no_retries(run_config)
+        self._model_run_config = (
+            (run_config or RunConfig()) if framework_retries else _no_retries(run_config)
+        )
+        self._resolve_model = resolve_model
         self._hooks = hooks
         self._max_turns = max_turns
 
@@ -167,18 +202,18 @@ class OpenAIAgentsRunner:
         await load_openai_client_async(getattr(self._root_model(), "_client", None))
 
     def _root_model(self) -> object:
-        config = self._model_run_config or RunConfig()
+        config = self._step_run_config({})
         chosen = config.model if config.model is not None else self.agent.model
         if chosen is not None and not isinstance(chosen, str):
             return chosen
         return config.model_provider.get_model(chosen)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        source_tools = await self._sources.function_tools(
-            self._graph.root_tool_names(), turn.tool_calls
+        root = await self._turn_root(turn)
+        config = self._step_run_config(turn.session_settings, turn)
+        context = await self._context(
+            RunContextRequest(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
-        graph = self._graph.with_root_tools(source_tools)
-        context = await self._context(RunContextRequest(turn.flow_id, turn.turn_id))
         run_input: list[Any] | RunState[Any, Agent[Any]]
         if turn.framework_run_state is None:
             run_input, answers = replay_items(turn.messages), {}
@@ -188,15 +223,18 @@ class OpenAIAgentsRunner:
             saved = TurnState.from_json(turn.framework_run_state)
             history = _started_from(turn, saved)
             run_input = await RunState.from_json(
-                graph.root,
+                root,
                 _with_original_input(turn, saved, history),
                 context_override=RunContextWrapper(context=context),
             )
             answers = _decide_interruptions(run_input, turn.tool_calls)
-            input_count, earlier = saved.input_count, saved.usage
+            earlier = saved.usage
+            # A compaction since the state was saved leaves the summarized messages out of
+            # the rebuilt input, so the turn's items start earlier.
+            input_count = len(history) if saved.history_through is not None else saved.input_count
         # The run loop task copies this context when it starts, so the answers reach its tools.
         with recorded_results(answers):
-            result = self._run_streamed(graph.root, run_input, context)
+            result = self._run_streamed(root, run_input, context, config)
         try:
             await _drain(turn, result)
         except (
@@ -211,7 +249,7 @@ class OpenAIAgentsRunner:
         if result.interruptions:
             try:
                 return await self._tool_calls_requested(
-                    turn, result, input_count, history, total, usage
+                    turn, result, input_count, history, total, usage, config
                 )
             except UnsupportedInterruptionError as error:
                 return TurnCompleted(usage=usage, turn_error=str(error))
@@ -219,7 +257,7 @@ class OpenAIAgentsRunner:
         return TurnCompleted(
             new_messages=project_items(turn_items),
             usage=usage,
-            model_call_metadata=_metadata(result),
+            model_call_metadata=_metadata(result, config),
         )
 
     async def execute_deferred_tool_call(
@@ -263,7 +301,102 @@ class OpenAIAgentsRunner:
             items.append(function_call_output(call_id, text))
         return project_items(items)
 
+    # -- compaction (ContextCompactionRunner) ------------------------------------------------
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """About four characters a token of what the next model call sends: the instructions
+        (when they are a str), the summary, the plan note, the stored history, the turn's
+        items so far with the recorded results, and the offered tools' schemas."""
+        parts: list[object] = [
+            self.agent.instructions if isinstance(self.agent.instructions, str) else "",
+            turn.context_summary.text if turn.context_summary else "",
+            build_plan_note(turn.plan, turn.interaction_mode) or "",
+            stored_items(turn, turn.messages),
+        ]
+        if turn.framework_run_state is not None:
+            items = TurnState.from_json(turn.framework_run_state).turn_items
+            records = {record.tool_call_id: record for record in turn.tool_calls}
+            parts.append(items)
+            parts += [
+                model_visible_result(records[call_id])
+                for call_id in function_call_names(items)
+                if call_id in records and records[call_id].is_final
+            ]
+        tools = [*self._graph.root.tools, *built_in_tools(turn.enabled_built_in_tools)]
+        tools += self._sources.offered_tools()
+        parts += [_tool_schema(tool) for tool in tools]
+        return sum(approximate_tokens(part) for part in parts)
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """The earliest cut of the stored history whose later messages fit in the budget (a
+        cut never separates a call from its output)."""
+        return select_cutoff(turn, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One model call with the session's model (the runner's agent's model settings, no
+        tools, no instructions) on a transcript of the summarized messages."""
+        config = replace(
+            self._step_run_config(request.session_settings),
+            input_guardrails=None,
+            output_guardrails=None,
+            call_model_input_filter=None,
+        )
+        settings = replace(self.agent.model_settings, tool_choice=None, parallel_tool_calls=None)
+        summarizer: Agent[Any] = Agent(
+            name=self.agent.name, model=self.agent.model, model_settings=settings
+        )
+        result = await Runner.run(
+            summarizer,
+            summary_input(request, settings.max_tokens),  # type: ignore[arg-type]
+            max_turns=1,
+            run_config=config,
+        )
+        return ContextSummaryResult(
+            text=str(result.final_output).strip(),
+            usage=run_usage(result.context_wrapper.usage),
+            model_call_metadata=ModelCallMetadata(
+                request_model=_model_name(config.model, self.agent.model),
+                provider_name="openai",
+                response_id=result.last_response_id,
+            ),
+        )
+
     # -- internals ---------------------------------------------------------------------------
+
+    async def _turn_root(self, turn: AgentTurnContext) -> Agent[Any]:
+        """The gated root agent this turn runs: a planning turn's offers only write_todos;
+        another's offers the enabled built-ins (in place of its own tools of those names,
+        on every agent of the graph) and the tool sources' tools."""
+        if turn.interaction_mode == "planning":
+            return self._graph.planning_root(planning_tools(turn))
+        enabled = turn.enabled_built_in_tools
+        taken = self._graph.root_tool_names() | set(enabled)
+        source_tools = await self._sources.function_tools(taken, turn.tool_calls)
+        return self._graph.variant(source_tools, built_in_tools(enabled)).root
+
+    def _step_run_config(
+        self, session_settings: Mapping[str, Any], turn: AgentTurnContext | None = None
+    ) -> RunConfig:
+        """The model Step's run config: the session's model, and the session's items added
+        to each model call's input."""
+        config = self._model_run_config
+        if self._resolve_model is not None:
+            chosen = self._resolve_model(session_settings)
+            if chosen is not None:
+                config = replace(config, model=chosen)
+        if turn is not None and turn.interaction_mode == "planning":
+            config = replace(
+                config,
+                tool_not_found_behavior="return_error_to_model",
+                tool_error_formatter=planning_error_formatter(config.tool_error_formatter),
+            )
+        if turn is not None:
+            added = session_input_filter(turn, config.call_model_input_filter)
+            if added is not None:
+                config = replace(config, call_model_input_filter=added)
+        return config
 
     async def _context(self, request: RunContextRequest) -> Any:
         if self._context_factory is None:
@@ -274,20 +407,22 @@ class OpenAIAgentsRunner:
         return context
 
     def _run_streamed(
-        self, root: Agent[Any], run_input: list[Any] | RunState[Any, Agent[Any]], context: Any
+        self,
+        root: Agent[Any],
+        run_input: list[Any] | RunState[Any, Agent[Any]],
+        context: Any,
+        config: RunConfig,
     ) -> RunResultStreaming:
         if isinstance(run_input, RunState):
             # The restored state keeps its own context, max_turns and current agent.
-            return Runner.run_streamed(
-                root, run_input, hooks=self._hooks, run_config=self._model_run_config
-            )
+            return Runner.run_streamed(root, run_input, hooks=self._hooks, run_config=config)
         return Runner.run_streamed(
             root,
             run_input,
             context=context,
             max_turns=self._max_turns,
             hooks=self._hooks,
-            run_config=self._model_run_config,
+            run_config=config,
         )
 
     async def _tool_calls_requested(
@@ -298,6 +433,7 @@ class OpenAIAgentsRunner:
         history: Sequence[AgentMessage],
         total: AgentUsage,
         usage: AgentUsage,
+        config: RunConfig,
     ) -> ToolCallsRequested:
         calls = [
             await self._deferred_call(turn, item, result.context_wrapper)
@@ -318,12 +454,13 @@ class OpenAIAgentsRunner:
             turn_items=[dict(item) for item in result.to_input_list()[input_count:]],
             usage=total,
             history_through=history_through,
+            summary_through=turn.context_summary.last_sequence if turn.context_summary else 0,
         )
         return ToolCallsRequested(
             framework_run_state=saved.to_json(),
             tool_calls=calls,
             usage=usage,
-            model_call_metadata=_metadata(result),
+            model_call_metadata=_metadata(result, config),
         )
 
     async def _deferred_call(
@@ -334,6 +471,9 @@ class OpenAIAgentsRunner:
     ) -> DeferredToolCall:
         raw = item.raw_item
         call_id, name, arguments = (raw_field(raw, key) for key in ("call_id", "name", "arguments"))
+        built_in = _built_in_call(turn, raw, call_id, name, arguments)
+        if built_in is not None:
+            return built_in
         from_source = self._source_call(turn, item)
         if from_source is not None:
             return from_source
@@ -374,6 +514,33 @@ class OpenAIAgentsRunner:
         return self._sources.deferred_call(turn, call_id, name, arguments)
 
 
+def _built_in_call(
+    turn: AgentTurnContext, raw: Any, call_id: Any, name: Any, arguments: Any
+) -> DeferredToolCall | None:
+    """The call of an enabled built-in, which the session runs in its built-in Steps."""
+    if raw_field(raw, "type") != "function_call" or not isinstance(name, str):
+        return None
+    if not is_built_in_call(turn, name):
+        return None
+    if not (isinstance(call_id, str) and isinstance(arguments, str)):
+        return None
+    return DeferredToolCall(
+        tool_call_id=call_id, tool_name=name, arguments=arguments, policy=BUILT_IN_POLICY
+    )
+
+
+def _tool_schema(tool: object) -> object:
+    """What the model is sent for a tool, as far as its size goes."""
+    if isinstance(tool, FunctionTool):
+        return [tool.name, tool.description, tool.params_json_schema]
+    return getattr(tool, "name", "")
+
+
+def _model_name(chosen: str | Model | None, agent_model: str | Model | None) -> str | None:
+    model = chosen if chosen is not None else agent_model
+    return model if isinstance(model, str) else None
+
+
 def _no_retries(run_config: RunConfig | None) -> RunConfig:
     """A copy of `run_config` whose model calls make one request each: RunModel's attempts
     are the retry policy of a model call (docs/design/retries.md). Its model settings win over
@@ -403,11 +570,12 @@ def _source_agent(record: AgentToolCall) -> str | None:
 
 def _started_from(turn: AgentTurnContext, saved: TurnState) -> list[AgentMessage]:
     """The stored messages the turn's run started from (the session stores none of the turn's
-    own items until it ends)."""
+    own items until it ends), less those a compaction summarized since."""
     if saved.history_through is None:
         return list(turn.messages)[: saved.input_count]
     history = [m for m in turn.messages if m.sequence <= saved.history_through]
-    if len(history) != saved.input_count:
+    summarized = turn.context_summary.last_sequence if turn.context_summary else 0
+    if summarized == saved.summary_through and len(history) != saved.input_count:
         raise RuntimeError(
             f"the turn's run started from {saved.input_count} stored messages through sequence "
             f"{saved.history_through}, but {len(history)} are loaded: its run state cannot be "

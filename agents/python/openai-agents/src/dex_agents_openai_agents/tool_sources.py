@@ -38,6 +38,7 @@ class SourceTools:
         self._tools: dict[str, FunctionTool] = {}
         # Tools a source deferred a call of but no longer lists, by name: their references.
         self._unlisted: dict[str, str] = {}
+        self._last: list[FunctionTool] = []
 
     async def function_tools(
         self, taken: Collection[str], records: Sequence[AgentToolCall] = ()
@@ -63,7 +64,12 @@ class SourceTools:
         self._offered = offered
         self._keep_unlisted(records, taken)
         unlisted = (name for name in self._unlisted if name not in offered)
-        return tools + [self._tool({"name": name}) for name in unlisted]
+        self._last = tools + [self._tool({"name": name}) for name in unlisted]
+        return self._last
+
+    def offered_tools(self) -> list[FunctionTool]:
+        """The function tools the last listing offered."""
+        return list(self._last)
 
     def _keep_unlisted(self, records: Sequence[AgentToolCall], taken: Collection[str]) -> None:
         for record in records:

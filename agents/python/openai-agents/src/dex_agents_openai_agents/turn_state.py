@@ -31,6 +31,9 @@ class TurnState:
     # started from: the stored messages through this sequence, rebuilt from them on restore,
     # so the run state does not grow with the session's history.
     history_through: int | None = None
+    # The last sequence the session's context summary covered when the state was saved (0:
+    # none). A compaction since then leaves out the summarized messages on restore.
+    summary_through: int = 0
 
     def to_json(self) -> str:
         return json.dumps(
@@ -41,6 +44,7 @@ class TurnState:
                 "turn_items": self.turn_items,
                 "usage": self.usage.model_dump(),
                 "history_through": self.history_through,
+                "summary_through": self.summary_through,
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -58,4 +62,5 @@ class TurnState:
             turn_items=data["turn_items"],
             usage=AgentUsage.model_validate(data["usage"]),
             history_through=data.get("history_through"),
+            summary_through=data.get("summary_through", 0),
         )
