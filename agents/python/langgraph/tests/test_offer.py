@@ -21,6 +21,7 @@ from dex_agents.types import AgentPlan, AgentPlanTask
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, ModelResponse, dynamic_prompt, wrap_model_call
 from langchain.agents.structured_output import ToolStrategy
+from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import START, MessagesState, StateGraph
@@ -289,6 +290,25 @@ async def test_settings_become_the_agents_context_schema_or_a_clear_turn_error(
     model.enqueue(reply_text("Hi."))
     await run.step(run.driver.start_turn("Hi"), None)
     assert seen[-1] == Preferences(model="blue")
+
+
+async def test_a_tool_reads_the_settings_as_its_runtime_context(
+    model: ScriptedModelServer,
+) -> None:
+    @tool
+    def whoami(runtime: ToolRuntime[dict[str, Any]]) -> str:
+        """Says which model the session uses."""
+        return f"model {runtime.context['model']}"
+
+    run = session(LangGraphRunner(create_agent(chat_model(model), [whoami])))
+    run.settings = {"model": "gpt-other"}
+    model.enqueue(reply_tools(("c1", "whoami", {})))
+    turn = run.driver.start_turn("Which model?")
+    requested = await run.step(turn, None)
+    record = run.driver.approved_record(turn, requested.tool_calls[0])
+    execution = replace(run.driver.execution(record), turn=run.context(turn, run.driver.run_state))
+    result = await run.driver.runner.execute_deferred_tool_call(execution)
+    assert result.output == "model gpt-other"
 
 
 async def test_a_graph_with_its_own_model_node_has_no_built_ins_nor_plan_mode(
