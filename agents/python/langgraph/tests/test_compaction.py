@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dex_agents.runner import ToolCallsRequested, TurnCompleted
-from dex_agents.stepwise.items import SUMMARY_PREFIX
+from dex_agents.runner import ContextSummaryRequest, ToolCallsRequested, TurnCompleted
 from dex_agents.testing import RunnerDriver, ScriptedModelServer
 from dex_agents.testing.model_server import reply_text, reply_tools
+from dex_agents.texts import (
+    CONTEXT_SUMMARY_INSTRUCTION,
+    context_left_out_note,
+)
+from dex_agents.texts import (
+    CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX,
+)
 from dex_agents.types import ContextSummary
 from langchain.agents import create_agent
 
@@ -80,3 +86,43 @@ async def test_cuts_fall_between_turns_before_the_active_one(model: ScriptedMode
     first = driver.context("turn-1", None)
     first = replace(first, messages=driver.messages[:1], turn_id="turn-1")
     assert runner.select_compaction_cutoff(first, 0) is None  # type: ignore[attr-defined]
+
+
+async def test_the_summary_leaves_out_the_oldest_turns_that_do_not_fit(
+    model: ScriptedModelServer,
+) -> None:
+    driver = session(model)
+    model.enqueue(reply_text("Hello."), reply_text("Fine."), reply_text("Bye."))
+    await driver.turn("Hi " + "there " * 200)
+    await driver.turn("How are you?")
+    await driver.turn("Goodbye.")
+    model.enqueue(reply_text("They said goodbye."))
+
+    def request(budget: int) -> ContextSummaryRequest:
+        return ContextSummaryRequest(
+            flow_id="session-1",
+            turn_id="turn-4",
+            attempt=1,
+            previous_summary=None,
+            messages=driver.messages,
+            through_sequence=driver.messages[-1].sequence,
+            events=driver.events,
+            heartbeat=lambda: None,
+            input_token_budget=budget,
+        )
+
+    result = await driver.runner.summarize_context(request(200))  # type: ignore[attr-defined]
+    assert result.text == "They said goodbye."
+    (sent,) = model.requests[-1].body["messages"]
+    # The first turn (about 300 tokens) does not fit: it is left out whole, and said so.
+    assert sent["content"].split("\n\n") == [
+        context_left_out_note(2),
+        "User: How are you?",
+        "Assistant: Fine.",
+        "User: Goodbye.",
+        "Assistant: Bye.",
+        CONTEXT_SUMMARY_INSTRUCTION,
+    ]
+    model.enqueue(reply_text("All of it."))
+    await driver.runner.summarize_context(request(100_000))  # type: ignore[attr-defined]
+    assert model.requests[-1].body["messages"][0]["content"].startswith("User: Hi there")

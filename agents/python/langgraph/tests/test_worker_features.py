@@ -6,24 +6,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dex_agents.stepwise.compaction import SUMMARY_INSTRUCTION
-from dex_agents.stepwise.items import SUMMARY_PREFIX
 from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTION as SUMMARY_INSTRUCTION
+from dex_agents.texts import CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX
+from dex_agents.texts import context_left_out_note
 from pydantic import BaseModel
 
 ROOT = Path(__file__).parent.parent
 
 
 class Triage(BaseModel):
-    """The structured output of tests/apps/features.py's agents."""
+    """The structured output of tests/apps/worker_features.py's agents."""
 
     category: str
     urgent: bool
 
 
 class TestLangGraphWorker(SharedWorkerSuite):
-    app = WorkerApp(worker_target="tests.apps.features:flows", worker_cwd=ROOT)
+    app = WorkerApp(worker_target="tests.apps.worker_features:flows", worker_cwd=ROOT)
 
     async def test_a_tool_reads_the_state_of_the_turns_checkpoint(self, run: SessionRun) -> None:
         run.model.enqueue(reply_text("Hello."))
@@ -146,9 +147,14 @@ class TestLangGraphWorker(SharedWorkerSuite):
         )
         summary_call = run.requests[2].body["messages"]
         assert len(summary_call) == 1 and SUMMARY_INSTRUCTION in summary_call[0]["content"]
-        for line in ("User: alpha", "Assistant: delta", "User: bravo", "Assistant: echo"):
-            assert line in summary_call[0]["content"]
-        assert "charlie" not in summary_call[0]["content"]
+        # The four covered messages and the instruction (~570 tokens) do not fit in the
+        # window: the summary request leaves out the oldest turn whole, and says so.
+        content = summary_call[0]["content"]
+        assert content.startswith(context_left_out_note(2))
+        for line in ("User: bravo", "Assistant: echo"):
+            assert line in content
+        assert "alpha" not in content and "delta" not in content
+        assert "charlie" not in content
         sent = [(m["role"], m["content"]) for m in run.requests[3].body["messages"]]
         assert sent == [
             ("system", "Be brief."),

@@ -1,7 +1,9 @@
 """Context compaction (CompactContext) for LangChain messages.
 
 The summary is one call of the agent's chat model (or the runner's `summary_model`) on a
-transcript of the messages it covers, with the same instruction and summary prefix as Stepwise.
+transcript of the messages it covers, with the same instruction and summary prefix as Stepwise
+(`dex_agents.texts`); the oldest whole turns that would not fit in the request's input budget
+are left out, with the note Stepwise writes.
 The turn's history then starts with the summary as a user message, followed by the stored
 messages after it. A cut falls only before a user message (a turn boundary), so no summary
 separates a tool call from its result, and never after a message of the active turn.
@@ -12,13 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from dex_agents import texts
 from dex_agents.runner import (
     AgentTurnContext,
     ContextSummaryRequest,
     earliest_cut_within_budget,
 )
-from dex_agents.stepwise.compaction import SUMMARY_INSTRUCTION
-from dex_agents.stepwise.items import SUMMARY_PREFIX
 from dex_agents.types import AgentMessage, ContextSummary
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -27,7 +28,7 @@ from .messages import decode_message
 
 
 def summary_message(summary: ContextSummary) -> HumanMessage:
-    return HumanMessage(f"{SUMMARY_PREFIX}\n{summary.text}")
+    return HumanMessage(f"{texts.CONTEXT_SUMMARY_PREFIX}\n{summary.text}")
 
 
 def with_summary(turn: AgentTurnContext, history: list[BaseMessage]) -> list[BaseMessage]:
@@ -69,10 +70,32 @@ def render(message: BaseMessage) -> str:
 
 
 def summary_request(request: ContextSummaryRequest) -> list[BaseMessage]:
-    """The summary call's messages: the previous summary, then the transcript and the
-    instruction."""
+    """The summary call's messages: the previous summary, then the transcript (without the
+    oldest turns that would not fit in `input_token_budget`) and the instruction."""
     head: list[BaseMessage] = []
     if request.previous_summary is not None:
         head.append(summary_message(request.previous_summary))
     lines = [render(decode_message(m.framework_item)) for m in request.messages]
-    return [*head, HumanMessage("\n\n".join([*lines, SUMMARY_INSTRUCTION]))]
+    cuts = [i for i in range(len(lines) - 1) if request.messages[i + 1].role == "user"]
+    left_out = _left_out(head, lines, cuts, request.input_token_budget)
+    body = [texts.context_left_out_note(left_out)] if left_out else []
+    body += [*lines[left_out:], texts.CONTEXT_SUMMARY_INSTRUCTION]
+    return [*head, HumanMessage("\n\n".join(body))]
+
+
+def _left_out(head: list[BaseMessage], lines: list[str], cuts: list[int], budget: int) -> int:
+    """How many of the oldest messages to leave out, up to a turn boundary, so the request
+    fits (LangChain's approximate count)."""
+    fixed = count_tokens_approximately([*head, HumanMessage(texts.CONTEXT_SUMMARY_INSTRUCTION)])
+    sizes = [count_tokens_approximately([HumanMessage(line)]) for line in lines]
+    total = fixed + sum(sizes)
+    if total <= budget:
+        return 0
+    note = count_tokens_approximately([HumanMessage(texts.context_left_out_note(len(lines)))])
+    dropped = 0
+    for index in cuts:
+        total -= sum(sizes[dropped : index + 1])
+        dropped = index + 1
+        if total + note <= budget:
+            break
+    return dropped

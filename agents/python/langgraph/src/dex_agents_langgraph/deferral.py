@@ -2,7 +2,9 @@
 
 The copy's ToolNode keeps the application's own `wrap_tool_call`/`awrap_tool_call` middleware
 chain; only the innermost `execute` is replaced: it interrupts with the call, and on resume
-returns the recorded result as the call's ToolMessage without running the tool.
+returns the recorded result as the call's ToolMessage without running the tool. A call of an
+enabled built-in or of a tool source's tool (offer.py) interrupts without the application's
+middleware: it is not one of the application's tools.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, interrupt
+
+from .offer import runner_owns
 
 TOOLS_NODE = "tools"
 
@@ -50,6 +54,8 @@ def _deferring_wrapper(node: ToolNode) -> AsyncWrapper:
     user_async, user_sync = node._awrap_tool_call, node._wrap_tool_call
 
     async def wrapper(request: ToolCallRequest, _execute: Any) -> ToolMessage | Command[Any]:
+        if runner_owns(request.tool_call["name"]):
+            return deferred_result(request)  # a built-in's or a source's: not the app's tool
         if user_async is not None:
             return await user_async(request, _adeferred_result)
         if user_sync is not None:

@@ -3,7 +3,8 @@
 `create_agent`'s model node keeps the chat model in its closure and sends every request through
 one innermost function, `_execute_model_async(request)`, which the application's
 `wrap_model_call` middleware chain wraps. The runner's copy of the graph gets a model node whose
-innermost function runs the request on a copy of `request.model` without client retries, so a
+innermost function passes the request through a `prepare` function first: it adds the session's
+offer (offer.py) and runs the request on a copy of `request.model` without client retries, so a
 model that middleware picks per request is covered too. The application's model is not changed:
 an OpenAI chat model's copy shares its HTTP connection pool (`with_options(max_retries=0)`).
 """
@@ -57,26 +58,47 @@ def _openai_without_retries(model: BaseChatOpenAI) -> BaseChatOpenAI:
     return model.model_copy(update=update)
 
 
-def model_node_without_retries(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any, Any, Any, Any]:
-    """A copy of a `create_agent` graph whose model node runs every request on a copy of the
-    request's model without client retries; refused when the node is not `create_agent`'s."""
+Prepare = Callable[[Any], Any]
+"""Changes a `ModelRequest` just before the innermost model call."""
+
+
+def request_without_retries(request: Any) -> Any:
+    return request.override(model=without_client_retries(request.model))
+
+
+def prepared_model_node(
+    graph: Pregel[Any, Any, Any, Any], prepare: Prepare
+) -> Pregel[Any, Any, Any, Any] | None:
+    """A copy of a `create_agent` graph whose model node passes every request through
+    `prepare` before sending it (after the application's `wrap_model_call` middleware); None
+    when the graph's model node is not `create_agent`'s."""
     node = graph.nodes.get(MODEL_NODE)
     bound = node.bound if node is not None else None
     functions = {a: getattr(bound, a, None) for a in _EXECUTE}
-    rebuilt = {a: _with_inner(f, _EXECUTE[a]) if f else None for a, f in functions.items()}
+    rebuilt = {a: _with_inner(f, _EXECUTE[a], prepare) if f else None for a, f in functions.items()}
     if node is None or rebuilt["afunc"] is None:
-        raise UnsupportedGraphError(
-            "the LangGraph runner turns off the chat model's own retries inside the model node "
-            f"of langchain.agents.create_agent ({MODEL_NODE!r}), and this graph has none; give "
-            "the model max_retries=0 and pass LangGraphRunner(..., framework_retries=True)"
-        )
-    _check_closure_model(functions["afunc"])
+        return None
     replaced = copy.copy(bound)
     for attribute, function in rebuilt.items():
         setattr(replaced, attribute, function)
     nodes = dict(graph.nodes)
     nodes[MODEL_NODE] = node.copy({"bound": replaced})
     return graph.copy({"nodes": nodes})
+
+
+NOT_CREATE_AGENT = (
+    "the LangGraph runner turns off the chat model's own retries inside the model node "
+    f"of langchain.agents.create_agent ({MODEL_NODE!r}), and this graph has none; give "
+    "the model max_retries=0 and pass LangGraphRunner(..., framework_retries=True)"
+)
+
+
+def check_agent_model(graph: Pregel[Any, Any, Any, Any]) -> None:
+    """Refuse, when the runner is built, the model `create_agent` was given if its client's
+    retries cannot be turned off (a model that middleware picks is checked per request)."""
+    model = agent_model(graph)
+    if model is not None:
+        without_client_retries(model)
 
 
 def agent_model(graph: Pregel[Any, Any, Any, Any]) -> Any | None:
@@ -93,23 +115,17 @@ def _closure_model(function: Any) -> Any | None:
     return function.__closure__[code.co_freevars.index("model")].cell_contents
 
 
-def _check_closure_model(function: Any) -> None:
-    """Refuse, when the runner is built, the model `create_agent` was given if its client's
-    retries cannot be turned off (a model that middleware picks is checked per request)."""
-    model = _closure_model(function)
-    if model is not None:
-        without_client_retries(model)
-
-
-def _with_inner(function: Callable[..., Any], inner: str) -> Callable[..., Any] | None:
+def _with_inner(
+    function: Callable[..., Any], inner: str, prepare: Prepare
+) -> Callable[..., Any] | None:
     """`function` with the closure cell named `inner` (the innermost model call) wrapped so its
-    request runs on a model without client retries; None when it has no such cell."""
+    request goes through `prepare`; None when it has no such cell."""
     code = getattr(function, "__code__", None)
     if code is None or inner not in code.co_freevars or function.__closure__ is None:
         return None
     cells = list(function.__closure__)
     index = code.co_freevars.index(inner)
-    cells[index] = types.CellType(_wrapped_execute(cells[index].cell_contents))
+    cells[index] = types.CellType(_prepared_execute(cells[index].cell_contents, prepare))
     rebuilt = types.FunctionType(
         code, function.__globals__, function.__name__, function.__defaults__, tuple(cells)
     )
@@ -117,18 +133,16 @@ def _with_inner(function: Callable[..., Any], inner: str) -> Callable[..., Any] 
     return rebuilt
 
 
-def _wrapped_execute(execute: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _prepared_execute(execute: Callable[[Any], Any], prepare: Prepare) -> Callable[[Any], Any]:
     if inspect.iscoroutinefunction(execute):
 
         async def run_async(request: Any) -> Any:
-            result: Awaitable[Any] = execute(
-                request.override(model=without_client_retries(request.model))
-            )
+            result: Awaitable[Any] = execute(prepare(request))
             return await result
 
         return run_async
 
     def run(request: Any) -> Any:
-        return execute(request.override(model=without_client_retries(request.model)))
+        return execute(prepare(request))
 
     return run

@@ -4,17 +4,22 @@ Every tool call interrupts (see `deferral.py`), so each `run_model_step` runs th
 the model answers or asks for tools: one model call. The turn's checkpoints live in a
 `TurnCheckpointSaver` stored as the framework run state; the next `run_model_step` loads them
 and resumes with `Command(resume=...)`, one recorded result per interrupt. Each tool call runs
-its real tool in `execute_deferred_tool_call`.
+its real tool in `execute_deferred_tool_call`, or hands it to the tool source that owns it.
+
+The session's offer (enabled built-ins, tool sources' tools, plan mode's restriction and plan
+note: offer.py) is applied in the model node, after the application's `wrap_model_call`
+middleware; the session settings are the graph's run `context` (context.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from dex_agents import texts
+from dex_agents.builtins import build_plan_note
 from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
@@ -23,13 +28,21 @@ from dex_agents.runner import (
     ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskCanceller,
+    ToolTaskPoll,
+    ToolTaskPoller,
+    ToolTaskPollOutcome,
     TurnCompleted,
 )
 from dex_agents.tool_context import running_tool
+from dex_agents.tool_source import ToolSource
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
 from dex_agents.warm_up import load_openai_client_async
 from langchain_core.language_models import BaseChatModel
@@ -42,11 +55,28 @@ from pydantic import ValidationError
 
 from .checkpoint import TurnCheckpointSaver
 from .compaction import select_cutoff, summary_request, with_summary
+from .context import ContextFactory, SessionSettingsContextError, run_context
 from .deferral import UnsupportedGraphError, deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
+from .offer import TurnOffer, offered_request, offering
 from .policy import framework_effect
-from .retries import agent_model, model_node_without_retries, without_client_retries
+from .retries import (
+    NOT_CREATE_AGENT,
+    agent_model,
+    check_agent_model,
+    prepared_model_node,
+    request_without_retries,
+    without_client_retries,
+)
+from .sources import SourceTools
 from .tool_step import NO_TURN, injected_call, tool_config
+
+_BUILT_IN_POLICY: Final = ToolPolicy(effect="read", requires_approval=False)
+NO_MODEL_NODE_OFFER: Final = (
+    "this graph's model node is not langchain.agents.create_agent's, so the LangGraph runner "
+    "cannot offer the session's built-in tools or tool sources, nor restrict a planning turn's "
+    "tools: build the agent with create_agent, or turn the session's built_in_tools off"
+)
 
 
 @dataclass(frozen=True)
@@ -114,6 +144,10 @@ def _reasoning_text(chunk: AIMessageChunk) -> str:
     return extra if isinstance(extra, str) else ""
 
 
+def _offered_without_retries(request: Any) -> Any:
+    return request_without_retries(offered_request(request))
+
+
 def _answer(record: AgentToolCall) -> dict[str, str]:
     status = "success" if record.status == "succeeded" else "error"
     return {"content": model_visible_result(record), "status": status}
@@ -132,7 +166,19 @@ class LangGraphRunner:
     its own code calls the model, so give that model `max_retries=0` and pass `True`.
 
     `summary_model` makes the CompactContext summaries (default: the model `create_agent` was
-    given)."""
+    given).
+
+    `tool_sources` are tool sources such as `dex_agents.McpToolSource`, whose tools the agent
+    gets besides its own; each call runs in its tool Step through its source.
+
+    The session settings are the graph's run `context` (read by `wrap_model_call`,
+    `@dynamic_prompt` and `@before_model` middleware as `runtime.context`, and by tools as
+    `ToolRuntime.context`): the settings as a dict, made into the agent's `context_schema`
+    when that is a dataclass or a Pydantic model, or `context_factory(settings)` when given.
+
+    Built-in tools and plan mode (`supports_plan_mode`) need `create_agent`'s model node, where
+    the runner changes each request after the application's middleware; a graph with its own
+    model node (`framework_retries=True`) has neither."""
 
     def __init__(
         self,
@@ -140,11 +186,26 @@ class LangGraphRunner:
         *,
         framework_retries: bool = False,
         summary_model: BaseChatModel | None = None,
+        tool_sources: Sequence[ToolSource] = (),
+        context_factory: ContextFactory | None = None,
     ) -> None:
         self.agent = agent
         self._tools = tool_node_of(agent)
+        self._sources = SourceTools(tool_sources)
+        self._context_factory = context_factory
         graph = deferring_graph(agent)
-        self._graph = graph if framework_retries else model_node_without_retries(graph)
+        prepared = prepared_model_node(
+            graph, offered_request if framework_retries else _offered_without_retries
+        )
+        if prepared is None and not framework_retries:
+            raise UnsupportedGraphError(NOT_CREATE_AGENT)
+        if prepared is None and tool_sources:
+            raise UnsupportedGraphError(NO_MODEL_NODE_OFFER)
+        if not framework_retries:
+            check_agent_model(agent)
+        self._graph = prepared if prepared is not None else graph
+        self.supports_plan_mode = prepared is not None
+        """Whether a planning turn's tools can be restricted: `create_agent`'s model node."""
         model = summary_model if summary_model is not None else agent_model(agent)
         if model is not None and not framework_retries:
             model = without_client_retries(model)
@@ -165,22 +226,35 @@ class LangGraphRunner:
         await load_openai_client_async(getattr(model, "root_async_client", None))
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        if turn.enabled_built_in_tools and not self.supports_plan_mode:
+            return TurnCompleted(usage=AgentUsage(), turn_error=NO_MODEL_NODE_OFFER)
+        try:
+            context = self._run_context(turn.session_settings)
+        except SessionSettingsContextError as error:
+            return TurnCompleted(usage=AgentUsage(), turn_error=str(error))
+        await self._sources.list_tools()
         config: RunnableConfig = {"configurable": {"thread_id": turn.turn_id}}
         run_input: Any
         through = turn.messages[-1].sequence if turn.messages else 0
-        if turn.framework_run_state is None:
+        saved = (
+            None
+            if turn.framework_run_state is None
+            else _RunState.from_json(turn.framework_run_state)
+        )
+        started_from = _started_from(turn, saved)
+        if saved is None:
             saver = TurnCheckpointSaver()
-            history = _history(turn, None)
+            history = with_summary(turn, stored_messages(turn, started_from))
             run_input = {"messages": history}
         else:
-            saved = _RunState.from_json(turn.framework_run_state)
-            history = _history(turn, saved, copy=False)
+            history = with_summary(turn, stored_messages(turn, started_from, copy=False))
             saver = TurnCheckpointSaver.load(saved.checkpoints, history)
             run_input, through = _resume(saved, turn.tool_calls), saved.through_sequence or through
         input_count = len(history)
         graph = self._graph.copy({"checkpointer": saver})
         before = await _message_count(graph, config, input_count)
-        await self._stream(turn, graph, run_input, config)
+        with offering(self._offer(turn, started_from, input_count)):
+            await self._stream(turn, graph, run_input, config, context)
         snapshot = await graph.aget_state(config)
         messages: list[BaseMessage] = list(snapshot.values.get("messages", []))
         new = messages[input_count:]
@@ -203,8 +277,11 @@ class LangGraphRunner:
 
     async def execute_deferred_tool_call(
         self, execution: DeferredToolExecution
-    ) -> ToolExecutionResult:
+    ) -> DeferredToolOutcome:
         record = execution.tool_call
+        source = self._sources.owner(record)
+        if source is not None:
+            return await source.execute_deferred_tool_call(execution)
         tool = self._tools.tools_by_name.get(record.tool_name)
         if tool is None:
             raise ToolExecutionError(f"the agent has no tool named {record.tool_name!r}")
@@ -215,7 +292,13 @@ class LangGraphRunner:
             args=json.loads(record.arguments or "{}"),
         )
         call = await injected_call(
-            self._tools, tool, call, execution, self._state_at_call, self.agent.store
+            self._tools,
+            tool,
+            call,
+            execution,
+            self._state_at_call,
+            self.agent.store,
+            self._context_at_call,
         )
         with running_tool(execution):
             try:
@@ -227,6 +310,19 @@ class LangGraphRunner:
         if message.status == "error":
             raise ToolExecutionError(message.text)
         return ToolExecutionResult(output=message.text)
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Polls a task that a tool source started (ToolTaskPoller)."""
+        source = self._sources.owner(poll.tool_call)
+        if not isinstance(source, ToolTaskPoller):
+            raise ToolExecutionError(f"tool {poll.tool_call.tool_name} has no task to poll")
+        return await source.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancels a source's task that cancel_turn abandoned (ToolTaskCanceller)."""
+        source = self._sources.owner(cancellation.tool_call)
+        if isinstance(source, ToolTaskCanceller):
+            await source.cancel_tool_task(cancellation)
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
@@ -291,6 +387,30 @@ class LangGraphRunner:
         answer = await self._summary_model.ainvoke(summary_request(request))
         return ContextSummaryResult(text=answer.text.strip(), usage=_usage([answer]))
 
+    def _run_context(self, settings: Mapping[str, Any]) -> Any:
+        return run_context(settings, self.agent.context_schema, self._context_factory)
+
+    def _context_at_call(self, execution: DeferredToolExecution) -> Any:
+        """A tool's `ToolRuntime.context`: the run context of the turn's settings."""
+        settings = execution.turn.session_settings if execution.turn is not None else {}
+        try:
+            return self._run_context(settings)
+        except SessionSettingsContextError as error:
+            raise ToolExecutionError(str(error)) from error
+
+    def _offer(
+        self, turn: AgentTurnContext, started_from: Sequence[AgentMessage], input_count: int
+    ) -> TurnOffer:
+        built_ins = tuple(turn.enabled_built_in_tools)
+        current = sum(1 for message in started_from if message.turn_id == turn.turn_id)
+        return TurnOffer(
+            built_ins=built_ins,
+            planning=turn.interaction_mode == "planning",
+            plan_note=build_plan_note(turn.plan, turn.interaction_mode),
+            turn_start=input_count - current,
+            source_tools=self._sources.definitions({*self._tools.tools_by_name, *built_ins}),
+        )
+
     async def _state_at_call(self, execution: DeferredToolExecution) -> dict[str, Any]:
         """The graph's state when the model asked for the call: the turn's checkpoint that the
         RunModel Step requesting it stored."""
@@ -305,9 +425,10 @@ class LangGraphRunner:
         graph: Pregel[Any, Any, Any, Any],
         run_input: Any,
         config: RunnableConfig,
+        context: Any,
     ) -> None:
         async for mode, chunk in graph.astream(
-            run_input, config, stream_mode=["messages", "updates"]
+            run_input, config, stream_mode=["messages", "updates"], context=context
         ):
             turn.heartbeat()
             if mode != "messages":
@@ -323,14 +444,16 @@ class LangGraphRunner:
     def _deferred_call(self, turn: AgentTurnContext, interrupt: Interrupt) -> DeferredToolCall:
         value: dict[str, Any] = interrupt.value
         name: str = value["tool_name"]
+        call_id: str = value["tool_call_id"]
+        arguments = json.dumps(value["arguments"], ensure_ascii=False)
+        if name in turn.enabled_built_in_tools:  # the core runs it: it wins over an agent tool
+            return DeferredToolCall(call_id, name, arguments, policy=_BUILT_IN_POLICY)
+        source = self._sources.offering(name, self._tools.tools_by_name)
+        if source is not None:
+            return source.deferred_tool_call(call_id, name, arguments, turn.resolve_tool_policy)
         tool = self._tools.tools_by_name.get(name)
         policy = turn.resolve_tool_policy(name, framework_effect(tool) if tool else None)
-        return DeferredToolCall(
-            tool_call_id=value["tool_call_id"],
-            tool_name=name,
-            arguments=json.dumps(value["arguments"], ensure_ascii=False),
-            policy=policy,
-        )
+        return DeferredToolCall(call_id, name, arguments, policy=policy)
 
 
 async def _message_count(
@@ -349,17 +472,22 @@ def _foreign_interrupt(interrupt: Interrupt) -> str:
     )
 
 
-def _history(
-    turn: AgentTurnContext, saved: _RunState | None, *, copy: bool = True
-) -> list[BaseMessage]:
-    """The conversation the turn starts from: the summary, then the stored messages up to the
-    turn's start (all of them before the turn's first Step)."""
+def _started_from(turn: AgentTurnContext, saved: _RunState | None) -> Sequence[AgentMessage]:
+    """The stored messages the turn starts from: all of them before the turn's first Step."""
     messages: Sequence[AgentMessage] = turn.messages
     if saved is not None and saved.through_sequence is not None:
         messages = [m for m in messages if m.sequence <= saved.through_sequence]
     elif saved is not None:
         messages = messages[: saved.input_count]
-    return with_summary(turn, stored_messages(turn, messages, copy=copy))
+    return messages
+
+
+def _history(
+    turn: AgentTurnContext, saved: _RunState | None, *, copy: bool = True
+) -> list[BaseMessage]:
+    """The conversation the turn starts from: the summary, then the stored messages up to the
+    turn's start."""
+    return with_summary(turn, stored_messages(turn, _started_from(turn, saved), copy=copy))
 
 
 def _resume(saved: _RunState, records: Sequence[AgentToolCall]) -> Command[Any]:

@@ -2,7 +2,8 @@
 `InjectedToolCallId`), given in the tool Step as the graph's ToolNode would give them.
 
 The state is the graph's state as it was when the model asked for the call: the turn's
-checkpoint that the RunModel Step stored, read through `DeferredToolExecution.turn`.
+checkpoint that the RunModel Step stored, read through `DeferredToolExecution.turn`; the
+context is the run context of the turn's session settings (context.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from langgraph.prebuilt.tool_node import ToolNode, ToolRuntime
 from langgraph.store.base import BaseStore
 
 StateReader = Callable[[DeferredToolExecution], Awaitable[dict[str, Any]]]
+ContextReader = Callable[[DeferredToolExecution], Any]
 
 NO_TURN = (
     "tool {name!r} reads the graph's state (ToolRuntime or InjectedState), but this tool Step "
@@ -43,6 +45,7 @@ async def injected_call(
     execution: DeferredToolExecution,
     read_state: StateReader,
     store: BaseStore | None,
+    read_context: ContextReader,
 ) -> ToolCall:
     """`call` with the tool's injected arguments filled in; unchanged for a tool that takes
     none (`InjectedToolCallId` alone is filled in by the tool itself from the call)."""
@@ -56,7 +59,7 @@ async def injected_call(
         state = await read_state(execution)
     runtime = ToolRuntime(
         state=state,
-        context=None,
+        context=read_context(execution) if injected.runtime else None,
         config=tool_config(execution),
         stream_writer=lambda _chunk: None,
         tool_call_id=call["id"],

@@ -1,119 +1,89 @@
-"""The Worker app of tests/test_worker_features.py: create_agent agents on ChatOpenAI against
-the scripted Chat Completions server, with a tool that reads the graph's state, structured
-output (ToolStrategy and ProviderStrategy) and model/tool middleware with its own state key.
-Tools and hooks record their runs to the ToolRunLog at $TOOL_LOG."""
+"""The feature matrix's app (dex_agents.testing.features): one LangChain `create_agent` agent
+with the matrix's `get_weather`, on ChatOpenAI against the scripted Chat Completions server.
+
+The session settings reach it as LangGraph applications read their context: the runner runs
+the graph with `context=` the settings, a `wrap_model_call` middleware picks the model named
+by `settings["model"]` and a `@dynamic_prompt` middleware returns `settings["instructions"]`.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Any, NotRequired
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from dex_agents import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
+from dex_agents import AgentSessionFlow
 from dex_agents.testing import MODEL_URL_ENV
-from dex_agents.testing.tool_log import ToolRunLog
-from langchain.agents import AgentState, create_agent
-from langchain.agents.middleware import AgentMiddleware
-from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
-from langchain.tools import ToolRuntime
+from dex_agents.testing.features import (
+    COMPACTION_FLOW_TYPE,
+    DEFAULT_MODEL,
+    FEATURE_INSTRUCTIONS,
+    FLOW_TYPE,
+    MCP_FLOW_TYPE,
+    feature_compaction_options,
+    feature_mcp_options,
+    feature_mcp_source,
+    feature_options,
+)
+from dex_agents.testing.matrix_app import get_weather
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, ModelResponse, dynamic_prompt, wrap_model_call
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
-from langgraph.runtime import Runtime
-from pydantic import BaseModel
 
-from dex_agents_langgraph import LangGraphRunner, current_tool_execution
+from dex_agents_langgraph import LangGraphRunner
 
-
-def _log() -> ToolRunLog:
-    return ToolRunLog(os.environ["TOOL_LOG"])
+_models: dict[str, ChatOpenAI] = {}
 
 
-model = ChatOpenAI(
-    model="gpt-test",
-    base_url=os.environ[MODEL_URL_ENV],
-    api_key="test",  # type: ignore[arg-type]
-    streaming=True,
-    stream_usage=True,
+def chat_model(name: str) -> ChatOpenAI:
+    """One ChatOpenAI per model name, kept: its client and connection pool are reused."""
+    if name not in _models:
+        _models[name] = ChatOpenAI(
+            model=name,
+            base_url=os.environ[MODEL_URL_ENV],
+            api_key="test",  # type: ignore[arg-type]
+            streaming=True,
+            stream_usage=True,
+        )
+    return _models[name]
+
+
+def _settings(request: ModelRequest[Any]) -> dict[str, Any]:
+    context = request.runtime.context
+    return context if isinstance(context, dict) else {}
+
+
+@wrap_model_call
+async def model_from_settings(
+    request: ModelRequest[Any],
+    handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse]],
+) -> ModelResponse:
+    name = str(_settings(request).get("model", DEFAULT_MODEL))
+    return await handler(request.override(model=chat_model(name)))
+
+
+@dynamic_prompt
+def instructions_from_settings(request: ModelRequest[Any]) -> str:
+    return str(_settings(request).get("instructions", FEATURE_INSTRUCTIONS))
+
+
+agent = create_agent(
+    chat_model(DEFAULT_MODEL),
+    [tool(get_weather)],
+    middleware=[model_from_settings, instructions_from_settings],
 )
 
-
-@tool
-def count_messages(topic: str, runtime: ToolRuntime) -> str:
-    """Counts the conversation's messages."""
-    messages = runtime.state["messages"]
-    _log().record(
-        "count_messages",
-        messages=len(messages),
-        call=runtime.tool_call_id,
-        key=current_tool_execution().idempotency_key,
-        calls_so_far=runtime.state.get("model_calls"),
-    )
-    return f"{len(messages)} messages, call {runtime.tool_call_id}"
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    _log().record("get_weather", city=city)
-    return f"Sunny in {city}"
-
-
-class Triage(BaseModel):
-    category: str
-    urgent: bool
-
-
-class CallCounterState(AgentState[Any]):
-    model_calls: NotRequired[int]
-
-
-class CallCounter(AgentMiddleware[CallCounterState, Any]):
-    """Counts the turn's model calls in its own state key; logs every hook run."""
-
-    state_schema = CallCounterState
-
-    def before_agent(self, state: CallCounterState, runtime: Runtime[Any]) -> None:
-        _log().record("before_agent", count=state.get("model_calls"))
-
-    def after_agent(self, state: CallCounterState, runtime: Runtime[Any]) -> None:
-        _log().record("after_agent", count=state.get("model_calls"))
-
-    def before_model(self, state: CallCounterState, runtime: Runtime[Any]) -> dict[str, Any]:
-        count = state.get("model_calls", 0)
-        _log().record("before_model", count=count, messages=len(state["messages"]))
-        return {"model_calls": count + 1}
-
-    def after_model(self, state: CallCounterState, runtime: Runtime[Any]) -> None:
-        _log().record("after_model", count=state.get("model_calls"))
-
-    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
-        _log().record("wrap_tool_call", call=request.tool_call["id"])
-        return await handler(request)
-
-
-def _flow(
-    flow_type: str, agent: Any, compaction: CompactionPolicy | None = None
-) -> AgentSessionFlow:
-    options = AgentSessionOptions(default_tool_effect="read", compaction=compaction)
-    return AgentSessionFlow(LangGraphRunner(agent), flow_type=flow_type, options=options)
-
-
 flows = [
-    _flow("InjectedAgent", create_agent(model, [count_messages])),
-    _flow(
-        "ToolStrategyAgent",
-        create_agent(model, [get_weather], response_format=ToolStrategy(Triage)),
+    AgentSessionFlow(LangGraphRunner(agent), flow_type=FLOW_TYPE, options=feature_options()),
+    AgentSessionFlow(
+        LangGraphRunner(agent),
+        flow_type=COMPACTION_FLOW_TYPE,
+        options=feature_compaction_options(),
     ),
-    _flow(
-        "ProviderStrategyAgent",
-        create_agent(model, [get_weather], response_format=ProviderStrategy(Triage)),
-    ),
-    _flow(
-        "CompactingAgent",
-        create_agent(model, [get_weather], system_prompt="Be brief."),
-        CompactionPolicy(context_window_tokens=560),
-    ),
-    _flow(
-        "MiddlewareAgent",
-        create_agent(model, [count_messages, get_weather], middleware=[CallCounter()]),
+    AgentSessionFlow(
+        LangGraphRunner(agent, tool_sources=[feature_mcp_source()]),
+        flow_type=MCP_FLOW_TYPE,
+        options=feature_mcp_options(),
     ),
 ]
