@@ -43,6 +43,7 @@ from .types import (
     TurnResult,
     TurnStatus,
     WorkerInfo,
+    waiting_for,
 )
 
 if TYPE_CHECKING:
@@ -245,6 +246,7 @@ class AgentClient:
                 active_turn_id=s.state.active_turn_id if s.state else None,
                 created_at=s.created_at,
                 updated_at=s.updated_at,
+                waiting_for=waiting_for(s.pending_interrupts),
             )
             for s in rows
         ]
