@@ -363,6 +363,9 @@ def test_answer_steer_cancel_and_unqueue(
         question = run(database_url, "snapshot", SESSION).stdout
         assert f"answer with: dex-agents answer {SESSION} d1-input-1 TEXT" in question
         assert "dex-agents approve" not in question
+        assert "status       waiting for an answer (status running_tools)" in question
+        listed = run(database_url, "sessions").stdout.splitlines()[1].split()
+        assert listed[:6] == [SESSION, "Tasks", "waiting", "for", "an", "answer"]
         wrong = run(database_url, "answer", SESSION, "d1-input-1", "maybe", exit_code=1)
         assert "not one of the choices (yes, no)" in wrong.stderr
         assert (
