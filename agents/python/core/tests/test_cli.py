@@ -98,7 +98,8 @@ def test_cli_drives_a_session_through_an_approval(make_worker, model, database_u
 
 def _check_pending_approval(database_url: str) -> None:
     out = run(database_url, "snapshot", SESSION).stdout
-    assert "status       running_tools" in out
+    # The contract's status stays running_tools: the session waits on a person.
+    assert "status       waiting for approval (status running_tools)" in out
     assert "active turn  turn-1" in out
     assert "usage        1 model call, 10 input tokens" in out
     assert "Pending interrupts (1)" in out
@@ -118,7 +119,11 @@ def _check_pending_approval(database_url: str) -> None:
     sessions = run(database_url, "sessions").stdout.splitlines()
     assert sessions[0].split() == ["SESSION", "ID", "FLOW", "TYPE", "STATUS", "TURNS", "ACTIVE",
                                    "TURN", "CREATED"]  # fmt: skip
-    assert sessions[1].split()[:5] == [SESSION, "Assistant", "running_tools", "0", "turn-1"]
+    assert sessions[1].split()[:7] == [SESSION, "Assistant", "waiting", "for", "approval", "0",
+                                       "turn-1"]  # fmt: skip
+    listed = json.loads(run(database_url, "sessions", "--json").stdout)
+    assert (listed[0]["status"], listed[0]["waiting_for"]) == ("running_tools", "approval")
+    assert snapshot_of(database_url).waiting_for == "approval"
 
 
 def _row(out: str, first: str, skip: int = 0) -> list[str]:
@@ -143,20 +148,23 @@ def _check_history(database_url: str) -> None:
     first, last = lines[3].split(), lines[-1].split()
     assert first[:5] == ["1", "StartAgentSession-1", "StartAgentSession", "succeeded", "1"]
     assert first[-2].endswith(("ms", "s")) and first[-1] == "-"
-    # Waiting in the Worker, or parked once its hot window passed (or the Worker stopped).
+    # Waiting in the Worker, or parked once its hot window passed (or the Worker stopped):
+    # started when it began waiting, and how long it has waited so far.
     assert last[3] in ("waiting", "parked")
-    assert last[:3] + last[4:] == [
-        "8",
-        "AwaitUserMessage-8",
-        "AwaitUserMessage",
-        "0",
-        "-",
-        "-",
-        "-",
-    ]
+    assert [*last[:3], last[4]] == ["8", "AwaitUserMessage-8", "AwaitUserMessage", "0"]
+    assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3}", last[6]), last
+    assert last[-3:] == ["so", "far", "-"] and last[-4].endswith(("ms", "s"))
 
     steps = json.loads(run(database_url, "history", SESSION, "--json").stdout)
     assert [s["step_execution_id"] for s in steps][:2] == ["StartAgentSession-1", "RunModel-2"]
+    # The approval's Step started when it began waiting and lasted as long as the wait; the
+    # history lists the Steps in the order they were scheduled, each started once scheduled.
+    approval = next(s for s in steps if s["step_type"] == "AwaitToolApproval")
+    assert approval["started_at"] == approval["scheduled_at"]
+    assert approval["ended_at"] > approval["started_at"]
+    scheduled = [s["scheduled_at"] for s in steps]
+    assert scheduled == sorted(scheduled)
+    assert all(s["started_at"] >= s["scheduled_at"] for s in steps)
 
 
 def _check_messages(database_url: str) -> None:
@@ -355,6 +363,9 @@ def test_answer_steer_cancel_and_unqueue(
         question = run(database_url, "snapshot", SESSION).stdout
         assert f"answer with: dex-agents answer {SESSION} d1-input-1 TEXT" in question
         assert "dex-agents approve" not in question
+        assert "status       waiting for an answer (status running_tools)" in question
+        listed = run(database_url, "sessions").stdout.splitlines()[1].split()
+        assert listed[:6] == [SESSION, "Tasks", "waiting", "for", "an", "answer"]
         wrong = run(database_url, "answer", SESSION, "d1-input-1", "maybe", exit_code=1)
         assert "not one of the choices (yes, no)" in wrong.stderr
         assert (

@@ -75,7 +75,7 @@ async def test_the_stepwise_assistant_waits_asks_and_answers(
         history = await client.get_step_history(session.session_id)
     waited = history[4], history[5]
     assert [s.step_type for s in waited] == ["RunModel", "AwaitTimer"]
-    assert (at(waited[1].started_at) - at(waited[0].ended_at)).total_seconds() >= 0.9
+    assert (at(waited[1].ended_at) - at(waited[1].started_at)).total_seconds() >= 0.9
 
 
 def test_the_fastapi_app_serves_sessions_over_http(

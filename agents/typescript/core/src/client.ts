@@ -74,6 +74,10 @@ export interface PendingUserMessage {
   message: { text: string; planMode: boolean };
 }
 
+/** What a session waits on a person for (the project's addition to the contract): derived
+ *  from its pending interrupts, while its status stays `running_tools`. */
+export type WaitingFor = "approval" | "answer";
+
 export interface Snapshot {
   sessionId: string;
   flowType: string;
@@ -88,6 +92,7 @@ export interface Snapshot {
   plan: AgentPlan | null;
   queuedMessages: PendingUserMessage[];
   steeredMessages: PendingUserMessage[];
+  waitingFor: WaitingFor | null;
   contextSummary: ContextSummary | null;
   sessionSettings: Record<string, unknown> | null;
 }
@@ -106,6 +111,7 @@ export interface SessionSummary {
   activeTurnId: string | null;
   createdAt: string;
   updatedAt: string;
+  waitingFor: WaitingFor | null;
 }
 
 export interface WorkerInfo {
@@ -362,6 +368,7 @@ export class AgentClient {
       activeTurnId: (s.active_turn_id as string | null) ?? null,
       createdAt: s.created_at as string,
       updatedAt: s.updated_at as string,
+      waitingFor: (s.waiting_for as WaitingFor | null | undefined) ?? null,
     }));
   }
 
@@ -610,6 +617,7 @@ export function snapshotFromJson(s: Json): Snapshot {
     plan: s.plan ? planFromWire(s.plan as WireAgentPlan) : null,
     queuedMessages: ((s.queued_messages as Json[] | undefined) ?? []).map(pendingFromJson),
     steeredMessages: ((s.steered_messages as Json[] | undefined) ?? []).map(pendingFromJson),
+    waitingFor: (s.waiting_for as WaitingFor | null | undefined) ?? null,
     contextSummary: s.context_summary
       ? contextSummaryFromWire(s.context_summary as WireContextSummary)
       : null,

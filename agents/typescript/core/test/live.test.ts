@@ -113,6 +113,11 @@ describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not in
     const interrupt = snapshot.pendingInterrupts[0];
     assert.equal(interrupt?.toolName, "send_email");
     assert.equal(toolRuns(ready.tool_log, "send_email"), 0);
+    // The session waits on a person: its status stays running_tools, waitingFor says why.
+    assert.equal(snapshot.state?.status, "running_tools");
+    assert.equal(snapshot.waitingFor, "approval");
+    const listed = (await client.listSessions()).find((s) => s.sessionId === sessionId);
+    assert.equal(listed?.waitingFor, "approval");
     // The UI conversion here gives what the API's own conversion gives.
     const served = await fetch(`${ready.base_url}/sessions/${sessionId}/ui-messages`, {
       headers: { authorization: `Bearer ${ready.token}` },
@@ -132,6 +137,7 @@ describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not in
     assert.equal(snapshot.messages.at(-1)?.text, "Done: Ana has the forecast.");
     assert.equal(toolRuns(ready.tool_log, "send_email"), 1);
     assert.equal(snapshot.state?.turnCount, 2);
+    assert.equal(snapshot.waitingFor, null);
 
     const page = await client.getMessages(sessionId, { limit: 2 });
     assert.equal(page.messages.length, 2);

@@ -38,10 +38,12 @@ from .cli_format import (
     format_time,
     one_line,
     parse_time,
+    session_status,
     styled,
     table,
     truncate,
 )
+from .clock import now_text
 from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFound
 from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
 
@@ -619,7 +621,7 @@ def sessions(database_url: str | None, limit: int, as_json: bool) -> None:
         [
             s.session_id,
             s.flow_type,
-            styled(s.status or "not started"),
+            session_status(s.status, s.waiting_for),
             s.turn_count,
             s.active_turn_id,
             format_time(s.created_at),
@@ -948,7 +950,7 @@ def _state_section(session_id: str, snap: AgentSnapshot) -> Section:
         pairs.append(("status", "not started: no Worker hosting its flow type has taken it yet"))
     else:
         pairs += [
-            ("status", styled(state.status)),
+            ("status", session_status(state.status, snap.waiting_for, detailed=True)),
             ("turns", f"{state.turn_count} completed or failed"),
             ("active turn", state.active_turn_id),
             ("mode", state.interaction_mode),
@@ -1156,7 +1158,12 @@ def history(database_url: str | None, session_id: str, as_json: bool) -> None:
 
 
 def _step_row(number: int, step: StepExecution) -> list[object]:
+    """A Step that waits started when it began waiting: its duration is its wait, and one
+    still waiting shows how long it has waited so far."""
     started = format_time(step.started_at, precise=True) if step.started_at else EMPTY
+    duration = format_duration(step.started_at, step.ended_at)
+    if step.ended_at is None and step.started_at and step.status in ("waiting", "parked"):
+        duration = f"{format_duration(step.started_at, now_text())} so far"
     return [
         number,
         step.step_execution_id,
@@ -1164,7 +1171,7 @@ def _step_row(number: int, step: StepExecution) -> list[object]:
         styled(step.status),
         step.attempts,
         started,
-        format_duration(step.started_at, step.ended_at),
+        duration,
         step.error,
     ]
 

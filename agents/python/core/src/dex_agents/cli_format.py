@@ -177,6 +177,21 @@ def styled(value: object, styles: dict[str, str] = STATUS_STYLES) -> Text:
     return Text(text, style=styles.get(text, ""))
 
 
+WAITING_TEXTS = {"approval": "waiting for approval", "answer": "waiting for an answer"}
+"""What a session that waits on a person shows instead of its `running_tools` status."""
+
+
+def session_status(status: str | None, waiting_for: str | None, detailed: bool = False) -> Text:
+    """A session's status cell: what it waits on a person for when it does (the contract's
+    status stays `running_tools` meanwhile; `detailed` adds it), else its status."""
+    if waiting_for is None:
+        return styled(status or "not started")
+    text = WAITING_TEXTS.get(waiting_for, f"waiting for {waiting_for}")
+    if detailed and status:
+        text += f" (status {status})"
+    return Text(text, style="bold yellow")
+
+
 class Listing(Table):
     """A table that knows how wide a console must be to show its uncut columns whole."""
 

@@ -43,6 +43,7 @@ from .types import (
     TurnResult,
     TurnStatus,
     WorkerInfo,
+    waiting_for,
 )
 
 if TYPE_CHECKING:
@@ -173,8 +174,11 @@ class AgentClient:
         *,
         session_id: str | None = None,
         session_settings: dict[str, Any] | None = None,
+        warn_if_not_hosted: bool = True,
     ) -> str:
-        """Starts a session of a Flow type a Worker hosts; returns its ID."""
+        """Starts a session of a Flow type a Worker hosts; returns its ID. Warns
+        (FlowTypeNotHostedWarning) when no live Worker hosts the flow type, unless
+        `warn_if_not_hosted` is false (`not_hosted_reason` says it then)."""
         validation.identifier(flow_type, "flow_type")
         validation.optional_free_text(initial_message, "initial_message")
         if session_id is None:
@@ -190,7 +194,8 @@ class AgentClient:
             lambda conn: rpcs.start_session(conn, session_id, flow_type, start, self._enqueue),
             create=True,
         )
-        await self._warn_if_not_hosted(flow_type)
+        if warn_if_not_hosted:
+            await self._warn_if_not_hosted(flow_type)
         return session_id
 
     async def start_session_and_wait(
@@ -218,20 +223,24 @@ class AgentClient:
             session_id, timeout, after=0, is_start=lambda event: event.turn_id == "turn-1"
         )
 
-    async def _warn_if_not_hosted(self, flow_type: str) -> None:
+    async def not_hosted_reason(self, flow_type: str) -> str | None:
+        """Why a session of `flow_type` would wait for a Worker: None when a live Worker
+        hosts the flow type."""
         now = utc_now()
         live = [w for w in await self.list_workers() if liveness.seems_live(w, now)]
         if any(flow_type in w.flow_types for w in live):
-            return
+            return None
         others = sorted({t for w in live for t in w.flow_types})
         hosted = f"live Workers host {', '.join(others)}" if others else "no Worker is live"
-        warnings.warn(
-            FlowTypeNotHostedWarning(
-                f"no live Worker hosts flow type {flow_type!r} ({hosted}); the session "
-                f"waits until a Worker that hosts {flow_type!r} starts"
-            ),
-            stacklevel=3,
+        return (
+            f"no live Worker hosts flow type {flow_type!r} ({hosted}); the session "
+            f"waits until a Worker that hosts {flow_type!r} starts"
         )
+
+    async def _warn_if_not_hosted(self, flow_type: str) -> None:
+        reason = await self.not_hosted_reason(flow_type)
+        if reason is not None:
+            warnings.warn(FlowTypeNotHostedWarning(reason), stacklevel=3)
 
     async def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
         validation.integer(limit, "limit", minimum=1)
@@ -245,6 +254,7 @@ class AgentClient:
                 active_turn_id=s.state.active_turn_id if s.state else None,
                 created_at=s.created_at,
                 updated_at=s.updated_at,
+                waiting_for=waiting_for(s.pending_interrupts),
             )
             for s in rows
         ]

@@ -1002,7 +1002,7 @@ class Runtime:
             return Begun(
                 next_steps=self._route_failure(tx, handler, detail, progress, "WorkerLost")
             )
-        started: dict[str, Any] = {"started_at": now_text()} if row.attempts == 0 else {}
+        started: dict[str, Any] = {"started_at": now_text()} if row.started_at is None else {}
         transition = handler.begin(ctx, tx)
         if transition is not None:
             store.update_step(
@@ -1113,12 +1113,10 @@ class Runtime:
             self._flush(tx)
             return None
         if fence is None:
+            # A Step that waits started when it began waiting (schedule_step).
+            started = {"started_at": now_text()} if row.started_at is None else {}
             store.update_step(
-                conn,
-                ctx.session_id,
-                ctx.step_execution_id,
-                attempts=row.attempts + 1,
-                started_at=now_text(),
+                conn, ctx.session_id, ctx.step_execution_id, attempts=row.attempts + 1, **started
             )
         return self._finish(tx, transition, "succeeded")
 

@@ -673,6 +673,9 @@ class StepRow:
     wakes: int = 0
     # When a parked Step is due (epoch seconds), if ever.
     due_at: float | None = None
+    # When the Step began: its first attempt, or for a Step that waits, its scheduling (it
+    # waits from then on, so its duration is its wait). Set once.
+    started_at: str | None = None
 
     @property
     def input_value(self) -> Any:
@@ -690,8 +693,10 @@ def schedule_step(
     *,
     status: str = "scheduled",
 ) -> StepRow:
-    """Inserts a new Step execution; returns its row as stored."""
+    """Inserts a new Step execution; returns its row as stored. A Step scheduled waiting
+    starts now: its history shows when it began waiting and how long it waited."""
     session.step_counter += 1
+    scheduled_at = now_text()
     row = StepRow(
         session_id=session.session_id,
         step_execution_id=f"{step_type}-{session.step_counter}",
@@ -704,7 +709,8 @@ def schedule_step(
         checkpoint=None,
         error=None,
         next_steps=[],
-        scheduled_at=now_text(),
+        scheduled_at=scheduled_at,
+        started_at=scheduled_at if status == "waiting" else None,
     )
     fastsql.execute(conn, _INSERT_STEP, {**asdict(row), "next_steps": "[]"})
     return row
@@ -734,6 +740,7 @@ def load_step(conn: Connection, session_id: str, step_execution_id: str) -> Step
         scheduled_at=row.scheduled_at,
         wakes=row.wakes,
         due_at=row.due_at,
+        started_at=row.started_at,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ToolEffect = Literal["read", "idempotent_write", "non_idempotent_write", "unclassified"]
 ToolCallStatus = Literal[
@@ -33,6 +33,9 @@ InteractionMode = Literal["chat", "planning", "executing"]
 MessageRole = Literal["user", "assistant", "tool"]
 InterruptKind = Literal["tool_approval", "question"]
 CancellationReason = Literal["steered", "turn_cancelled"]
+# What a session waits on a person for (an addition to the contract): derived from its pending
+# interrupts, next to the contract's `status`, which stays `running_tools` meanwhile.
+WaitingFor = Literal["approval", "answer"]
 
 
 class WireModel(BaseModel):
@@ -131,6 +134,15 @@ class AgentInterrupt(WireModel):
     allows_free_text: bool = True
 
 
+def waiting_for(interrupts: list[AgentInterrupt]) -> WaitingFor | None:
+    """What the pending interrupts wait on a person for: an approval when any asks for one
+    (it gates a tool call), else an answer when a question waits, else nothing."""
+    kinds = {interrupt.kind for interrupt in interrupts}
+    if "tool_approval" in kinds:
+        return "approval"
+    return "answer" if "question" in kinds else None
+
+
 class AgentInterruptResolution(WireModel):
     approved: bool
     rejection_message: str | None = None
@@ -226,6 +238,14 @@ class AgentSnapshot(WireModel):
     steered_messages: list[PendingUserMessage] = Field(default_factory=list)
     context_summary: ContextSummary | None = None
     session_settings: dict[str, Any] | None = None
+    # Derived from `pending_interrupts` (an addition to the contract): "approval" or "answer"
+    # while the session waits on a person, else None.
+    waiting_for: WaitingFor | None = None
+
+    @model_validator(mode="after")
+    def _derive_waiting_for(self) -> Self:
+        self.waiting_for = waiting_for(self.pending_interrupts)
+        return self
 
 
 class ResumableSnapshot(WireModel):
@@ -318,6 +338,9 @@ class SessionSummary(WireModel):
     active_turn_id: str | None
     created_at: str
     updated_at: str
+    # What the session waits on a person for, from its pending interrupts (an addition to the
+    # contract; `status` stays `running_tools`): "approval", "answer" or None.
+    waiting_for: WaitingFor | None = None
 
 
 class WorkerInfo(WireModel):

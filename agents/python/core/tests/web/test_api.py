@@ -148,6 +148,10 @@ async def test_a_turn_with_a_read_and_an_approved_write_runs_each_tool_once(
     (interrupt,) = waiting["pending_interrupts"]
     assert (interrupt["kind"], interrupt["tool_name"]) == ("tool_approval", "send_email")
     assert [e for e in tools.entries("send_email") if e["to"] == "ana@lima.example"] == []
+    # The session waits on a person: its status stays running_tools, waiting_for says why.
+    assert (waiting["state"]["status"], waiting["waiting_for"]) == ("running_tools", "approval")
+    listed = (await http.get("/api/sessions")).json()
+    assert next(s for s in listed if s["session_id"] == session)["waiting_for"] == "approval"
 
     resolve = f"/api/sessions/{session}/interrupts/w1/resolve"
     assert (await http.post(resolve, json={"approved": True})).json() == {"result": True}
@@ -155,6 +159,7 @@ async def test_a_turn_with_a_read_and_an_approved_write_runs_each_tool_once(
     second = await http.post(resolve, json={"approved": False})
     assert (second.status_code, second.json()) == (200, {"result": False})
     done = await wait_for(http, session, turns_done(1))
+    assert done["waiting_for"] is None
 
     assert len([e for e in tools.entries("send_email") if e["to"] == "ana@lima.example"]) == 1
     assert len([e for e in tools.entries("get_weather") if e["city"] == "Lima"]) == 1
@@ -210,6 +215,7 @@ async def test_a_question_is_answered_over_http(
     session = await start(http, "Plan a trip", flow_type="Planner")
     waiting = await wait_for(http, session, interrupt_pending("q1"))
     assert waiting["pending_interrupts"][0]["choices"] == ["Oslo", "Rome"]
+    assert waiting["waiting_for"] == "answer"
 
     base = f"/api/sessions/{session}/interrupts/q1"
     assert (await http.post(f"{base}/resolve", json={"approved": True})).json() == {"result": False}
@@ -603,6 +609,19 @@ async def test_bad_input_gets_a_4xx_error_and_changes_nothing(
         assert error["field"] == field
     assert await snapshot(http, session) == before
     assert (await http.get("/api/sessions", params={"limit": 1000})).json() == sessions_before
+
+
+async def test_a_session_of_a_flow_type_no_worker_hosts_starts_with_a_warning(
+    http: httpx.AsyncClient,
+) -> None:
+    hosted = await http.post("/api/sessions", json={"flow_type": "Assistant"})
+    assert hosted.status_code == 201 and "warning" not in hosted.json()
+    unhosted = await http.post("/api/sessions", json={"flow_type": "Nobody", "message": "Hi"})
+    assert unhosted.status_code == 201
+    body = unhosted.json()
+    assert body["warning"].startswith("no live Worker hosts flow type 'Nobody' (live Workers host")
+    waiting = await snapshot(http, body["session_id"])
+    assert (waiting["flow_type"], waiting["state"]) == ("Nobody", None)
 
 
 async def test_a_session_id_in_use_gets_409(http: httpx.AsyncClient) -> None:

@@ -11,6 +11,7 @@ import re
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from dex_agents import AgentClient
 from dex_agents.testing import (
     MODEL_URL_ENV,
     ScriptedModelServer,
+    ScriptedReply,
     ServeProcess,
     ToolRunLog,
     WorkerProcess,
@@ -269,7 +271,7 @@ async def test_chat_page_streams_approves_in_the_chat_and_resumes_after_a_reload
     assert len([e for e in tool_log.entries("send_email") if e["to"] == "bo@example.com"]) == 1
 
 
-async def test_viewer_shows_the_api_error_for_an_unknown_session(
+async def test_viewer_says_an_unknown_session_does_not_exist(
     page: Page, server: ServeProcess
 ) -> None:
     await page.goto(f"{server.base_url}/#token={server.token}")
@@ -277,6 +279,12 @@ async def test_viewer_shows_the_api_error_for_an_unknown_session(
     await expect(page.get_by_role("alert").first).to_contain_text(
         re.compile("session-does-not-exist|not found", re.IGNORECASE)
     )
+    missing = page.locator('[data-missing-session="session-does-not-exist"]')
+    await expect(missing).to_contain_text("No session has this ID")
+    # Nothing pretends the session is there: no connection, no message box, no Step history.
+    await expect(page.locator(".connection")).to_have_count(0)
+    await expect(page.get_by_label("Message")).to_have_count(0)
+    await expect(page.locator(".timeline")).to_have_count(0)
 
 
 async def test_viewer_without_the_token_reports_the_401(
@@ -285,9 +293,121 @@ async def test_viewer_without_the_token_reports_the_401(
     context = await browser.new_context()
     tab = await context.new_page()
     await tab.goto(f"{server.base_url}/")
-    await expect(tab.get_by_role("alert").first).to_be_visible()
+    await expect(tab.get_by_role("alert").first).to_contain_text(
+        "The server refused the request (401)"
+    )
     await expect(tab.get_by_label("Token")).to_be_visible()
+    # A Worker runs: the page claims nothing it could not read, and does not load forever.
+    await expect(tab.get_by_text("No Worker is running")).to_have_count(0)
+    await expect(tab.get_by_text("Loading…")).to_have_count(0)
+    await expect(tab.locator('link[rel="icon"]')).to_have_count(1)
     await context.close()
+
+
+async def test_viewer_warns_about_a_flow_type_no_worker_hosts_and_shows_the_message(
+    page: Page, server: ServeProcess, client: AgentClient, workdir: Path
+) -> None:
+    await page.goto(f"{server.base_url}/#token={server.token}")
+    form = page.locator("form.new-session")
+    await form.get_by_label("Flow type").fill("Nobody")
+    await form.get_by_label("First message").fill("Is anyone there?")
+    await form.get_by_role("button", name="Start session").click()
+    warning = page.locator('[data-not-hosted="Nobody"]')
+    await expect(warning).to_contain_text(
+        "No running Worker hosts flow type Nobody", timeout=30_000
+    )
+    pending = page.locator('[data-role="pending-start"]')
+    await expect(pending).to_contain_text("Is anyone there?")
+    await expect(page.locator(".session-head .badge")).to_have_text("starting")
+    session_id = page.url.rsplit("/", 1)[-1]
+    snapshot = await client.get_agent_snapshot(session_id)
+    assert snapshot.state is None
+    # The server's console says it in one line, without a Python warning's source line.
+    log = (workdir / "serve.log").read_text()
+    assert f"session {session_id}: no live Worker hosts flow type 'Nobody'" in log
+    assert "FlowTypeNotHostedWarning" not in log and "warnings.warn" not in log
+
+
+async def test_viewer_shows_a_session_waiting_for_approval_and_how_long_the_step_waited(
+    page: Page, server: ServeProcess, client: AgentClient, model: ScriptedModelServer
+) -> None:
+    model.enqueue(
+        reply_tools(("wa-1", "send_email", {"to": "eve@example.com", "body": "Hi"})),
+        reply_text("Eve has the email."),
+    )
+    session_id = await client.start_session("Assistant", "Email Eve.")
+    await page.goto(f"{server.base_url}/#token={server.token}")
+    row = page.locator(f'tr[data-session-id="{session_id}"]')
+    await expect(row.locator(".badge")).to_have_text("waiting for approval", timeout=30_000)
+    await expect(row.locator(".badge")).to_have_attribute("data-status", "running_tools")
+    await page.get_by_label(re.compile("Only those waiting for you")).check()
+    rows = page.locator("table.sessions tbody tr")
+    assert await rows.count() >= 1
+    for waiting_for in await rows.evaluate_all("rows => rows.map(r => r.dataset.waitingFor)"):
+        assert waiting_for in ("approval", "answer")  # the filter shows only those
+    await expect(rows.first).to_have_attribute("data-waiting-for", re.compile("approval|answer"))
+
+    await row.get_by_role("link").click()
+    await expect(page.locator(".session-head .badge")).to_have_text("waiting for approval")
+    step = page.locator('[data-step-type="AwaitToolApproval"]')
+    await expect(step).to_contain_text(re.compile(r"waiting for an approval since .* so far"))
+    resume = page.locator('[data-step-type="ResumeTurn"]').last
+    await expect(resume).to_contain_text("waiting for the turn's tool results since")
+    await asyncio.sleep(1.0)  # the wait the history must show
+    await (
+        page.locator('.interrupt[data-interrupt-id="wa-1"]')
+        .get_by_role("button", name="Approve")
+        .click()
+    )
+    await expect(page.get_by_text("Eve has the email.")).to_be_visible(timeout=30_000)
+    await expect(step).to_contain_text(re.compile(r"\d+\.\d s"))
+
+    history = await client.get_step_history(session_id)
+    [approval] = [s for s in history if s.step_type == "AwaitToolApproval"]
+    assert approval.started_at == approval.scheduled_at and approval.ended_at is not None
+    ended, started = (
+        datetime.fromisoformat(approval.ended_at),
+        datetime.fromisoformat(approval.started_at or ""),
+    )
+    waited = (ended - started).total_seconds()
+    assert waited >= 1.0
+    assert [s.step_execution_id for s in history] == sorted(
+        (s.step_execution_id for s in history), key=lambda sx: int(sx.rpartition("-")[2])
+    )
+
+
+async def test_viewer_shows_a_tool_error_and_a_failed_turn_as_failures(
+    page: Page,
+    server: ServeProcess,
+    client: AgentClient,
+    model: ScriptedModelServer,
+    tool_log: ToolRunLog,
+) -> None:
+    model.enqueue(
+        reply_tools(("b1", "broken_tool", {})),
+        reply_text("The tool is broken."),
+        # The model call fails on each of its three attempts: the turn fails.
+        *[ScriptedReply(status=400, text="the model refused this request")] * 3,
+    )
+    session_id = await client.start_session("Assistant", "Use the broken tool.")
+    await page.goto(f"{server.base_url}/#token={server.token}")
+    await page.goto(f"{server.base_url}/#/sessions/{session_id}")
+    await expect(page.get_by_text("The tool is broken.")).to_be_visible(timeout=60_000)
+    result = page.locator('.message.tool[data-tool-call-id="b1"]')
+    await expect(result).to_have_class(re.compile("tool-error"))
+    await expect(result.locator(".badge")).to_have_text("failed")
+    await expect(result.locator(".meta")).to_contain_text("tool error")
+    await page.reload()  # the turn is over: its tool call's record is gone, its message says it
+    await expect(result.locator(".badge")).to_have_text("failed")
+
+    await page.get_by_label("Message").fill("Again, please.")
+    await page.get_by_role("button", name="Send").click()
+    failure = page.locator('[data-step-type="RecordTurnFailure"] [data-recovery]')
+    await expect(failure).to_contain_text("the model refused this request", timeout=30_000)
+    await expect(page.locator('[data-step-type="RecordTurnFailure"] .hint')).not_to_contain_text(
+        '{"input"'
+    )
+    assert tool_log.count("broken_tool") >= 1
 
 
 async def test_viewer_warns_about_a_write_whose_outcome_is_unknown(

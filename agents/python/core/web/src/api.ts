@@ -79,7 +79,7 @@ interface Result {
 export const api = {
   listSessions: (limit = 100) => request<SessionSummary[]>("GET", `sessions?limit=${limit}`),
   startSession: (flowType: string, message: string | null) =>
-    request<{ session_id: string }>("POST", "sessions", {
+    request<{ session_id: string; warning?: string | null }>("POST", "sessions", {
       flow_type: flowType,
       message,
       session_id: null,
@@ -119,7 +119,13 @@ export const api = {
     request<Result>("DELETE", session(id, `/queued-messages/${encodeURIComponent(messageId)}`)),
 };
 
+/** What the viewer says when the server refuses it for want of a valid token. */
+export const UNAUTHORIZED_TEXT =
+  "The server refused the request (401): this tab holds no token, or a wrong one. " +
+  "Open the link `dex-agents serve` printed, or paste its token above.";
+
 export function messageOf(error: unknown): string {
+  if (error instanceof ApiError && error.status === 401) return UNAUTHORIZED_TEXT;
   if (error instanceof ApiError) return error.message;
   if (error instanceof Error) return error.message;
   return String(error);

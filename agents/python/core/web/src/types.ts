@@ -7,6 +7,10 @@ export type SessionStatus =
   | "compacting_context"
   | "failed";
 
+/** What a session waits on a person for (the project's addition to the contract), derived from
+ *  its pending interrupts; its status stays `running_tools` meanwhile. */
+export type WaitingFor = "approval" | "answer";
+
 export type ToolEffect = "read" | "idempotent_write" | "non_idempotent_write" | "unclassified";
 
 export type ToolCallStatus =
@@ -35,6 +39,7 @@ export interface SessionSummary {
   active_turn_id: string | null;
   created_at: string;
   updated_at: string;
+  waiting_for: WaitingFor | null;
 }
 
 export interface AgentState {
@@ -127,6 +132,7 @@ export interface SessionSnapshot {
   queued_messages: PendingUserMessage[];
   steered_messages: PendingUserMessage[];
   session_settings: Record<string, unknown> | null;
+  waiting_for: WaitingFor | null;
 }
 
 export interface StepExecution {

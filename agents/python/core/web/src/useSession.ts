@@ -1,11 +1,12 @@
 // One session's state in the viewer: the snapshot and Step history, kept current by the
 // session's Server-Sent Events (`/api/sessions/{id}/events`).
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api, messageOf, streamUrl } from "./api";
+import { ApiError, api, messageOf, streamUrl } from "./api";
 import { TURN_END_EVENTS, applyEvent, dropTurnTexts, emptyLive, type LiveState } from "./live";
-import type { AgentEvent, SessionSnapshot, StepExecution } from "./types";
+import type { AgentEvent, SessionSnapshot, StepExecution, WorkerInfo } from "./types";
 
-export type Connection = "connecting" | "live" | "reconnecting";
+/** `missing`: the server has no such session (404); the viewer stops asking. */
+export type Connection = "connecting" | "live" | "reconnecting" | "missing";
 
 export interface SessionData {
   snapshot: SessionSnapshot | null;
@@ -13,6 +14,8 @@ export interface SessionData {
   live: LiveState;
   connection: Connection;
   error: string | null;
+  /** The Workers, read while the session has not started (to say when none hosts it). */
+  workers: WorkerInfo[] | null;
   refresh: () => void;
 }
 
@@ -50,6 +53,8 @@ export function useSession(sessionId: string): SessionData {
   const [live, setLive] = useState<LiveState>(emptyLive);
   const [connection, setConnection] = useState<Connection>("connecting");
   const [error, setError] = useState<string | null>(null);
+  const [workers, setWorkers] = useState<WorkerInfo[] | null>(null);
+  const missing = useRef(false);
   const endedTurns = useRef(new Set<string>());
   const refreshTimer = useRef<number | undefined>(undefined);
 
@@ -64,9 +69,14 @@ export function useSession(sessionId: string): SessionData {
       setSnapshot(next);
       setSteps(history);
       setError(null);
+      if (next.state === null) setWorkers(await api.workers());
       if (ended.size > 0) setLive((state) => dropTurnTexts(state, ended));
       return next;
     } catch (caught) {
+      if (caught instanceof ApiError && caught.status === 404) {
+        missing.current = true;
+        setConnection("missing");
+      }
       setError(messageOf(caught));
       return null;
     }
@@ -87,6 +97,7 @@ export function useSession(sessionId: string): SessionData {
       const first = await load();
       if (closed) return;
       if (first === null) {
+        if (missing.current) return; // no such session: nothing to follow
         reopenTimer = window.setTimeout(() => void open(), REOPEN_DELAY_MS);
         return;
       }
@@ -141,5 +152,5 @@ export function useSession(sessionId: string): SessionData {
     };
   }, [sessionId, load, refresh]);
 
-  return { snapshot, steps, live, connection, error, refresh };
+  return { snapshot, steps, live, connection, error, workers, refresh };
 }

@@ -9,6 +9,7 @@ control), not an error.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -24,6 +25,7 @@ from .guards import GuardedRoute
 from .rules import InterruptIdPath, MessageIdPath, SessionIdPath
 from .wire import MessagesPage, Snapshot, WireJSONResponse, messages_page_json, snapshot_json
 
+log = logging.getLogger(__name__)
 router = APIRouter(
     default_response_class=WireJSONResponse, tags=["sessions"], route_class=GuardedRoute
 )
@@ -106,6 +108,9 @@ class SettingsBody(Body):
 
 class StartedSession(BaseModel):
     session_id: str
+    # Why the session may not start soon: no live Worker hosts its flow type (it waits, in
+    # `starting`, until one does). Absent when a live Worker hosts it.
+    warning: str | None = None
 
 
 class RpcResult(BaseModel):
@@ -155,15 +160,22 @@ async def list_sessions(
     responses={409: {"description": "A session with this ID exists"}},
 )
 async def start_session(body: StartSessionBody, client: Client) -> WireJSONResponse:
-    """Starts a session of a flow type; a Worker hosting it takes its first Step."""
+    """Starts a session of a flow type; a Worker hosting it takes its first Step. `warning`
+    says when no live Worker hosts the flow type (the session waits until one does)."""
     with _fields_named({"initial_message": "message"}):
         session_id = await client.start_session(
             body.flow_type,
             body.message,
             session_id=body.session_id,
             session_settings=body.session_settings,
+            warn_if_not_hosted=False,
         )
-    return WireJSONResponse({"session_id": session_id}, status.HTTP_201_CREATED)
+    answer: dict[str, str] = {"session_id": session_id}
+    reason = await client.not_hosted_reason(body.flow_type)
+    if reason is not None:
+        answer["warning"] = reason
+        log.warning("session %s: %s", session_id, reason)
+    return WireJSONResponse(answer, status.HTTP_201_CREATED)
 
 
 @router.get(

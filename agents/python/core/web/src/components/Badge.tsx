@@ -1,4 +1,5 @@
 // Status badges: one color per kind of status, and a warning for an unknown outcome.
+import type { WaitingFor } from "../types";
 
 const TONES: Record<string, string> = {
   succeeded: "ok",
@@ -30,6 +31,33 @@ export function StatusBadge({ status }: { status: string | null | undefined }) {
   return (
     <span className={`badge badge-${tone}`} data-status={value}>
       {label}
+    </span>
+  );
+}
+
+const WAITING_TEXT: Record<WaitingFor, string> = {
+  approval: "waiting for approval",
+  answer: "waiting for an answer",
+};
+
+/** A session's status: what it waits on a person for when it does (its status stays
+ *  `running_tools`, which the tooltip shows), else its status. */
+export function SessionBadge({
+  status,
+  waitingFor,
+}: {
+  status: string | null | undefined;
+  waitingFor: WaitingFor | null | undefined;
+}) {
+  if (!waitingFor) return <StatusBadge status={status} />;
+  return (
+    <span
+      className="badge badge-attention"
+      data-status={status ?? "starting"}
+      data-waiting-for={waitingFor}
+      title={`status: ${status ?? "starting"}`}
+    >
+      {WAITING_TEXT[waitingFor]}
     </span>
   );
 }

@@ -12,23 +12,44 @@ interface Props {
   activeTurnId: string | null;
 }
 
+/** The texts the model sees for a call that failed or whose outcome is unknown (the core's
+ *  texts.py): how a tool message of an earlier turn, whose record is gone, shows its outcome. */
+const OUTPUT_STATUSES: [string, string][] = [
+  ["The tool call failed: ", "failed"],
+  ["The tool call's outcome is unknown", "outcome_unknown"],
+];
+
 function toolStatus(message: AgentMessage, live: LiveState, records: AgentToolCall[]) {
   const record = records.find(
     (call) => call.turn_id === message.turn_id && call.tool_call_id === message.tool_call_id,
   );
   if (record) return record.status;
-  return live.toolCalls.get(toolKey(message.turn_id, message.tool_call_id ?? ""))?.status ?? null;
+  const known = live.toolCalls.get(toolKey(message.turn_id, message.tool_call_id ?? ""))?.status;
+  if (known) return known;
+  const output = message.tool_output ?? "";
+  return OUTPUT_STATUSES.find(([prefix]) => output.startsWith(prefix))?.[1] ?? null;
 }
 
+const ERROR_STATUSES = new Set(["failed", "outcome_unknown"]);
+
 function ToolMessage({ message, status }: { message: AgentMessage; status: string | null }) {
+  const failed = status !== null && ERROR_STATUSES.has(status);
   return (
-    <div className="message tool" data-role="tool" data-tool-call-id={message.tool_call_id}>
+    <div
+      className={`message tool${failed ? " tool-error" : ""}`}
+      data-role="tool"
+      data-tool-call-id={message.tool_call_id}
+      data-status={status ?? ""}
+    >
       <div className="meta">
-        tool result · <strong>{message.tool_name ?? message.tool_call_id}</strong>{" "}
+        {failed ? "tool error" : "tool result"} ·{" "}
+        <strong>{message.tool_name ?? message.tool_call_id}</strong>{" "}
         {status ? <StatusBadge status={status} /> : null}
       </div>
       {status === "outcome_unknown" ? <p className="warning">{OUTCOME_UNKNOWN_TEXT}</p> : null}
-      <pre className="output">{prettyJson(message.tool_output)}</pre>
+      <pre className={failed ? "output error-output" : "output"}>
+        {prettyJson(message.tool_output)}
+      </pre>
     </div>
   );
 }

@@ -1,6 +1,7 @@
 // Starts a session: a flow type (those the running Workers host are offered) and a first message.
 import { useState, type FormEvent } from "react";
 import { api } from "../api";
+import { rememberStart } from "../pending";
 import { sessionHref } from "../router";
 import { useAction } from "../useAction";
 import { ErrorNote } from "./ErrorNote";
@@ -9,7 +10,9 @@ export function NewSessionForm({ flowTypes }: { flowTypes: string[] }) {
   const [flowType, setFlowType] = useState("");
   const [message, setMessage] = useState("");
   const start = useAction(async (type: string, text: string) => {
-    const { session_id } = await api.startSession(type, text.trim() ? text : null);
+    const message = text.trim() ? text : null;
+    const { session_id, warning } = await api.startSession(type, message);
+    rememberStart(session_id, message, warning ?? null);
     window.location.hash = sessionHref(session_id);
   });
 

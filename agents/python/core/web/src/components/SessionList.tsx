@@ -1,10 +1,11 @@
-// The sessions, newest activity first, refreshed every few seconds, and a form to start one.
+// The sessions, newest first, refreshed every few seconds, and a form to start one. Sessions
+// that wait on a person (an approval, an answer) come first and can be shown alone.
 import { useCallback, useEffect, useState } from "react";
 import { api, messageOf } from "../api";
 import { formatAgo } from "../format";
 import { sessionHref } from "../router";
 import type { SessionSummary, WorkerInfo } from "../types";
-import { StatusBadge } from "./Badge";
+import { SessionBadge } from "./Badge";
 import { ErrorNote } from "./ErrorNote";
 import { NewSessionForm } from "./NewSessionForm";
 
@@ -12,7 +13,7 @@ const REFRESH_MS = 3000;
 
 function SessionRow({ session }: { session: SessionSummary }) {
   return (
-    <tr data-session-id={session.session_id}>
+    <tr data-session-id={session.session_id} data-waiting-for={session.waiting_for ?? ""}>
       <td>
         <a href={sessionHref(session.session_id)} className="mono">
           {session.session_id}
@@ -20,7 +21,7 @@ function SessionRow({ session }: { session: SessionSummary }) {
       </td>
       <td>{session.flow_type}</td>
       <td>
-        <StatusBadge status={session.status} />
+        <SessionBadge status={session.status} waitingFor={session.waiting_for} />
         {session.active_turn_id ? <span className="hint"> {session.active_turn_id}</span> : null}
       </td>
       <td className="num">{session.turn_count}</td>
@@ -29,7 +30,9 @@ function SessionRow({ session }: { session: SessionSummary }) {
   );
 }
 
-function Workers({ workers }: { workers: WorkerInfo[] }) {
+/** The running Workers; nothing until the list is read (an error says why it is not). */
+function Workers({ workers }: { workers: WorkerInfo[] | null }) {
+  if (workers === null) return null;
   const running = workers.filter((worker) => worker.state === "running");
   if (running.length === 0) {
     return <p className="hint">No Worker is running: sessions wait until one starts.</p>;
@@ -42,10 +45,16 @@ function Workers({ workers }: { workers: WorkerInfo[] }) {
   );
 }
 
+/** Sessions that wait on a person first; otherwise the server's order (newest first). */
+function waitingFirst(sessions: SessionSummary[]): SessionSummary[] {
+  return [...sessions].sort((a, b) => Number(b.waiting_for !== null) - Number(a.waiting_for !== null));
+}
+
 export function SessionList() {
   const [sessions, setSessions] = useState<SessionSummary[] | null>(null);
-  const [workers, setWorkers] = useState<WorkerInfo[]>([]);
+  const [workers, setWorkers] = useState<WorkerInfo[] | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [waitingOnly, setWaitingOnly] = useState(false);
 
   const load = useCallback(async () => {
     try {
@@ -64,7 +73,11 @@ export function SessionList() {
     return () => window.clearInterval(timer);
   }, [load]);
 
-  const flowTypes = [...new Set(workers.flatMap((worker) => worker.flow_types))].sort();
+  const flowTypes = [...new Set((workers ?? []).flatMap((worker) => worker.flow_types))].sort();
+  const waiting = (sessions ?? []).filter((session) => session.waiting_for !== null).length;
+  const shown = waitingFirst(sessions ?? []).filter(
+    (session) => !waitingOnly || session.waiting_for !== null,
+  );
   return (
     <main className="page">
       <section className="card">
@@ -74,16 +87,28 @@ export function SessionList() {
       <section className="card">
         <div className="row spread">
           <h2>Sessions</h2>
-          <button type="button" className="secondary" onClick={() => void load()}>
-            Refresh
-          </button>
+          <div className="row">
+            <label className="filter" data-waiting-count={waiting}>
+              <input
+                type="checkbox"
+                checked={waitingOnly}
+                onChange={(event) => setWaitingOnly(event.target.checked)}
+              />
+              Only those waiting for you ({waiting})
+            </label>
+            <button type="button" className="secondary" onClick={() => void load()}>
+              Refresh
+            </button>
+          </div>
         </div>
         <Workers workers={workers} />
         <ErrorNote message={error} />
         {sessions === null ? (
-          <p className="hint">Loading…</p>
-        ) : sessions.length === 0 ? (
-          <p className="hint">No sessions yet.</p>
+          error === null ? (
+            <p className="hint">Loading…</p>
+          ) : null
+        ) : shown.length === 0 ? (
+          <p className="hint">{waitingOnly ? "No session waits for you." : "No sessions yet."}</p>
         ) : (
           <table className="sessions">
             <thead>
@@ -96,7 +121,7 @@ export function SessionList() {
               </tr>
             </thead>
             <tbody>
-              {sessions.map((session) => (
+              {shown.map((session) => (
                 <SessionRow key={session.session_id} session={session} />
               ))}
             </tbody>

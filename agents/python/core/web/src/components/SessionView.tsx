@@ -1,9 +1,11 @@
 // One session: the live conversation, its tool calls, pending approvals and questions, the
 // Step history, and the controls of a running turn.
-import { chatHref } from "../router";
 import type { LiveToolCall } from "../live";
+import { startNote } from "../pending";
+import { chatHref } from "../router";
+import type { SessionSnapshot, WorkerInfo } from "../types";
 import { useSession, type Connection } from "../useSession";
-import { StatusBadge } from "./Badge";
+import { SessionBadge } from "./Badge";
 import { Composer } from "./Composer";
 import { Conversation } from "./Conversation";
 import { ErrorNote } from "./ErrorNote";
@@ -16,6 +18,7 @@ const CONNECTION_TEXT: Record<Connection, string> = {
   connecting: "connecting…",
   live: "live",
   reconnecting: "reconnecting…",
+  missing: "no such session",
 };
 
 const turnCount = (count: number): string =>
@@ -27,9 +30,61 @@ function lastTurnCalls(calls: Map<string, LiveToolCall>): LiveToolCall[] {
   return all.filter((call) => call.turnId === last);
 }
 
+/** No session of this ID: say so, and offer nothing to do with it. */
+function MissingSession({ sessionId, error }: { sessionId: string; error: string | null }) {
+  return (
+    <main className="page session">
+      <section className="card" data-missing-session={sessionId}>
+        <h2 className="mono">{sessionId}</h2>
+        <ErrorNote message={error} />
+        <p className="hint">
+          No session has this ID in the server's database. <a href="#/">Back to the sessions</a>
+        </p>
+      </section>
+    </main>
+  );
+}
+
+/** A session no Worker has taken yet: whether a running Worker hosts its flow type, and the
+ *  first message the viewer sent, which no message stores until a Worker takes it. */
+function NotStarted({
+  sessionId,
+  snapshot,
+  workers,
+}: {
+  sessionId: string;
+  snapshot: SessionSnapshot;
+  workers: WorkerInfo[] | null;
+}) {
+  const note = startNote(sessionId);
+  const hosted = workers?.some(
+    (worker) => worker.state === "running" && worker.flow_types.includes(snapshot.flow_type),
+  );
+  const warning =
+    workers !== null && !hosted
+      ? `No running Worker hosts flow type ${snapshot.flow_type}: the session waits, not started, until one that hosts it starts.`
+      : null;
+  return (
+    <>
+      {warning ? (
+        <p className="warning" role="status" data-not-hosted={snapshot.flow_type}>
+          {warning}
+        </p>
+      ) : null}
+      {note?.message ? (
+        <div className="message user pending" data-role="pending-start">
+          <div className="meta">user · sent, not yet taken by a Worker</div>
+          <div className="text">{note.message}</div>
+        </div>
+      ) : null}
+    </>
+  );
+}
+
 export function SessionView({ sessionId }: { sessionId: string }) {
-  const { snapshot, steps, live, connection, error, refresh } = useSession(sessionId);
+  const { snapshot, steps, live, connection, error, workers, refresh } = useSession(sessionId);
   const state = snapshot?.state ?? null;
+  if (connection === "missing") return <MissingSession sessionId={sessionId} error={error} />;
   return (
     <main className="page session">
       <header className="session-head card">
@@ -38,7 +93,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
             <h2 className="mono">{sessionId}</h2>
             <div className="row">
               <span>{snapshot?.flow_type}</span>
-              <StatusBadge status={state?.status} />
+              <SessionBadge status={state?.status} waitingFor={snapshot?.waiting_for} />
               {state?.active_turn_id ? <span className="hint">{state.active_turn_id}</span> : null}
               <span className="hint">{state ? turnCount(state.turn_count) : ""}</span>
               <span className={`connection connection-${connection}`}>
@@ -51,7 +106,12 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           </a>
         </div>
         {state?.last_turn_error ? (
-          <p className="error-text">Last turn failed: {state.last_turn_error}</p>
+          <p className="error-text" data-last-turn-error>
+            Last turn failed: {state.last_turn_error}
+          </p>
+        ) : null}
+        {snapshot && state === null ? (
+          <NotStarted sessionId={sessionId} snapshot={snapshot} workers={workers} />
         ) : null}
         <ErrorNote message={error} />
       </header>
@@ -75,7 +135,10 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         <aside className="side-column">
           {snapshot && snapshot.pending_interrupts.length > 0 ? (
             <section className="card attention">
-              <h3>Waiting for you</h3>
+              <h3>
+                Waiting for you:{" "}
+                {snapshot.waiting_for === "answer" ? "an answer" : "an approval"}
+              </h3>
               <Interrupts
                 sessionId={sessionId}
                 interrupts={snapshot.pending_interrupts}
