@@ -50,6 +50,18 @@ fi
 # Worker and CLI processes the tests start import it instead of compiling every module from
 # source each time (an environment with PYTHONDONTWRITEBYTECODE set never keeps it otherwise):
 # 2 s instead of 4 s per process for the OpenAI Agents adapter.
+# A package whose dev group has pytest-xdist runs its tests in parallel processes: most tests
+# wait on Worker and server processes, so even 2 cores keep 4 busy (the core's suite: about
+# 27 minutes serial). Each process has its own databases, ports and files; the tests of a
+# module that shares a Worker or server stay in one process (dex_agents.testing.fixtures).
+# DEX_AGENTS_TEST_PROCESSES sets their number (1: serial).
+processes="${DEX_AGENTS_TEST_PROCESSES:-4}"
+parallel_args() {
+  if [ "$processes" -gt 1 ] && grep -q '"pytest-xdist' "$1/pyproject.toml"; then
+    echo "-n $processes --dist loadgroup"
+  fi
+}
+
 status=0
 for dir in "${packages[@]}"; do
   echo "=== $dir"
@@ -65,8 +77,8 @@ for dir in "${packages[@]}"; do
       uv run --quiet ruff check . &&
       uv run --quiet ruff format --check . &&
       uv run --quiet mypy &&
-      uv run pytest -q -p no:cacheprovider
-  ' step "$dir" || status=1
+      uv run pytest -q -p no:cacheprovider $2
+  ' step "$dir" "$(parallel_args "$dir")" || status=1
 done
 # The examples (examples/) live outside the packages: the core's lint settings check them.
 # The session viewer's committed build must be what its sources build (needs Node and npm).
