@@ -4,8 +4,8 @@
 # Postgres tests run when DEX_AGENTS_TEST_POSTGRES_URL is set (see scripts/start-postgres.sh).
 # Usage: scripts/test.sh [package-dir ...]   (default: every agents/python/*/ with a pyproject,
 # then every agents/typescript/*/ with a ci.sh)
-# Takes about 25 minutes for everything on 2 cores; one package's directory (agents/python/core)
-# or a few make it shorter.
+# Takes some 30 minutes for everything on 2 cores (the Python packages' tests in parallel
+# processes); one package's directory (agents/python/core) or a few make it shorter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null || python3 -m pip install --quiet uv
@@ -51,11 +51,11 @@ fi
 # source each time (an environment with PYTHONDONTWRITEBYTECODE set never keeps it otherwise):
 # 2 s instead of 4 s per process for the OpenAI Agents adapter.
 # A package whose dev group has pytest-xdist runs its tests in parallel processes: most tests
-# wait on Worker and server processes, so even 2 cores keep 4 busy (the core's suite: about
-# 27 minutes serial). Each process has its own databases, ports and files; the tests of a
+# wait on Worker and server processes, so 3 keep 2 cores busy (the core's suite took 22 CPU
+# minutes, 27 minutes serially; more processes only crowd the Workers' starts). Each process has its own databases, ports and files; the tests of a
 # module that shares a Worker or server stay in one process (dex_agents.testing.fixtures).
 # DEX_AGENTS_TEST_PROCESSES sets their number (1: serial).
-processes="${DEX_AGENTS_TEST_PROCESSES:-4}"
+processes="${DEX_AGENTS_TEST_PROCESSES:-3}"
 parallel_args() {
   if [ "$processes" -gt 1 ] && grep -q '"pytest-xdist' "$1/pyproject.toml"; then
     echo "-n $processes --dist loadgroup"
