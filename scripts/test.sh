@@ -4,8 +4,8 @@
 # Postgres tests run when DEX_AGENTS_TEST_POSTGRES_URL is set (see scripts/start-postgres.sh).
 # Usage: scripts/test.sh [package-dir ...]   (default: every agents/python/*/ with a pyproject,
 # then every agents/typescript/*/ with a ci.sh)
-# Takes about 25 minutes for everything on 2 cores; one package's directory (agents/python/core)
-# or a few make it shorter.
+# Takes some 30 minutes for everything on 2 cores (the Python packages' tests in parallel
+# processes); one package's directory (agents/python/core) or a few make it shorter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null || python3 -m pip install --quiet uv
@@ -50,6 +50,18 @@ fi
 # Worker and CLI processes the tests start import it instead of compiling every module from
 # source each time (an environment with PYTHONDONTWRITEBYTECODE set never keeps it otherwise):
 # 2 s instead of 4 s per process for the OpenAI Agents adapter.
+# A package whose dev group has pytest-xdist runs its tests in parallel processes: most tests
+# wait on Worker and server processes, so 3 keep 2 cores busy (the core's suite took 22 CPU
+# minutes, 27 minutes serially; more processes only crowd the Workers' starts). Each process has its own databases, ports and files; the tests of a
+# module that shares a Worker or server stay in one process (dex_agents.testing.fixtures).
+# DEX_AGENTS_TEST_PROCESSES sets their number (1: serial).
+processes="${DEX_AGENTS_TEST_PROCESSES:-3}"
+parallel_args() {
+  if [ "$processes" -gt 1 ] && grep -q '"pytest-xdist' "$1/pyproject.toml"; then
+    echo "-n $processes --dist loadgroup"
+  fi
+}
+
 status=0
 for dir in "${packages[@]}"; do
   echo "=== $dir"
@@ -65,8 +77,8 @@ for dir in "${packages[@]}"; do
       uv run --quiet ruff check . &&
       uv run --quiet ruff format --check . &&
       uv run --quiet mypy &&
-      uv run pytest -q -p no:cacheprovider
-  ' step "$dir" || status=1
+      uv run pytest -q -p no:cacheprovider $2
+  ' step "$dir" "$(parallel_args "$dir")" || status=1
 done
 # The examples (examples/) live outside the packages: the core's lint settings check them.
 # The session viewer's committed build must be what its sources build (needs Node and npm).

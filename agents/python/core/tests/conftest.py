@@ -3,9 +3,13 @@ DEX_AGENTS_TEST_POSTGRES_URL is set), a scripted model, real Workers (dex_agents
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
+from dex_agents.testing import MODEL_URL_ENV, ScriptedModelServer, ToolRunLog
+from dex_agents.testing.harness import StepHarness
 
 pytest_plugins = ["dex_agents.testing.fixtures"]
 
@@ -18,3 +22,20 @@ def worker_target() -> str:
 @pytest.fixture
 def worker_cwd() -> Path:
     return Path(__file__).parent.parent
+
+
+@pytest.fixture
+async def harness(
+    database_url: str,
+    model: ScriptedModelServer,
+    tool_log: ToolRunLog,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[StepHarness]:
+    """The flows of tests.apps.basic driven in this process (no Worker process): their model
+    is `model`, their tools log to `tool_log`."""
+    from tests.apps import basic
+
+    monkeypatch.setenv(MODEL_URL_ENV, model.base_url)
+    monkeypatch.setattr(basic, "LOG", tool_log)
+    async with StepHarness(basic.flows, database_url) as step_harness:
+        yield step_harness

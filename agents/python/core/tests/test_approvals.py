@@ -77,7 +77,7 @@ async def test_approval_waits_beside_a_read_survives_a_restart_and_runs_once(
 
 
 async def test_rejected_write_never_runs_and_the_model_sees_the_message(
-    make_worker, model, client, tool_log
+    harness, model, client, tool_log
 ):
     model.enqueue(
         reply_tools(("w1", "send_email", {"to": "bob@example.com", "body": "Hi"})),
@@ -85,17 +85,20 @@ async def test_rejected_write_never_runs_and_the_model_sees_the_message(
         reply_tools(("w2", "send_email", {"to": "bob@example.com", "body": "Hi"})),
         reply_text("Not sent."),
     )
-    with make_worker():
-        session = await client.start_session("Assistant", "Email Bob.")
-        await client.wait_for(session, pending_interrupt("w1"))
-        assert await client.resolve_interrupt(
-            session, "w1", approved=False, rejection_message="Do not email Bob today."
-        )
-        await client.wait_for(session, turns_done(1))
-        assert await client.send_user_message(session, "Email Bob again.")
-        await client.wait_for(session, pending_interrupt("w2"))
-        assert await client.resolve_interrupt(session, "w2", approved=False)
-        await client.wait_for(session, turns_done(2))
+    session = await client.start_session("Assistant", "Email Bob.")
+    await harness.run_until_idle(session)
+    assert pending_interrupt("w1")(await client.get_agent_snapshot(session))
+    assert await client.resolve_interrupt(
+        session, "w1", approved=False, rejection_message="Do not email Bob today."
+    )
+    await harness.run_until_idle(session)
+    assert turns_done(1)(await client.get_agent_snapshot(session))
+    assert await client.send_user_message(session, "Email Bob again.")
+    await harness.run_until_idle(session)
+    assert pending_interrupt("w2")(await client.get_agent_snapshot(session))
+    assert await client.resolve_interrupt(session, "w2", approved=False)
+    await harness.run_until_idle(session)
+    assert turns_done(2)(await client.get_agent_snapshot(session))
 
     assert tool_log.count("send_email") == 0
     assert tool_messages(model, 1) == {"w1": "Do not email Bob today."}
@@ -105,20 +108,25 @@ async def test_rejected_write_never_runs_and_the_model_sees_the_message(
 
 
 async def test_resolve_interrupt_twice_returns_false_the_second_time(
-    make_worker, model, client, tool_log
+    harness, model, client, tool_log
 ):
     model.enqueue(
         reply_tools(("w1", "send_email", {"to": "eve@example.com", "body": "Hi"})),
         reply_text("Sent."),
     )
-    with make_worker():
-        session = await client.start_session("Assistant", "Email Eve.")
-        await client.wait_for(session, pending_interrupt("w1"))
-        assert await client.resolve_interrupt(session, "w1", approved=True) is True
-        assert await client.resolve_interrupt(session, "w1", approved=True) is False
-        assert await client.resolve_interrupt(session, "w1", approved=False) is False
-        assert await client.resolve_interrupt(session, "no-such-interrupt", approved=True) is False
-        await client.wait_for(session, turns_done(1))
+    session = await client.start_session("Assistant", "Email Eve.")
+    assert await harness.run_until_idle(session) == [
+        "StartAgentSession",
+        "RunModel",
+        "AwaitToolApproval",
+        "ResumeTurn",
+    ]
+    assert await client.resolve_interrupt(session, "w1", approved=True) is True
+    assert await client.resolve_interrupt(session, "w1", approved=True) is False
+    assert await client.resolve_interrupt(session, "w1", approved=False) is False
+    assert await client.resolve_interrupt(session, "no-such-interrupt", approved=True) is False
+    await harness.run_until_idle(session)
+    assert turns_done(1)(await client.get_agent_snapshot(session))
     assert tool_log.count("send_email") == 1
 
 

@@ -1,4 +1,6 @@
-"""Steering and cancellation rules, one test per rule, through real Worker processes."""
+"""Steering and cancellation rules, one test per rule: through real Worker processes where a
+call is in flight or a Worker dies, in this process (StepHarness) where only the Steps' rules
+are at stake."""
 
 from __future__ import annotations
 
@@ -15,6 +17,13 @@ TASKS = "tests.apps.tasks:flows"
 
 def running(snapshot) -> bool:
     return snapshot.state is not None and snapshot.state.active_turn_id is not None
+
+
+def read_done_approval_pending(snapshot) -> bool:
+    """The turn's read finished and its write waits for approval."""
+    return pending_interrupt("w1")(snapshot) and any(
+        c.tool_call_id == "r1" and c.is_final for c in snapshot.tool_calls
+    )
 
 
 async def test_a_steer_during_a_final_answer_applies_after_the_turn(make_worker, model, client):
@@ -90,7 +99,7 @@ async def test_a_steer_during_a_model_call_abandons_the_calls_it_requested(
 
 
 async def test_a_steer_abandons_a_waiting_approval_but_not_a_finished_read(
-    make_worker, model, client, tool_log
+    harness, model, client, tool_log
 ):
     model.enqueue(
         reply_tools(
@@ -99,18 +108,13 @@ async def test_a_steer_abandons_a_waiting_approval_but_not_a_finished_read(
         ),
         reply_text("OK, no email."),
     )
-    with make_worker():
-        session = await client.start_session("Assistant", "Weather, then email")
-        await client.wait_for(
-            session,
-            lambda s: (
-                pending_interrupt("w1")(s)
-                and any(c.tool_call_id == "r1" and c.is_final for c in s.tool_calls)
-            ),
-        )
-        assert await client.steer_user_message(session, text="Don't email anyone")
-        await client.wait_for(session, turns_done(2))
-        assert await client.resolve_interrupt(session, "w1", approved=True) is False
+    session = await client.start_session("Assistant", "Weather, then email")
+    await harness.run_until_idle(session)
+    assert read_done_approval_pending(await client.get_agent_snapshot(session))
+    assert await client.steer_user_message(session, text="Don't email anyone")
+    await harness.run_until_idle(session)
+    assert turns_done(2)(await client.get_agent_snapshot(session))
+    assert await client.resolve_interrupt(session, "w1", approved=True) is False
 
     assert tool_log.count("get_weather") == 1
     assert tool_log.count("send_email") == 0
@@ -170,7 +174,7 @@ async def test_cancel_turn_aborts_a_running_model_call(make_worker, model, clien
 
 
 async def test_cancel_turn_rejects_waiting_calls_and_ends_the_turn(
-    make_worker, model, client, tool_log
+    harness, model, client, tool_log
 ):
     model.enqueue(
         reply_tools(
@@ -179,19 +183,16 @@ async def test_cancel_turn_rejects_waiting_calls_and_ends_the_turn(
         ),
         reply_text("Cancelled; what next?"),
     )
-    with make_worker():
-        session = await client.start_session("Assistant", "Weather, then email")
-        await client.wait_for(
-            session,
-            lambda s: (
-                pending_interrupt("w1")(s)
-                and any(c.tool_call_id == "r1" and c.is_final for c in s.tool_calls)
-            ),
-        )
-        assert await client.cancel_turn(session)
-        snapshot = await client.wait_for(session, turns_done(1))
-        assert await client.send_user_message(session, "What happened?")
-        await client.wait_for(session, turns_done(2))
+    session = await client.start_session("Assistant", "Weather, then email")
+    await harness.run_until_idle(session)
+    assert read_done_approval_pending(await client.get_agent_snapshot(session))
+    assert await client.cancel_turn(session)
+    await harness.run_until_idle(session)
+    snapshot = await client.get_agent_snapshot(session)
+    assert turns_done(1)(snapshot)
+    assert await client.send_user_message(session, "What happened?")
+    await harness.run_until_idle(session)
+    assert turns_done(2)(await client.get_agent_snapshot(session))
 
     assert tool_log.count("send_email") == 0
     assert snapshot.pending_interrupts == []

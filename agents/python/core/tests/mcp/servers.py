@@ -78,7 +78,9 @@ class HttpServerProcess:
             stdout=subprocess.DEVNULL,
             stderr=None if os.environ.get("MCP_TEST_SERVER_STDERR") else subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 20
+        # As long as a Worker's start may take (WorkerProcess): tests in parallel processes
+        # on a busy machine start many processes at once.
+        deadline = time.monotonic() + 60
         while True:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
