@@ -450,6 +450,26 @@ def earliest_cut_within_budget(
     return messages[cuts[-1]].sequence
 
 
+def messages_left_out(
+    sizes: Sequence[int], cuts: Sequence[int], budget: int, note_tokens: int
+) -> int:
+    """For `summarize_context`: how many of the oldest messages to leave out of the summary
+    request so that the rest (`sizes`: their tokens, in order) and the note saying how many
+    were left out (`note_tokens`) fit in `budget`. It leaves out only through a cut (an index
+    into `sizes`, in order: the message after it begins a whole exchange), the earliest that
+    fits, else the latest; 0 when every message fits."""
+    total = sum(sizes)
+    if total <= budget:
+        return 0
+    dropped = 0
+    for index in cuts:
+        total -= sum(sizes[dropped : index + 1])
+        dropped = index + 1
+        if total + note_tokens <= budget:
+            break
+    return dropped
+
+
 @runtime_checkable
 class PlanModeRunner(Protocol):
     supports_plan_mode: bool

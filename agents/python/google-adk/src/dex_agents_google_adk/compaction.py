@@ -20,9 +20,11 @@ from dex_agents.runner import (
     ContextSummaryRequest,
     ContextSummaryResult,
     earliest_cut_within_budget,
+    messages_left_out,
 )
-from dex_agents.stepwise.compaction import SUMMARY_INSTRUCTION, left_out_note
-from dex_agents.stepwise.items import SUMMARY_PREFIX
+from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTION as SUMMARY_INSTRUCTION
+from dex_agents.texts import CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX
+from dex_agents.texts import context_left_out_note as left_out_note
 from dex_agents.types import AgentMessage, AgentUsage
 from google.adk.events import Event
 from google.adk.models.base_llm import BaseLlm
@@ -123,17 +125,7 @@ def summary_contents(request: ContextSummaryRequest) -> list[types.Content]:
 
 def _left_out(lines: list[str], cuts: list[int], budget: int) -> int:
     sizes = [text_tokens(line) for line in lines]
-    total = sum(sizes)
-    if total <= budget:
-        return 0
-    note = text_tokens(left_out_note(len(lines)))
-    dropped = 0
-    for index in cuts:
-        total -= sum(sizes[dropped : index + 1])
-        dropped = index + 1
-        if total + note <= budget:
-            break
-    return dropped
+    return messages_left_out(sizes, cuts, budget, text_tokens(left_out_note(len(lines))))
 
 
 async def summarize(

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from dex_agents.builtins import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, build_plan_note
 from dex_agents.runner import AgentTurnContext
-from dex_agents.stepwise.items import SUMMARY_PREFIX
+from dex_agents.texts import CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest

@@ -19,6 +19,7 @@ from dex_agents.runner import (
     AgentTurnContext,
     ContextSummaryRequest,
     earliest_cut_within_budget,
+    messages_left_out,
 )
 from dex_agents.types import AgentMessage, ContextSummary
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -88,14 +89,5 @@ def _left_out(head: list[BaseMessage], lines: list[str], cuts: list[int], budget
     fits (LangChain's approximate count)."""
     fixed = count_tokens_approximately([*head, HumanMessage(texts.CONTEXT_SUMMARY_INSTRUCTION)])
     sizes = [count_tokens_approximately([HumanMessage(line)]) for line in lines]
-    total = fixed + sum(sizes)
-    if total <= budget:
-        return 0
     note = count_tokens_approximately([HumanMessage(texts.context_left_out_note(len(lines)))])
-    dropped = 0
-    for index in cuts:
-        total -= sum(sizes[dropped : index + 1])
-        dropped = index + 1
-        if total + note <= budget:
-            break
-    return dropped
+    return messages_left_out(sizes, cuts, budget - fixed, note)

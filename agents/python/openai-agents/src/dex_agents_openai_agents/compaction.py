@@ -15,7 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from dex_agents import texts
-from dex_agents.runner import AgentTurnContext, ContextSummaryRequest, earliest_cut_within_budget
+from dex_agents.runner import (
+    AgentTurnContext,
+    ContextSummaryRequest,
+    earliest_cut_within_budget,
+    messages_left_out,
+)
 from dex_agents.types import AgentMessage, ContextSummary
 
 from .items import InputItem, decode_item, user_message_item
@@ -107,14 +112,5 @@ def summary_input(request: ContextSummaryRequest, max_output_tokens: int | None)
 def _left_out(lines: Sequence[str | None], cuts: Sequence[int], budget: int) -> int:
     """How many of the oldest messages to leave out, up to a cut, so the rest fit."""
     sizes = [approximate_tokens(line) if line is not None else 0 for line in lines]
-    total = sum(sizes)
-    if total <= budget:
-        return 0
     note = approximate_tokens(texts.context_left_out_note(len(lines)))
-    dropped = 0
-    for index in cuts:
-        total -= sum(sizes[dropped : index + 1])
-        dropped = index + 1
-        if total + note <= budget:
-            break
-    return dropped
+    return messages_left_out(sizes, cuts, budget, note)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from dex_agents import texts
-from dex_agents.runner import ContextSummaryRequest, earliest_cut_within_budget
+from dex_agents.runner import ContextSummaryRequest, earliest_cut_within_budget, messages_left_out
 from dex_agents.types import AgentMessage
 from pydantic_ai.direct import model_request
 from pydantic_ai.messages import (
@@ -119,17 +119,8 @@ def summary_messages(request: ContextSummaryRequest) -> list[ModelMessage]:
 
 def _left_out(lines: list[str], cuts: list[int], budget: int) -> int:
     sizes = [text_tokens(line) for line in lines]
-    total = sum(sizes)
-    if total <= budget:
-        return 0
     note = text_tokens(texts.context_left_out_note(len(lines)))
-    dropped = 0
-    for index in cuts:
-        total -= sum(sizes[dropped : index + 1])
-        dropped = index + 1
-        if total + note <= budget:
-            break
-    return dropped
+    return messages_left_out(sizes, cuts, budget, note)
 
 
 async def summarize(

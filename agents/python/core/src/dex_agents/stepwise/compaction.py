@@ -10,7 +10,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .. import texts
-from ..runner import ContextSummaryRequest, ContextSummaryResult, earliest_cut_within_budget
+from ..runner import (
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    earliest_cut_within_budget,
+    messages_left_out,
+)
 from ..types import AgentMessage
 from .items import SUMMARY_PREFIX, Item, stored_item, strip_for_request, tool_calls_of, user_item
 from .model import ModelClient, ModelRequest, count_text_tokens, count_tokens, stream_completion
@@ -83,17 +88,8 @@ def _left_out(model: str, head: list[Item], lines: list[str], cuts: list[int], b
     """How many of the oldest messages to leave out, up to a cut, so the request fits."""
     fixed = count_tokens(model, head) + count_text_tokens(model, SUMMARY_INSTRUCTION)
     sizes = [count_text_tokens(model, line) for line in lines]
-    total = fixed + sum(sizes)
-    if total <= budget:
-        return 0
     note = count_text_tokens(model, left_out_note(len(lines)))
-    dropped = 0
-    for index in cuts:
-        total -= sum(sizes[dropped : index + 1])
-        dropped = index + 1
-        if total + note <= budget:
-            break
-    return dropped
+    return messages_left_out(sizes, cuts, budget - fixed, note)
 
 
 def render(item: Mapping[str, Any]) -> str:
