@@ -12,7 +12,7 @@ import copy
 import dataclasses
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff, RunContextWrapper
@@ -57,6 +57,18 @@ def _handoff_targets(agent: Agent[Any]) -> Iterator[Agent[Any]]:
                 yield target
 
 
+def graph_agents(root: Agent[Any]) -> list[Agent[Any]]:
+    """The root and every agent reachable from it through handoffs."""
+    seen: dict[int, Agent[Any]] = {}
+    queue: deque[Agent[Any]] = deque([root])
+    while queue:
+        agent = queue.popleft()
+        if id(agent) not in seen:
+            seen[id(agent)] = agent
+            queue.extend(_handoff_targets(agent))
+    return list(seen.values())
+
+
 class GatedAgentGraph:
     """The gated copy of an agent and of every agent it can hand off to.
 
@@ -64,15 +76,21 @@ class GatedAgentGraph:
     change while other runs use the agent, and one Worker runs the model Steps of many
     sessions at once. A root that also offers a tool source's tools, or a graph whose agents
     offer the session's built-ins, is a graph of its own (`variant`), built once per tool set;
-    a planning turn's root offers only write_todos (`planning_root`)."""
+    a planning turn's root offers only write_todos (`planning_root`).
+
+    `mcp_tools` are the listed tools of each agent's MCP servers, by agent name: each copy
+    offers its agent's, gated, and has no MCP servers (the SDK would list and call them inside
+    the model Step)."""
 
     def __init__(
         self,
         root: Agent[Any],
         root_extra_tools: Sequence[FunctionTool] = (),
         shared_tools: Sequence[FunctionTool] = (),
+        mcp_tools: Mapping[str, Sequence[FunctionTool]] | None = None,
     ) -> None:
         self._original_root = root
+        self.mcp_tools: Mapping[str, Sequence[FunctionTool]] = mcp_tools or {}
         self._root_extra_tools = list(root_extra_tools)
         self._shared_tools = list(shared_tools)
         self._gated_by_original: dict[int, Agent[Any]] = {}
@@ -91,7 +109,10 @@ class GatedAgentGraph:
             if id(original) in self._gated_by_original:
                 continue
             extra = self._root_extra_tools if original is self._original_root else []
-            self._gated_by_original[id(original)] = self._clone(original, self._shared_tools, extra)
+            mcp = self.mcp_tools.get(original.name, ())
+            self._gated_by_original[id(original)] = self._clone(
+                original, self._shared_tools, extra, mcp
+            )
             self._originals.append(original)
             self._originals_by_name.setdefault(original.name, original)
             fresh.append(original)
@@ -104,17 +125,20 @@ class GatedAgentGraph:
 
     @staticmethod
     def _clone(
-        agent: Agent[Any], shared_tools: Sequence[FunctionTool], extra_tools: Sequence[FunctionTool]
+        agent: Agent[Any],
+        shared_tools: Sequence[FunctionTool],
+        extra_tools: Sequence[FunctionTool],
+        mcp_tools: Sequence[FunctionTool],
     ) -> Agent[Any]:
-        """The gated copy: its own tools, less those a shared tool (a built-in) replaces, then
-        the shared tools and the extra ones."""
+        """The gated copy: its MCP servers' tools and its own (as the SDK orders them), less
+        those a shared tool (a built-in) replaces, then the shared tools and the extra ones."""
         replaced = {tool.name for tool in shared_tools}
         tools = [
             gate_function_tool(tool) if isinstance(tool, FunctionTool) else tool
-            for tool in agent.tools
+            for tool in [*mcp_tools, *agent.tools]
             if getattr(tool, "name", None) not in replaced
         ]
-        return agent.clone(tools=[*tools, *shared_tools, *extra_tools], handoffs=[])
+        return agent.clone(tools=[*tools, *shared_tools, *extra_tools], handoffs=[], mcp_servers=[])
 
     def _gated(self, agent: Agent[Any]) -> Agent[Any]:
         gated = self._gated_by_original.get(id(agent))
@@ -151,7 +175,7 @@ class GatedAgentGraph:
         key = (tuple(id(tool) for tool in root_tools), tuple(id(tool) for tool in shared_tools))
         graph = self._with_tools.get(key)
         if graph is None:
-            graph = GatedAgentGraph(self._original_root, root_tools, shared_tools)
+            graph = GatedAgentGraph(self._original_root, root_tools, shared_tools, self.mcp_tools)
             self._with_tools[key] = graph
             while len(self._with_tools) > KEPT_TOOL_SETS:
                 self._with_tools.popitem(last=False)
@@ -169,8 +193,9 @@ class GatedAgentGraph:
         return root
 
     def root_tool_names(self) -> set[str]:
-        """The names of the root agent's own tools."""
-        return {name for tool in self._original_root.tools if (name := getattr(tool, "name", None))}
+        """The names of the root agent's own tools and of its MCP servers' tools."""
+        tools = [*self._original_root.tools, *self.mcp_tools.get(self._original_root.name, ())]
+        return {name for tool in tools if (name := getattr(tool, "name", None))}
 
     def original_function_tool(
         self, agent_name: str, tool_name: str
@@ -179,7 +204,7 @@ class GatedAgentGraph:
         agent = self._originals_by_name.get(agent_name)
         if agent is None:
             return None
-        for tool in agent.tools:
+        for tool in [*agent.tools, *self.mcp_tools.get(agent_name, ())]:
             if isinstance(tool, FunctionTool) and tool.name == tool_name:
                 return agent, tool
         return None

@@ -77,6 +77,7 @@ from .items import (
     stored_items,
     user_message,
 )
+from .mcp_servers import AgentMcpServers
 from .policy import framework_effect, framework_requires_approval
 from .recorded import recorded_results
 from .session_input import session_input_filter
@@ -181,6 +182,7 @@ class OpenAIAgentsRunner:
     ) -> None:
         self.agent = agent
         self._graph = GatedAgentGraph(agent)
+        self._mcp = AgentMcpServers(agent)
         self._sources = SourceTools(tool_sources)
         self._context_factory = context_factory
         self._run_config = run_config
@@ -209,11 +211,12 @@ class OpenAIAgentsRunner:
         return config.model_provider.get_model(chosen)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        root = await self._turn_root(turn)
-        config = self._step_run_config(turn.session_settings, turn)
         context = await self._context(
             RunContextRequest(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
+        await self._list_mcp_tools(context)
+        root = await self._turn_root(turn)
+        config = self._step_run_config(turn.session_settings, turn)
         run_input: list[Any] | RunState[Any, Agent[Any]]
         if turn.framework_run_state is None:
             run_input, answers = replay_items(turn.messages), {}
@@ -268,15 +271,18 @@ class OpenAIAgentsRunner:
         if source is not None:
             return await run_source_call(source, execution)
         agent_name = _source_agent(record) or self.agent.name
+        context = await self._context(
+            RunContextRequest(execution.flow_id, execution.turn_id, record.tool_call_id)
+        )
+        await self._list_mcp_tools(context)
         found = self._graph.original_function_tool(agent_name, record.tool_name)
         if found is None:
             raise ToolExecutionError(
                 f"agent {agent_name!r} has no function tool named {record.tool_name!r}"
             )
         agent, tool = found
-        context = await self._context(
-            RunContextRequest(execution.flow_id, execution.turn_id, record.tool_call_id)
-        )
+        if tool._mcp_tool_binding is not None:
+            return await self._mcp.run(agent, tool, execution, context, self._run_config)
         with running_tool(execution):
             return await run_function_tool(agent, tool, execution, context, self._run_config)
 
@@ -364,6 +370,15 @@ class OpenAIAgentsRunner:
         )
 
     # -- internals ---------------------------------------------------------------------------
+
+    async def _list_mcp_tools(self, context: Any) -> None:
+        """Lists the agents' MCP servers at the first Step of this process, and gives the gated
+        graph their tools (once: the graph changes no agent other runs use)."""
+        if not self._mcp.present:
+            return
+        tools = await self._mcp.tools(RunContextWrapper(context=context))
+        if self._graph.mcp_tools is not tools:
+            self._graph = GatedAgentGraph(self.agent, mcp_tools=tools)
 
     async def _turn_root(self, turn: AgentTurnContext) -> Agent[Any]:
         """The gated root agent this turn runs: a planning turn's offers only write_todos;

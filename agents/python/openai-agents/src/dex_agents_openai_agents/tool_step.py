@@ -74,7 +74,19 @@ def _model_visible_output(tool: FunctionTool, call: ResponseFunctionToolCall, ou
         output_type_adapter=tool._output_type_adapter,
     )
     converted = item["output"]
-    return converted if isinstance(converted, str) else json.dumps(converted, ensure_ascii=False)
+    if isinstance(converted, str):
+        return converted
+    texts = [
+        text
+        for part in converted
+        if isinstance(part, dict)
+        and part.get("type") == "input_text"
+        and isinstance(text := part.get("text"), str)
+    ]
+    if texts and len(texts) == len(converted):
+        # Text parts only (an MCP tool's text content): the model reads their text.
+        return "\n".join(texts)
+    return json.dumps(converted, ensure_ascii=False)
 
 
 async def run_function_tool(

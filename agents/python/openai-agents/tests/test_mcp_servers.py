@@ -1,0 +1,92 @@
+"""An agent's own MCP servers (`Agent(mcp_servers=[MCPServerStdio(...)])`) through a real
+Worker process: the runner lists the server's tools with the SDK's MCP classes, offers them
+gated like function tools, and each call runs in its own tool Step through the server, with
+the idempotency key in `_meta` and the effect from the tool's annotations. The stdio server
+(`dex_agents.testing.mcp_server`) counts its real runs in the tool log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from dex_agents.testing import (
+    events_of,
+    pending_interrupt,
+    reply_text,
+    reply_tools,
+    step_types,
+    turns_done,
+)
+from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp, responses
+from dex_agents.types import AgentSnapshot
+
+ROOT = Path(__file__).parent.parent
+TOOL_STEPS = {"AwaitToolApproval", "CallSingleAttemptTool", "CallTool"}
+
+
+def _succeeded(tool_call_id: str) -> Callable[[AgentSnapshot], bool]:
+    return lambda snapshot: any(
+        call.tool_call_id == tool_call_id and call.status == "succeeded"
+        for call in snapshot.tool_calls
+    )
+
+
+class TestAgentMcpServers(SharedWorkerSuite):
+    app = WorkerApp(
+        worker_target="tests.apps.mcp_servers:flows", worker_cwd=ROOT, model_view=responses
+    )
+
+    async def test_calls_run_in_tool_steps_and_the_write_waits_for_approval(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(
+                ("r1", "lookup_order", {"order_id": "o-1"}),
+                ("w1", "refund_order", {"order_id": "o-1"}),
+            ),
+            reply_text("Shipped, and refunded."),
+        )
+        session = await run.client.start_session("SdkMcpAgent", "Where is o-1? Refund it.")
+        await run.client.wait_for(session, pending_interrupt("w1"))
+        # The read runs in its tool Step; the write waits for its approval.
+        await run.client.wait_for(session, _succeeded("r1"))
+        assert run.tool_log.count("refund_order") == 0
+        # A new Worker process lists the server at the call's tool Step and runs it.
+        run.kill_and_restart()
+        assert await run.client.resolve_interrupt(session, "w1", approved=True)
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        offered = {tool["name"]: tool for tool in run.requests[0].body["tools"]}
+        assert offered["lookup_order"]["description"] == "The status of an order."
+        assert offered["refund_order"]["parameters"]["properties"]["order_id"]["type"] == "string"
+        assert run.tool_outputs(1) == {
+            "r1": "order o-1 is shipped",
+            "w1": "order o-1 is refunded",
+        }
+        assert [(e["tool"], e["key"]) for e in run.tool_log.entries()] == [
+            ("lookup_order", f"{session}/turn-1/r1"),
+            ("refund_order", f"{session}/turn-1/w1"),
+        ]
+        deferred = await events_of(run.client, session, "tool_call_deferred")
+        assert {e["tool_call_id"]: (e["effect"], e["requires_approval"]) for e in deferred} == {
+            "r1": ("read", False),
+            "w1": ("unclassified", True),
+        }
+        steps = [s for s in await step_types(run.client, session) if s in TOOL_STEPS]
+        assert sorted(steps) == ["AwaitToolApproval", "CallSingleAttemptTool", "CallTool"]
+        assert snapshot.messages[-1].text == "Shipped, and refunded."
+
+    async def test_a_rejected_write_never_reaches_the_server(self, run: SessionRun) -> None:
+        run.model.enqueue(
+            reply_tools(("w1", "refund_order", {"order_id": "o-2"})),
+            reply_text("The refund was not approved."),
+        )
+        session = await run.client.start_session("SdkMcpAgent", "Refund o-2.")
+        await run.client.wait_for(session, pending_interrupt("w1"))
+        assert await run.client.resolve_interrupt(session, "w1", approved=False)
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        assert run.tool_log.entries() == []
+        assert "w1" in run.tool_outputs(1)
+        assert "CallSingleAttemptTool" not in await step_types(run.client, session)
+        assert snapshot.messages[-1].text == "The refund was not approved."
