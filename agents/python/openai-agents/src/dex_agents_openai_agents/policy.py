@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from agents import FunctionTool, RunContextWrapper
+from dex_agents.policy import hint_effect
 from dex_agents.types import ToolEffect
 
 
@@ -16,11 +17,10 @@ def framework_effect(tool: FunctionTool) -> ToolEffect | None:
     annotations = tool.mcp_annotations
     if annotations is None:
         return None
-    if _hint(annotations, "read_only_hint", "readOnlyHint"):
-        return "read"
-    if _hint(annotations, "idempotent_hint", "idempotentHint"):
-        return "idempotent_write"
-    return None
+    return hint_effect(
+        _hint(annotations, "read_only_hint", "readOnlyHint"),
+        _hint(annotations, "idempotent_hint", "idempotentHint"),
+    )
 
 
 def _hint(annotations: object, *names: str) -> bool:
