@@ -6,10 +6,16 @@ the idempotency key in `_meta` and the effect from the tool's annotations. The s
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from agents import Agent, RunConfig
+from agents.mcp import MCPServerStdio
 from dex_agents.testing import (
+    RunnerDriver,
+    ScriptedModelServer,
+    ToolRunLog,
     events_of,
     pending_interrupt,
     reply_text,
@@ -19,6 +25,8 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp, responses
 from dex_agents.types import AgentSnapshot
+
+from dex_agents_openai_agents import OpenAIAgentsRunner
 
 ROOT = Path(__file__).parent.parent
 TOOL_STEPS = {"AwaitToolApproval", "CallSingleAttemptTool", "CallTool"}
@@ -90,3 +98,42 @@ class TestAgentMcpServers(SharedWorkerSuite):
         assert "w1" in run.tool_outputs(1)
         assert "CallSingleAttemptTool" not in await step_types(run.client, session)
         assert snapshot.messages[-1].text == "The refund was not approved."
+
+
+async def test_a_handoff_targets_servers_and_their_approval_setting(
+    model: ScriptedModelServer, tool_log: ToolRunLog, run_config: RunConfig
+) -> None:
+    """In one process: the MCP tools of an agent reached by a handoff are deferred like its
+    function tools, the server's `require_approval` asks for approval over the read effect, and
+    the call runs once through the server the runner connected."""
+    orders = MCPServerStdio(
+        params={
+            "command": sys.executable,
+            "args": ["-m", "dex_agents.testing.mcp_server"],
+            "env": {"TOOL_LOG": str(tool_log.path)},
+        },
+        name="orders",
+        require_approval={"always": {"tool_names": ["lookup_order"]}},
+        client_session_timeout_seconds=30,
+    )
+    billing = Agent(name="Orders", model="gpt-4.1", mcp_servers=[orders])
+    front = Agent(name="Front", model="gpt-4.1", handoffs=[billing])
+    driver = RunnerDriver(OpenAIAgentsRunner(front, run_config=run_config))
+    model.enqueue(
+        reply_tools(("h1", "transfer_to_orders", {})),
+        reply_tools(("r1", "lookup_order", {"order_id": "o-3"})),
+        reply_text("o-3 is shipped."),
+    )
+
+    turn = await driver.turn("Where is o-3?")
+
+    assert [(r.tool_name, r.effect, r.requires_approval, r.output) for r in turn.records] == [
+        ("lookup_order", "read", True, "order o-3 is shipped")
+    ]
+    assert [(e["tool"], e["key"]) for e in tool_log.entries()] == [
+        ("lookup_order", "session-1/turn-1/r1")
+    ]
+    assert "lookup_order" not in responses.tool_names(model.requests[0])
+    assert "lookup_order" in responses.tool_names(model.requests[1])
+    assert responses.tool_outputs(model.requests[2])["r1"] == "order o-3 is shipped"
+    assert turn.new_messages[-1].text == "o-3 is shipped."
