@@ -147,7 +147,9 @@ class OpenAIAgentsRunner:
     `tool_sources` are tool sources such as `dex_agents.mcp.McpToolSource`, whose tools the
     root agent gets besides its own (as it would get the tools of its `mcp_servers`). Each model
     Step lists them (cached after the first listing); each call runs in its tool Step through
-    its source, which sends the idempotency key.
+    its source, which sends the idempotency key. The MCP servers of the agents themselves
+    (`Agent(mcp_servers=[...])`) are listed at the first Step of each Worker process, and
+    their tools are deferred and run in tool Steps the same way (`mcp_servers.py`).
 
     `resolve_model(session_settings)` chooses the model of the session's model calls (a model
     name or an SDK `Model`) from its settings at each model Step, as `RunConfig.model`, which
