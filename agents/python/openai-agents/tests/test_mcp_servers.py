@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agents import Agent, RunConfig
 from agents.mcp import MCPServerStdio
+from dex_agents import texts
 from dex_agents.testing import (
     RunnerDriver,
     ScriptedModelServer,
@@ -95,7 +96,7 @@ class TestAgentMcpServers(SharedWorkerSuite):
         snapshot = await run.client.wait_for(session, turns_done(1))
 
         assert run.tool_log.entries() == []
-        assert "w1" in run.tool_outputs(1)
+        assert run.tool_outputs(1) == {"w1": texts.DEFAULT_REJECTION_TEXT}
         assert "CallSingleAttemptTool" not in await step_types(run.client, session)
         assert snapshot.messages[-1].text == "The refund was not approved."
 
