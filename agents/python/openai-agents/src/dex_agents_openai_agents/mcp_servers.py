@@ -30,7 +30,9 @@ from .gating import graph_agents
 from .tool_step import run_function_tool
 
 IDEMPOTENCY_KEY_META: Final = "io.superdurable.dex/idempotencyKey"
-"""The `_meta` key of a call's idempotency key (as `dex_agents.mcp.McpToolSource` sends it)."""
+"""The `_meta` key of a call's idempotency key, as `dex_agents.mcp.McpToolSource` sends it
+(not imported from there: `dex_agents.mcp` needs the core's `mcp` extra, which this module
+does not)."""
 
 
 class _Connection:
@@ -43,9 +45,13 @@ class _Connection:
     async def _hold(self, server: MCPServer) -> None:
         try:
             await server.connect()  # type: ignore[no-untyped-call]
-        except BaseException as error:
-            self.ready.set_exception(error)
+        except asyncio.CancelledError:
+            self.ready.cancel()
             raise
+        except Exception as error:
+            # The waiting Step fails with it; the next use starts a new connection.
+            self.ready.set_exception(error)
+            return
         self.ready.set_result(None)
         try:
             await asyncio.Event().wait()
