@@ -4,14 +4,15 @@ scripted Chat Completions server, driven in memory as the session Flow drives a 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import operator
+from typing import Annotated, Any, NotRequired
 
 import pytest
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.testing import RunnerDriver, ScriptedModelServer
 from dex_agents.testing.driver import Reject
 from dex_agents.testing.model_server import reply_text, reply_tools
-from langchain.agents import create_agent
+from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
@@ -310,3 +311,47 @@ async def test_a_plain_state_graph_with_a_tool_node_runs_its_calls_one_after_ano
     assert driver.usage.model_calls == 2 and len(model.requests) == 2
     assert [city for _, city, _ in log.calls] == ["Paris", "Oslo"]
     assert result.new_messages[-1].text == "Done."
+
+
+class TopicState(AgentState[Any]):
+    topics: NotRequired[Annotated[list[str], operator.add]]
+    turns: NotRequired[int]
+
+
+class TopicNoter(AgentMiddleware[TopicState, Any]):
+    """Adds each turn's question to its `topics` key (an `operator.add` reducer) and counts
+    the turns in `turns` (a plain value); records what each turn started from."""
+
+    state_schema = TopicState
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[list[str], int | None]] = []
+
+    def before_agent(self, state: TopicState, runtime: Any) -> dict[str, Any]:
+        self.seen.append((list(state.get("topics", [])), state.get("turns")))
+        question = state["messages"][-1].text
+        return {"topics": [question], "turns": state.get("turns", 0) + 1}
+
+
+async def test_a_middlewares_state_keys_carry_over_to_the_next_turn_through_its_reducers(
+    model: ScriptedModelServer,
+) -> None:
+    noter = TopicNoter()
+    agent = create_agent(chat_model(model), weather_tools(Log()), middleware=[noter])
+    driver = RunnerDriver(LangGraphRunner(agent), default_tool_effect="read")
+    model.enqueue(reply_text("One."), reply_text("Two."), reply_text("Three."))
+    for question in ("alpha", "bravo", "charlie"):
+        await driver.turn(question)
+
+    # Each turn starts from the state the previous one ended with: the list grows by its
+    # reducer (no copy doubled), the plain value is replaced.
+    assert noter.seen == [([], None), (["alpha"], 1), (["alpha", "bravo"], 2)]
+    # The model sees the conversation alone: the carried state is not a message.
+    assert [m["content"] for m in model.requests[2].body["messages"]] == [
+        "alpha",
+        "One.",
+        "bravo",
+        "Two.",
+        "charlie",
+    ]
