@@ -1,57 +1,87 @@
 """The graph's state besides its messages, carried from the end of one turn to the start of
 the next, as a LangGraph thread with a checkpointer keeps it between invocations.
 
-The session stores messages; the state a turn ended with (a middleware's own keys, the
-graph's custom keys) rides in the framework item of the turn's last message, under a key
-LangChain's message decoder ignores. The next turn gives it back through the graph's input,
-with the stored conversation, so the graph's input schema and reducers decide what it becomes.
-Keys that the graph keeps out of its input (`OmitFromInput`, `PrivateStateAttr`:
-`structured_response`, `jump_to`) are not carried: the graph's input would drop them.
+The session stores messages; the channel values a turn ended with (a middleware's own keys,
+the graph's custom keys, `structured_response`) ride in the framework item of the turn's last
+message, under a key LangChain's message decoder ignores. The next turn's first Step puts them
+in a checkpoint of its fresh saver before it runs the graph with the stored conversation as
+input, so the graph starts from them exactly as a thread's next invocation would: the input
+goes through the channels' reducers onto the carried values, and a node's update replaces or
+extends them as its reducer says.
+
+Only value channels are carried (`LastValue`, and `BinaryOperatorAggregate`: reducers);
+ephemeral ones (`jump_to`, branches) end with their step in LangGraph too.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
 from dex_agents.runner import AgentTurnContext, FrameworkMessage
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langchain_core.runnables import RunnableConfig
+from langgraph.channels import BinaryOperatorAggregate, LastValue
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.pregel import Pregel
+
+from .checkpoint import MESSAGES_CHANNEL, TurnCheckpointSaver
 
 STATE_KEY: Final = "dex_graph_state"
 """The framework item's key that holds the state the turn ended with."""
-MESSAGES_KEY: Final = "messages"
-_SERDE: Final = JsonPlusSerializer()
 
 
-def input_keys(graph: Any) -> frozenset[str]:
-    """The state keys the graph's input takes (its `StateGraph`'s input schema); none for a
-    graph that was not built with a `StateGraph`."""
-    builder = getattr(graph, "builder", None)
-    schemas = getattr(builder, "schemas", None)
-    if not isinstance(schemas, Mapping):
-        return frozenset()
-    return frozenset(schemas.get(getattr(builder, "input_schema", None), {}))
+def carried_channels(graph: Pregel[Any, Any, Any, Any]) -> frozenset[str]:
+    """The graph's value channels besides its messages: the state a thread keeps."""
+    return frozenset(
+        name
+        for name, channel in graph.channels.items()
+        if isinstance(channel, LastValue | BinaryOperatorAggregate) and name != MESSAGES_CHANNEL
+    )
 
 
-def carried_values(values: Mapping[str, Any], input_keys: Collection[str]) -> dict[str, Any]:
-    """The state to carry: the graph's input keys besides its messages, unset ones left out."""
-    return {
-        key: value
-        for key, value in values.items()
-        if key != MESSAGES_KEY and key in input_keys and value is not None
+async def end_state(
+    saver: TurnCheckpointSaver, config: RunnableConfig, channels: frozenset[str]
+) -> dict[str, Any]:
+    """The carried channels' values in the turn's latest checkpoint."""
+    saved = await saver.aget_tuple(config)
+    if saved is None:
+        return {}
+    values = saved.checkpoint["channel_values"]
+    return {key: value for key, value in values.items() if key in channels}
+
+
+async def start_from(
+    saver: TurnCheckpointSaver, config: RunnableConfig, values: Mapping[str, Any]
+) -> None:
+    """Puts `values` in a first checkpoint of the turn's saver, as the state the graph's
+    thread holds before the turn's input."""
+    if not values:
+        return
+    checkpoint = empty_checkpoint()
+    for key, value in values.items():
+        checkpoint["channel_values"][key] = value
+        checkpoint["channel_versions"][key] = saver.get_next_version(None, None)
+    thread: RunnableConfig = {
+        "configurable": {**config.get("configurable", {}), "checkpoint_ns": ""}
     }
+    await saver.aput(
+        thread,
+        checkpoint,
+        {"source": "update", "step": -1, "parents": {}},
+        dict(checkpoint["channel_versions"]),
+    )
 
 
 def with_carried_state(
-    messages: Sequence[FrameworkMessage], values: Mapping[str, Any]
+    messages: Sequence[FrameworkMessage], values: Mapping[str, Any], saver: TurnCheckpointSaver
 ) -> list[FrameworkMessage]:
-    """`messages` with `values` stored in the last one's framework item."""
+    """`messages` with `values` stored in the last one's framework item (the saver's serde)."""
     if not messages or not values:
         return list(messages)
-    kind, data = _SERDE.dumps_typed(dict(values))
+    kind, data = saver.serde.dumps_typed(dict(values))
     last = messages[-1]
     item = json.loads(last.framework_item)
     item[STATE_KEY] = {"type": kind, "data": base64.b64encode(data).decode("ascii")}
@@ -59,7 +89,7 @@ def with_carried_state(
     return [*messages[:-1], replace(last, framework_item=encoded)]
 
 
-def previous_state(turn: AgentTurnContext) -> dict[str, Any]:
+def previous_state(turn: AgentTurnContext, saver: TurnCheckpointSaver) -> dict[str, Any]:
     """The state the previous turn ended with: from the last stored message before the turn."""
     earlier = [m for m in turn.messages if m.turn_id != turn.turn_id]
     if not earlier:
@@ -67,5 +97,5 @@ def previous_state(turn: AgentTurnContext) -> dict[str, Any]:
     stored = json.loads(earlier[-1].framework_item).get(STATE_KEY)
     if not isinstance(stored, dict):
         return {}
-    values = _SERDE.loads_typed((stored["type"], base64.b64decode(stored["data"])))
+    values = saver.serde.loads_typed((stored["type"], base64.b64decode(stored["data"])))
     return dict(values) if isinstance(values, dict) else {}

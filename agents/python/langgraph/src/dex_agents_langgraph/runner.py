@@ -57,7 +57,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Interrupt
 from pydantic import ValidationError
 
-from .carried import carried_values, input_keys, previous_state, with_carried_state
+from .carried import carried_channels, end_state, previous_state, start_from, with_carried_state
 from .checkpoint import TurnCheckpointSaver
 from .compaction import select_cutoff, summary_request, with_summary
 from .context import ContextFactory, SessionSettingsContextError, run_context
@@ -199,7 +199,7 @@ class LangGraphRunner:
         self._tools = tool_node_of(agent)
         self._sources = SourceTools(tool_sources)
         self._context_factory = context_factory
-        self._input_keys = input_keys(agent)
+        self._carried = carried_channels(agent)
         graph = deferring_graph(agent)
         prepared = prepared_model_node(
             graph, offered_request if framework_retries else _offered_without_retries
@@ -252,7 +252,8 @@ class LangGraphRunner:
         if saved is None:
             saver = TurnCheckpointSaver()
             history = with_summary(turn, stored_messages(turn, started_from))
-            run_input = {**previous_state(turn), "messages": history}
+            await start_from(saver, config, previous_state(turn, saver))
+            run_input = {"messages": history}
         else:
             history = with_summary(turn, stored_messages(turn, started_from, copy=False))
             saver = TurnCheckpointSaver.load(saved.checkpoints, history)
@@ -280,9 +281,9 @@ class LangGraphRunner:
             return ToolCallsRequested(
                 framework_run_state=state.to_json(), tool_calls=calls, usage=usage
             )
-        carried = carried_values(snapshot.values, self._input_keys)
+        carried = await end_state(saver, config, self._carried)
         return TurnCompleted(
-            new_messages=with_carried_state(project_messages(new), carried), usage=usage
+            new_messages=with_carried_state(project_messages(new), carried, saver), usage=usage
         )
 
     async def execute_deferred_tool_call(
