@@ -4,15 +4,17 @@ scripted Chat Completions server, driven in memory as the session Flow drives a 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import operator
+from typing import Annotated, Any, NotRequired
 
 import pytest
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.testing import RunnerDriver, ScriptedModelServer
 from dex_agents.testing.driver import Reject
 from dex_agents.testing.model_server import reply_text, reply_tools
-from langchain.agents import create_agent
+from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langchain.agents.structured_output import ProviderStrategy
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import START, MessagesState, StateGraph
@@ -310,3 +312,58 @@ async def test_a_plain_state_graph_with_a_tool_node_runs_its_calls_one_after_ano
     assert driver.usage.model_calls == 2 and len(model.requests) == 2
     assert [city for _, city, _ in log.calls] == ["Paris", "Oslo"]
     assert result.new_messages[-1].text == "Done."
+
+
+class Word(BaseModel):
+    word: str
+
+
+class TopicState(AgentState[Any]):
+    topics: NotRequired[Annotated[list[str], operator.add]]
+    turns: NotRequired[int]
+
+
+class TopicNoter(AgentMiddleware[TopicState, Any]):
+    """Adds each turn's question to its `topics` key (an `operator.add` reducer) and counts
+    the turns in `turns` (a plain value); records what each turn started from."""
+
+    state_schema = TopicState
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[list[str], int | None, Any]] = []
+
+    def before_agent(self, state: TopicState, runtime: Any) -> dict[str, Any]:
+        started = (list(state.get("topics", [])), state.get("turns"))
+        self.seen.append((*started, state.get("structured_response")))
+        question = state["messages"][-1].text
+        return {"topics": [question], "turns": state.get("turns", 0) + 1}
+
+
+async def test_the_graphs_state_carries_over_to_the_next_turn_through_its_reducers(
+    model: ScriptedModelServer,
+) -> None:
+    noter = TopicNoter()
+    agent = create_agent(
+        chat_model(model),
+        weather_tools(Log()),
+        middleware=[noter],
+        response_format=ProviderStrategy(Word),
+    )
+    driver = RunnerDriver(LangGraphRunner(agent), default_tool_effect="read")
+    answers = [Word(word=w).model_dump_json() for w in ("one", "two", "three")]
+    model.enqueue(*(reply_text(a) for a in answers))
+    for question in ("alpha", "bravo", "charlie"):
+        await driver.turn(question)
+
+    # Each turn starts from the state the previous one ended with, as a LangGraph thread
+    # does: the list grows by its reducer (no copy doubled), the plain value goes on, and
+    # the last structured response is there until the model node writes the next one.
+    assert noter.seen == [
+        ([], None, None),
+        (["alpha"], 1, Word(word="one")),
+        (["alpha", "bravo"], 2, Word(word="two")),
+    ]
+    # The model sees the conversation alone: the carried state is not a message.
+    sent = [m["content"] for m in model.requests[2].body["messages"]]
+    assert sent == ["alpha", answers[0], "bravo", answers[1], "charlie"]

@@ -1,9 +1,11 @@
 """LangGraph specifics through one shared real Worker (the spec matrix is test_matrix.py): a
-tool that reads the graph's state, structured output, and middleware hooks with their own
-state key; the Step shape of each turn comes from the Step history."""
+tool that reads the graph's state, structured output, middleware hooks with their own
+state key carried across turns, and stream-writer output as session events; the Step shape
+of each turn comes from the Step history."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
@@ -12,6 +14,8 @@ from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTION as SUMMARY_INSTRUCTION
 from dex_agents.texts import CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX
 from dex_agents.texts import context_left_out_note
 from pydantic import BaseModel
+
+from dex_agents_langgraph.custom import CUSTOM_EVENT
 
 ROOT = Path(__file__).parent.parent
 
@@ -113,11 +117,40 @@ class TestLangGraphWorker(SharedWorkerSuite):
         assert [e["count"] for e in run.tool_log.entries("after_agent")] == [3]
         history = await step_types(run.client, session)
         assert history.count("RunModel") == 3 and history.count("CallTool") == 2
-        # A new turn starts from the stored conversation: the key does not carry over.
-        run.model.enqueue(reply_text("Bye."))
-        await run.client.send_user_message(session, "Thanks.")
+        # The next turn starts from the state the turn ended with, as a LangGraph thread
+        # does: the middleware's key (a plain value: its new one replaces it) goes on from 3,
+        # and the tool Step reads it too.
+        run.model.enqueue(reply_tools(("c2", "count_messages", {"topic": "b"})), reply_text("Bye."))
+        await run.client.send_user_message(session, "Thanks, count again.")
         await run.client.wait_for(session, turns_done(2))
-        assert [e["count"] for e in run.tool_log.entries("before_model")][-1] == 0
+        assert [e["count"] for e in run.tool_log.entries("before_agent")][-1] == 3
+        assert [e["count"] for e in run.tool_log.entries("before_model")][-2:] == [3, 4]
+        assert [e["calls_so_far"] for e in run.tool_log.entries("count_messages")] == [1, 4]
+        assert [e["count"] for e in run.tool_log.entries("after_agent")][-1] == 5
+
+    async def test_stream_writer_output_becomes_session_events(self, run: SessionRun) -> None:
+        run.model.enqueue(
+            reply_tools(("c1", "count_messages", {"topic": "a"})),
+            reply_tools(("w1", "get_weather", {"city": "Rome"})),
+            reply_text("Done."),
+        )
+        session = await run.client.start_session("MiddlewareAgent", "Count, then weather.")
+        await run.client.wait_for(session, turns_done(1))
+
+        steps = {
+            s.step_execution_id: s.step_type for s in await run.client.get_step_history(session)
+        }
+        events = [e for e in await run.client.read_events(session) if e.type == CUSTOM_EVENT]
+        # Middleware's runtime.stream_writer in the RunModel Steps; ToolRuntime.stream_writer
+        # and get_stream_writer() in the CallTool Steps; a value that is not JSON as its str.
+        assert [(steps[e.step_execution_id], json.loads(e.payload)) for e in events] == [
+            ("RunModel", {"data": {"model_call": 1}}),
+            ("CallTool", {"data": {"counted": 2}}),
+            ("RunModel", {"data": {"model_call": 2}}),
+            ("CallTool", {"data": {"forecast": "Forecast for Rome"}}),
+            ("RunModel", {"data": {"model_call": 3}}),
+        ]
+        assert len({e.turn_id for e in events}) == 1 and events[0].turn_id is not None
 
     async def test_compaction_summarizes_earlier_turns_and_the_model_reads_the_summary(
         self, run: SessionRun

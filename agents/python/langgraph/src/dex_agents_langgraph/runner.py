@@ -6,6 +6,9 @@ the model answers or asks for tools: one model call. The turn's checkpoints live
 and resumes with `Command(resume=...)`, one recorded result per interrupt. Each tool call runs
 its real tool in `execute_deferred_tool_call`, or hands it to the tool source that owns it.
 
+What the graph's stream writer gets becomes `langgraph.custom` session events (custom.py);
+the state a turn ends with besides its messages starts the next turn (carried.py).
+
 The session's offer (enabled built-ins, tool sources' tools, plan mode's restriction and plan
 note: offer.py) is applied in the model node, after the application's `wrap_model_call`
 middleware; the session settings are the graph's run `context` (context.py).
@@ -50,12 +53,15 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
+from langgraph.runtime import Runtime
 from langgraph.types import Command, Interrupt
 from pydantic import ValidationError
 
+from .carried import carried_channels, end_state, previous_state, start_from, with_carried_state
 from .checkpoint import TurnCheckpointSaver
 from .compaction import select_cutoff, summary_request, with_summary
 from .context import ContextFactory, SessionSettingsContextError, run_context
+from .custom import CUSTOM_EVENT, custom_payload, event_stream_writer
 from .deferral import UnsupportedGraphError, deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
 from .offer import TurnOffer, offered_request, offering
@@ -193,6 +199,7 @@ class LangGraphRunner:
         self._tools = tool_node_of(agent)
         self._sources = SourceTools(tool_sources)
         self._context_factory = context_factory
+        self._carried = carried_channels(agent)
         graph = deferring_graph(agent)
         prepared = prepared_model_node(
             graph, offered_request if framework_retries else _offered_without_retries
@@ -245,6 +252,7 @@ class LangGraphRunner:
         if saved is None:
             saver = TurnCheckpointSaver()
             history = with_summary(turn, stored_messages(turn, started_from))
+            await start_from(saver, config, previous_state(turn, saver))
             run_input = {"messages": history}
         else:
             history = with_summary(turn, stored_messages(turn, started_from, copy=False))
@@ -273,7 +281,10 @@ class LangGraphRunner:
             return ToolCallsRequested(
                 framework_run_state=state.to_json(), tool_calls=calls, usage=usage
             )
-        return TurnCompleted(new_messages=project_messages(new), usage=usage)
+        carried = await end_state(saver, config, self._carried)
+        return TurnCompleted(
+            new_messages=with_carried_state(project_messages(new), carried, saver), usage=usage
+        )
 
     async def execute_deferred_tool_call(
         self, execution: DeferredToolExecution
@@ -300,9 +311,14 @@ class LangGraphRunner:
             self.agent.store,
             self._context_at_call,
         )
+        runtime = Runtime(
+            context=self._context_at_call(execution),
+            store=self.agent.store,
+            stream_writer=event_stream_writer(execution.events),
+        )
         with running_tool(execution):
             try:
-                message = await tool.ainvoke(call, tool_config(execution))
+                message = await tool.ainvoke(call, tool_config(execution, runtime))
             except ValidationError as error:
                 raise ToolExecutionError(str(error)) from error
         if not isinstance(message, ToolMessage):
@@ -428,9 +444,11 @@ class LangGraphRunner:
         context: Any,
     ) -> None:
         async for mode, chunk in graph.astream(
-            run_input, config, stream_mode=["messages", "updates"], context=context
+            run_input, config, stream_mode=["messages", "updates", "custom"], context=context
         ):
             turn.heartbeat()
+            if mode == "custom":
+                turn.events.write(CUSTOM_EVENT, custom_payload(chunk))
             if mode != "messages":
                 continue
             message = chunk[0]

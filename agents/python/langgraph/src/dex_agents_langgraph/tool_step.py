@@ -3,7 +3,8 @@
 
 The state is the graph's state as it was when the model asked for the call: the turn's
 checkpoint that the RunModel Step stored, read through `DeferredToolExecution.turn`; the
-context is the run context of the turn's session settings (context.py).
+context is the run context of the turn's session settings (context.py); the stream writer
+writes session events (custom.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolNode, ToolRuntime
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
+
+from .custom import event_stream_writer
+
+CONFIG_KEY_RUNTIME = "__pregel_runtime"
+"""Where LangGraph's `get_stream_writer()` and `get_runtime()` find the node's runtime."""
 
 StateReader = Callable[[DeferredToolExecution], Awaitable[dict[str, Any]]]
 ContextReader = Callable[[DeferredToolExecution], Any]
@@ -27,10 +34,16 @@ NO_TURN = (
 )
 
 
-def tool_config(execution: DeferredToolExecution) -> RunnableConfig:
-    """The config a tool gets: the turn's thread, and the Step's IDs in its metadata."""
+def tool_config(
+    execution: DeferredToolExecution, runtime: Runtime[Any] | None = None
+) -> RunnableConfig:
+    """The config a tool gets: the turn's thread, the Step's IDs in its metadata, and the
+    graph runtime that `get_stream_writer()` and `get_runtime()` read, when given."""
+    configurable: dict[str, Any] = {"thread_id": execution.turn_id}
+    if runtime is not None:
+        configurable[CONFIG_KEY_RUNTIME] = runtime
     return {
-        "configurable": {"thread_id": execution.turn_id},
+        "configurable": configurable,
         "metadata": {
             "dex_agents_flow_id": execution.flow_id,
             "dex_agents_step_execution_id": execution.step_execution_id,
@@ -61,7 +74,7 @@ async def injected_call(
         state=state,
         context=read_context(execution) if injected.runtime else None,
         config=tool_config(execution),
-        stream_writer=lambda _chunk: None,
+        stream_writer=event_stream_writer(execution.events),
         tool_call_id=call["id"],
         store=store,
         tools=list(node.tools_by_name.values()),

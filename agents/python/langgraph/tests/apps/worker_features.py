@@ -1,7 +1,8 @@
 """The Worker app of tests/test_worker_features.py: create_agent agents on ChatOpenAI against
 the scripted Chat Completions server, with a tool that reads the graph's state, structured
 output (ToolStrategy and ProviderStrategy) and model/tool middleware with its own state key.
-Tools and hooks record their runs to the ToolRunLog at $TOOL_LOG."""
+Tools and hooks record their runs to the ToolRunLog at $TOOL_LOG; the middleware and the
+tools also write to the graph's stream writer (LangGraph's "custom" stream mode)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
@@ -47,13 +49,25 @@ def count_messages(topic: str, runtime: ToolRuntime) -> str:
         key=current_tool_execution().idempotency_key,
         calls_so_far=runtime.state.get("model_calls"),
     )
+    runtime.stream_writer({"counted": len(messages)})
     return f"{len(messages)} messages, call {runtime.tool_call_id}"
+
+
+class Forecast:
+    """A value that is not JSON: its stream event carries its `str`."""
+
+    def __init__(self, city: str) -> None:
+        self.city = city
+
+    def __str__(self) -> str:
+        return f"Forecast for {self.city}"
 
 
 @tool
 def get_weather(city: str) -> str:
     """The weather in a city."""
     _log().record("get_weather", city=city)
+    get_stream_writer()({"forecast": Forecast(city)})
     return f"Sunny in {city}"
 
 
@@ -80,6 +94,7 @@ class CallCounter(AgentMiddleware[CallCounterState, Any]):
     def before_model(self, state: CallCounterState, runtime: Runtime[Any]) -> dict[str, Any]:
         count = state.get("model_calls", 0)
         _log().record("before_model", count=count, messages=len(state["messages"]))
+        runtime.stream_writer({"model_call": count + 1})
         return {"model_calls": count + 1}
 
     def after_model(self, state: CallCounterState, runtime: Runtime[Any]) -> None:
