@@ -228,3 +228,19 @@ class TestPydanticAiSessions(SharedWorkerSuite):
         (finished,) = await events_of(run.client, session, "tool_call_finished")
         assert finished["status"] == "failed"
         assert run.tool_log.count("snapshot") == 1
+
+    async def test_tools_a_tool_return_reveals_are_offered_from_the_next_model_call(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("o1", "open_catalog", {})),
+            reply_tools(("p1", "price_of", {"item": "tea"})),
+            reply_text("Tea is 3 EUR."),
+        )
+        session = await run.client.start_session("FilesAgent", "What does tea cost?")
+        await run.client.wait_for(session, turns_done(1))
+
+        offered = [{t["function"]["name"] for t in r.body["tools"]} for r in run.requests]
+        assert ["price_of" in names for names in offered] == [False, True, True]
+        assert run.tool_outputs(1) == {"o1": "catalog open"}
+        assert run.tool_outputs(2)["p1"] == "tea: 3 EUR"

@@ -54,6 +54,8 @@ class NativeToolResult:
 
     return_part: ToolReturnPart
     user_part: UserPromptPart | None
+    tools: tuple[str, ...] | None = None
+    """`ToolReturn.tools`: the deferred-loading tools the result reveals."""
 
     def as_tool_return(self) -> ToolReturn[Any]:
         """What a deferred result must be for Pydantic AI to rebuild these same parts."""
@@ -64,6 +66,7 @@ class NativeToolResult:
             return_value=self.return_part.content,
             content=content,
             metadata=self.return_part.metadata,
+            tools=list(self.tools) if self.tools is not None else None,
         )
 
     def text(self) -> str:
@@ -80,10 +83,8 @@ def encode_tool_result(result: NativeToolResult, max_bytes: int) -> str:
     reads as text, else the envelope. Past `max_bytes`, a failure the model reads
     (ToolExecutionError)."""
     part = result.return_part
-    if result.user_part is None and part.metadata is None and not part.files:
-        output = part.model_response_str()
-    else:
-        output = _envelope(result)
+    plain = result.user_part is None and part.metadata is None and result.tools is None
+    output = part.model_response_str() if plain and not part.files else _envelope(result)
     size = len(output.encode())
     if size > max_bytes:
         raise ToolExecutionError(TOOL_RESULT_TOO_LARGE.format(size=size, limit=max_bytes))
@@ -107,7 +108,8 @@ def decode_tool_result(output: str | None) -> NativeToolResult | None:
     if not isinstance(return_part, ToolReturnPart):
         return None
     user_part = next((part for part in rest if isinstance(part, UserPromptPart)), None)
-    return NativeToolResult(return_part, user_part)
+    tools = envelope.get("tools")
+    return NativeToolResult(return_part, user_part, tuple(tools) if tools is not None else None)
 
 
 def readable_output(output: str | None) -> str:
@@ -125,7 +127,8 @@ def _envelope(result: NativeToolResult) -> str:
     except pydantic_core.PydanticSerializationError as error:
         raise ToolExecutionError(METADATA_NOT_JSON.format(error=error)) from error
     text = json.dumps(result.text())
-    return f'{{"text": {text}, "{ENVELOPE_KEY}": {ENVELOPE_VERSION}, "request": {request}}}'
+    tools = f', "tools": {json.dumps(list(result.tools))}' if result.tools is not None else ""
+    return f'{{"text": {text}, "{ENVELOPE_KEY}": {ENVELOPE_VERSION}, "request": {request}{tools}}}'
 
 
 File = BinaryContent | UploadedFile | FileUrl

@@ -169,4 +169,14 @@ def build_files_agent(model: OpenAIChatModel) -> Agent[AppDeps, str]:
         ctx.deps.run_log.record("snapshot", size=size)
         return BinaryContent(PIXEL_PNG + b"\0" * size, media_type="image/png")
 
+    @agent.tool_plain(metadata={"effect": "read"})
+    def open_catalog() -> ToolReturn:
+        """Opens the catalog: reveals price_of."""
+        return ToolReturn(return_value="catalog open", tools=["price_of"])
+
+    @agent.tool_plain(defer_loading=True, metadata={"effect": "read"})
+    def price_of(item: str) -> str:
+        """The price of a catalog item."""
+        return f"{item}: 3 EUR"
+
     return agent
