@@ -4,10 +4,13 @@ per call; the Step shape of each turn comes from the Step history."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+from typing import Any
 
 from dex_agents.testing import (
+    ScriptedReply,
     events_of,
     pending_interrupt,
     reply_text,
@@ -17,9 +20,17 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
 
-from .apps.agents import Ticket
+from .apps.agents import PIXEL_PNG, Ticket
 
 ROOT = Path(__file__).parent.parent
+PIXEL_DATA_URL = "data:image/png;base64," + base64.b64encode(PIXEL_PNG).decode()
+
+
+def after_tool_message(body: dict[str, Any], tool_call_id: str) -> list[dict[str, Any]]:
+    """The messages a Chat Completions request sends after the result of `tool_call_id`."""
+    messages: list[dict[str, Any]] = body["messages"]
+    index = next(i for i, m in enumerate(messages) if m.get("tool_call_id") == tool_call_id)
+    return messages[index:]
 
 
 class TestPydanticAiSessions(SharedWorkerSuite):
@@ -125,3 +136,111 @@ class TestPydanticAiSessions(SharedWorkerSuite):
 
         assert [e["order_id"] for e in run.tool_log.entries("refund")] == ["o-9"]
         assert run.tool_outputs(1) == {"big": "refunded 500 on o-9"}
+
+    async def test_a_tool_return_with_files_reaches_the_next_model_call_after_a_restart(
+        self, run: SessionRun
+    ) -> None:
+        """ToolReturn: the return value is the tool result, `content` (text, an image's bytes,
+        an image URL) a user message after it, `metadata` kept on the stored message only; a
+        Worker killed during the next model call sends the same request after its restart."""
+        run.model.enqueue(
+            reply_tools(("c1", "chart", {"region": "north"})),
+            ScriptedReply(text="never delivered", hang=True),
+            reply_text("A one-pixel chart."),
+        )
+        session = await run.client.start_session("FilesAgent", "Show the north chart.")
+        run.model.wait_for_requests(run.first_request + 2, timeout=60)
+        # The tool record holds the whole result once, a readable text first.
+        (record,) = (await run.client.get_agent_snapshot(session)).tool_calls
+        run.kill_and_restart()
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        stored = json.loads(record.output or "")
+        assert stored["text"].splitlines() == [
+            "chart of north ready",
+            f"[file: image/png, {len(PIXEL_PNG)} bytes]",
+            "[file: https://example.com/legend.png]",
+        ]
+        assert run.tool_log.count("chart") == 1
+        assert len(run.requests) == 3
+        # The rerun, in a new Worker process, rebuilt the request from the stored record.
+        assert run.requests[2].body == run.requests[1].body
+        tool, user = after_tool_message(run.requests[2].body, "c1")
+        assert tool["content"] == "chart of north ready"
+        assert user == {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "The north chart:"},
+                {"type": "image_url", "image_url": {"url": PIXEL_DATA_URL}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/legend.png"}},
+            ],
+        }
+        assert "rows" not in json.dumps(run.requests[2].body)
+        # The transcript keeps Pydantic AI's messages: the metadata stays on the tool return.
+        roles = [(m.role, m.tool_call_id) for m in snapshot.messages]
+        assert roles == [
+            ("user", None),
+            ("assistant", "c1"),
+            ("tool", "c1"),
+            ("user", None),
+            ("assistant", None),
+        ]
+        tool_message = snapshot.messages[2]
+        assert tool_message.tool_output == "chart of north ready"
+        (part,) = json.loads(tool_message.framework_item)["parts"]
+        assert part["metadata"] == {"rows": 3, "region": "north"}
+        assert snapshot.messages[3].text == "The north chart:"
+
+    async def test_an_image_a_tool_returns_reaches_the_model_as_pydantic_ai_sends_it(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("s1", "snapshot", {})),
+            reply_text("A tiny image."),
+            reply_text("Still a tiny image."),
+        )
+        session = await run.client.start_session("FilesAgent", "Take a snapshot.")
+        await run.client.wait_for(session, turns_done(1))
+        await run.client.send_user_message(session, "And again?")
+        await run.client.wait_for(session, turns_done(2))
+
+        # The image travels after the tool result, and again in the next turn's history.
+        for request in run.requests[1:]:
+            tool, *rest = after_tool_message(request.body, "s1")
+            assert tool["role"] == "tool"
+            assert PIXEL_DATA_URL in json.dumps(rest)
+        assert run.tool_log.count("snapshot") == 1
+
+    async def test_a_tool_result_over_the_limit_is_a_failure_that_says_the_limit(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("s1", "snapshot", {"size": 8192})),
+            reply_text("Too big."),
+        )
+        session = await run.client.start_session("FilesAgent", "A large snapshot.")
+        await run.client.wait_for(session, turns_done(1))
+
+        output = run.tool_outputs(1)["s1"]
+        assert output.startswith("The tool call failed: the tool's result is ")
+        assert "over the 4096-byte limit" in output
+        assert "max_tool_result_bytes" in output
+        (finished,) = await events_of(run.client, session, "tool_call_finished")
+        assert finished["status"] == "failed"
+        assert run.tool_log.count("snapshot") == 1
+
+    async def test_tools_a_tool_return_reveals_are_offered_from_the_next_model_call(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("o1", "open_catalog", {})),
+            reply_tools(("p1", "price_of", {"item": "tea"})),
+            reply_text("Tea is 3 EUR."),
+        )
+        session = await run.client.start_session("FilesAgent", "What does tea cost?")
+        await run.client.wait_for(session, turns_done(1))
+
+        offered = [{t["function"]["name"] for t in r.body["tools"]} for r in run.requests]
+        assert ["price_of" in names for names in offered] == [False, True, True]
+        assert run.tool_outputs(1) == {"o1": "catalog open"}
+        assert run.tool_outputs(2)["p1"] == "tea: 3 EUR"

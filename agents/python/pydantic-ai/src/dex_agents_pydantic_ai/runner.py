@@ -40,6 +40,7 @@ from pydantic_ai.messages import (
     ModelRequestPart,
     SystemPromptPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.output import OutputSpec
@@ -59,6 +60,7 @@ from .heartbeat import heartbeat_every
 from .messages import extend_history, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
+from .tool_results import DEFAULT_MAX_TOOL_RESULT_BYTES, decode_tool_result, readable_output
 from .tool_sources import SourceOffer, SourceTools
 from .tool_step import ToolStepRun
 
@@ -103,6 +105,7 @@ class PydanticAiRunner(Generic[DepsT]):
         framework_retries: bool = False,
         tool_sources: Sequence[ToolSource] = (),
         resolve_model: ModelResolver | None = None,
+        max_tool_result_bytes: int = DEFAULT_MAX_TOOL_RESULT_BYTES,
     ) -> None:
         """
         Args:
@@ -127,7 +130,12 @@ class PydanticAiRunner(Generic[DepsT]):
             resolve_model: Chooses the model of each model call (and of the compaction
                 summary) from the turn's session settings, so `update_session_settings`
                 switches it from the next turn; None keeps `model`, else the agent's.
+            max_tool_result_bytes: The largest result a tool Step stores (5 MiB by default),
+                counted on its stored form: files a tool returns are stored as base64. A larger
+                result fails the call with a message the model reads, saying the limit.
         """
+        if max_tool_result_bytes <= 0:
+            raise ValueError("max_tool_result_bytes must be positive")
         check_no_built_in_names(agent)
         self._agent = agent
         self._deps_factory = deps_factory
@@ -139,6 +147,7 @@ class PydanticAiRunner(Generic[DepsT]):
         self._output_type = deferrable_output_type(agent)
         self._sources = SourceTools(tool_sources)
         self._resolve_model = resolve_model
+        self._max_tool_result_bytes = max_tool_result_bytes
 
     @property
     def agent(self) -> Agent[DepsT, Any]:
@@ -203,7 +212,14 @@ class PydanticAiRunner(Generic[DepsT]):
         # No model is called; Pydantic AI needs one to run. Tool Steps get no session
         # settings, so the default choice serves.
         model = self._model_for({})
-        run = ToolStepRun(self._agent, deps, self._output_type, model, call.flow_id)
+        run = ToolStepRun(
+            self._agent,
+            deps,
+            self._output_type,
+            model,
+            call.flow_id,
+            self._max_tool_result_bytes,
+        )
         with running_tool(call):
             async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
                 # dex-agents ran the approval the policy asked for; the tool sees it as approved.
@@ -216,11 +232,14 @@ class PydanticAiRunner(Generic[DepsT]):
         state = RunState.from_json(turn.framework_run_state)
         messages = list(state.messages)
         records = {record.tool_call_id: record for record in turn.tool_calls}
-        parts: list[ModelRequestPart] = [
-            _result_part(records[tool_call_id])
+        results = [
+            _result_parts(records[tool_call_id])
             for tool_call_id in state.pending_tool_call_ids
             if tool_call_id in records
         ]
+        # As Pydantic AI orders them: the tool results, then ToolReturn.content's user parts.
+        parts: list[ModelRequestPart] = [part for part, _ in results]
+        parts += [user for _, user in results if user is not None]
         if parts:
             messages.append(ModelRequest(parts=parts))
         return to_framework_messages(messages)
@@ -335,7 +354,7 @@ class PydanticAiRunner(Generic[DepsT]):
         history = [*with_turn_notes(turn, stored.messages), *state.messages]
         pending = set(state.pending_tool_call_ids)
         results = [
-            model_visible_result(record)
+            readable_output(model_visible_result(record))
             for record in turn.tool_calls
             if record.tool_call_id in pending and record.is_final
         ]
@@ -408,18 +427,27 @@ def _tool_results(state: RunState, records: Sequence[AgentToolCall]) -> Deferred
         if record is None:
             raise RuntimeError(f"no tool call record for deferred call {tool_call_id!r}")
         text = model_visible_result(record)
+        native = decode_tool_result(record.output) if record.status == "succeeded" else None
         if record.status == "rejected":
             results.approvals[tool_call_id] = ToolDenied(text)
+        elif native is not None:
+            # The tool's whole result: Pydantic AI builds the parts it builds for a ToolReturn.
+            results.calls[tool_call_id] = native.as_tool_return()
         else:
             results.calls[tool_call_id] = text
     return results
 
 
-def _result_part(record: AgentToolCall) -> ToolReturnPart:
+def _result_parts(record: AgentToolCall) -> tuple[ToolReturnPart, UserPromptPart | None]:
+    """A final record's tool result part, and the user part of its ToolReturn.content."""
+    native = decode_tool_result(record.output) if record.status == "succeeded" else None
+    if native is not None:
+        return native.return_part, native.user_part
     text = model_visible_result(record) if record.is_final else OUTCOME_UNKNOWN_TEXT
-    return ToolReturnPart(
+    part = ToolReturnPart(
         tool_name=record.tool_name,
         content=text,
         tool_call_id=record.tool_call_id,
         outcome="denied" if record.status == "rejected" else "success",
     )
+    return part, None

@@ -21,11 +21,21 @@ from pydantic_ai import (
     ToolApproved,
     UnexpectedModelBehavior,
 )
-from pydantic_ai.messages import ModelRequestPart, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    ToolAvailabilityDeltaPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models import Model
 from pydantic_ai.output import OutputSpec
 
 from .deferral import ToolCatalog
+from .tool_results import DEFAULT_MAX_TOOL_RESULT_BYTES, NativeToolResult, encode_tool_result
 
 APPROVAL_AT_RUN_TIME = (
     "the tool asked for approval while it ran; give it ToolPolicy(requires_approval=True) so "
@@ -40,6 +50,10 @@ DEFERRED_AT_RUN_TIME = (
 @dataclass(frozen=True)
 class _ToolRun:
     return_part: ToolReturnPart | None
+    user_part: UserPromptPart | None
+    """`ToolReturn.content`, which Pydantic AI sends as a user part after the tool results."""
+    tools: tuple[str, ...] | None
+    """`ToolReturn.tools`, the tools the result reveals."""
     requests: DeferredToolRequests | None
     declared_kind: str | None
     """The tool definition's own kind: `unapproved` when it declares requires_approval."""
@@ -54,6 +68,7 @@ class ToolStepRun:
     output_type: OutputSpec[Any] | None
     model: Model | str | None
     conversation_id: str
+    max_result_bytes: int = DEFAULT_MAX_TOOL_RESULT_BYTES
 
     async def call(self, record: AgentToolCall, *, approved: bool) -> ToolExecutionResult:
         run = await self._attempt(record, approved)
@@ -69,12 +84,14 @@ class ToolStepRun:
             )
         part = run.return_part
         if part.outcome == "success":
-            return ToolExecutionResult(part.model_response_str())
+            native = NativeToolResult(part, run.user_part, run.tools)
+            return ToolExecutionResult(encode_tool_result(native, self.max_result_bytes))
         # ModelRetry, ToolFailed and invalid arguments: a failure the model reads.
         raise ToolExecutionError(part.model_response_str(wrap_if_error=False))
 
     async def _attempt(self, record: AgentToolCall, approved: bool) -> _ToolRun:
         call = ToolCallPart(record.tool_name, record.arguments, record.tool_call_id)
+        history: list[ModelMessage] = [_revealing(record.tool_name), ModelResponse(parts=[call])]
         catalog = ToolCatalog(defer=False)
         results = (
             DeferredToolResults(approvals={record.tool_call_id: ToolApproved()})
@@ -85,7 +102,7 @@ class ToolStepRun:
             async with self.agent.iter(
                 None,
                 output_type=self.output_type,
-                message_history=[ModelResponse(parts=[call])],
+                message_history=history,
                 deferred_tool_results=results,
                 deps=self.deps,
                 model=self.model,
@@ -97,7 +114,14 @@ class ToolStepRun:
                 while not Agent.is_end_node(node):
                     if Agent.is_model_request_node(node):
                         # The request that would carry the result to the model: the tool ran.
-                        return _ToolRun(_return_part(node.request.parts, record), None, None)
+                        parts = node.request.parts
+                        return _ToolRun(
+                            _return_part(parts, record),
+                            _user_part(parts),
+                            _revealed(parts, record),
+                            None,
+                            None,
+                        )
                     node = await agent_run.next(node)
                 output = node.data.output
         except UnexpectedModelBehavior as error:
@@ -111,7 +135,7 @@ class ToolStepRun:
             raise
         declared = catalog.tools.get(record.tool_name)
         requests = output if isinstance(output, DeferredToolRequests) else None
-        return _ToolRun(None, requests, declared.kind if declared else None)
+        return _ToolRun(None, None, None, requests, declared.kind if declared else None)
 
 
 def _return_part(parts: Sequence[ModelRequestPart], record: AgentToolCall) -> ToolReturnPart | None:
@@ -119,3 +143,22 @@ def _return_part(parts: Sequence[ModelRequestPart], record: AgentToolCall) -> To
         if isinstance(part, ToolReturnPart) and part.tool_call_id == record.tool_call_id:
             return part
     return None
+
+
+def _user_part(parts: Sequence[ModelRequestPart]) -> UserPromptPart | None:
+    """The run has no prompt and one call: a user part is that call's `ToolReturn.content`."""
+    return next((part for part in parts if isinstance(part, UserPromptPart)), None)
+
+
+def _revealed(parts: Sequence[ModelRequestPart], record: AgentToolCall) -> tuple[str, ...] | None:
+    for part in parts:
+        if isinstance(part, ToolAvailabilityDeltaPart) and part.tool_call_id == record.tool_call_id:
+            return tuple(part.tools_added)
+    return None
+
+
+def _revealing(tool_name: str) -> ModelRequest:
+    """A request that reveals the called tool: the model step offered it (a deferred-loading
+    tool a result revealed), or the call would have been a retry rather than a tool Step. A
+    tool that is not deferred-loading ignores it."""
+    return ModelRequest(parts=[ToolAvailabilityDeltaPart(tools_added=[tool_name])])

@@ -13,10 +13,13 @@ from pydantic import BaseModel
 from pydantic_ai import (
     Agent,
     ApprovalRequiredToolset,
+    BinaryContent,
     FunctionToolset,
+    ImageUrl,
     ModelRetry,
     RunContext,
     ToolFailed,
+    ToolReturn,
 )
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -129,5 +132,51 @@ def build_ticket_agent(model: OpenAIChatModel) -> Agent[AppDeps, Ticket]:
     @agent.tool_plain(metadata={"effect": "read"})
     def known_categories() -> list[str]:
         return ["billing", "shipping"]
+
+    return agent
+
+
+PIXEL_PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
+    b"\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa75\x81\x84"
+    b"\x00\x00\x00\x00IEND\xaeB`\x82"
+)
+"""A 1x1 PNG: the image the files agent's tools return."""
+
+
+def build_files_agent(model: OpenAIChatModel) -> Agent[AppDeps, str]:
+    """Tools that return files, as Pydantic AI's docs teach: a ToolReturn with content and
+    metadata, an image returned directly, and an image too large to store."""
+    agent = Agent(model, deps_type=AppDeps, instructions="Describe what the tools show.")
+
+    @agent.tool(metadata={"effect": "read"})
+    def chart(ctx: RunContext[AppDeps], region: str) -> ToolReturn:
+        """The sales chart of a region."""
+        ctx.deps.run_log.record("chart", region=region)
+        return ToolReturn(
+            return_value=f"chart of {region} ready",
+            content=[
+                f"The {region} chart:",
+                BinaryContent(PIXEL_PNG, media_type="image/png"),
+                ImageUrl("https://example.com/legend.png"),
+            ],
+            metadata={"rows": 3, "region": region},
+        )
+
+    @agent.tool(metadata={"effect": "read"})
+    def snapshot(ctx: RunContext[AppDeps], size: int = 0) -> BinaryContent:
+        """A camera snapshot; `size` pads it (to exceed the stored-result limit)."""
+        ctx.deps.run_log.record("snapshot", size=size)
+        return BinaryContent(PIXEL_PNG + b"\0" * size, media_type="image/png")
+
+    @agent.tool_plain(metadata={"effect": "read"})
+    def open_catalog() -> ToolReturn:
+        """Opens the catalog: reveals price_of."""
+        return ToolReturn(return_value="catalog open", tools=["price_of"])
+
+    @agent.tool_plain(defer_loading=True, metadata={"effect": "read"})
+    def price_of(item: str) -> str:
+        """The price of a catalog item."""
+        return f"{item}: 3 EUR"
 
     return agent

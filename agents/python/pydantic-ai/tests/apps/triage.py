@@ -13,7 +13,13 @@ from dex_agents.testing import MODEL_URL_ENV
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 
-from .agents import build_ticket_agent, build_triage_agent, deps_factory, scripted_model
+from .agents import (
+    build_files_agent,
+    build_ticket_agent,
+    build_triage_agent,
+    deps_factory,
+    scripted_model,
+)
 
 model = scripted_model(os.environ[MODEL_URL_ENV])
 deps = deps_factory(os.environ["TOOL_LOG"])
@@ -32,5 +38,10 @@ flows = [
         PydanticAiRunner(build_ticket_agent(model), deps_factory=deps),
         flow_type="TicketAgent",
         options=AgentSessionOptions(default_tool_effect="read"),
+    ),
+    AgentSessionFlow(
+        # A small stored-result limit, so one test can pass it.
+        PydanticAiRunner(build_files_agent(model), deps_factory=deps, max_tool_result_bytes=4096),
+        flow_type="FilesAgent",
     ),
 ]

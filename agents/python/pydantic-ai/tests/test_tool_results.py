@@ -1,0 +1,83 @@
+"""The stored form of a tool Step's result: plain text for a value, an envelope that gives
+back Pydantic AI's own parts for files, ToolReturn.content and metadata, and the size limit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dex_agents.runner import ToolExecutionError
+from pydantic_ai import BinaryContent, DocumentUrl
+from pydantic_ai.messages import ToolReturnPart, UserPromptPart
+
+from dex_agents_pydantic_ai import PydanticAiRunner
+from dex_agents_pydantic_ai.tool_results import (
+    NativeToolResult,
+    decode_tool_result,
+    encode_tool_result,
+    readable_output,
+)
+
+from .apps.agents import PIXEL_PNG, build_files_agent, scripted_model
+
+LIMIT = 1024 * 1024
+
+
+def test_a_value_is_stored_as_the_text_the_model_reads() -> None:
+    part = ToolReturnPart("lookup", {"status": "shipped"}, tool_call_id="c1")
+    output = encode_tool_result(NativeToolResult(part, None), LIMIT)
+
+    assert output == '{"status":"shipped"}'
+    assert decode_tool_result(output) is None
+    assert readable_output(output) == output
+
+
+def test_files_content_and_metadata_come_back_as_the_tool_return() -> None:
+    image = BinaryContent(PIXEL_PNG, media_type="image/png")
+    part = ToolReturnPart("chart", "ready", tool_call_id="c1", metadata={"rows": 3})
+    user = UserPromptPart(["See:", image, DocumentUrl("https://example.com/a.pdf")])
+    output = encode_tool_result(NativeToolResult(part, user), LIMIT)
+
+    assert json.loads(output)["text"] == (
+        f"ready\n[file: image/png, {len(PIXEL_PNG)} bytes]\n[file: https://example.com/a.pdf]"
+    )
+    native = decode_tool_result(output)
+    assert native is not None
+    tool_return = native.as_tool_return()
+    assert (tool_return.return_value, tool_return.metadata) == ("ready", {"rows": 3})
+    assert tool_return.content is not None
+    text, file, url = tool_return.content
+    assert text == "See:"
+    assert isinstance(file, BinaryContent) and file.data == PIXEL_PNG
+    assert isinstance(url, DocumentUrl) and url.url == "https://example.com/a.pdf"
+
+
+def test_a_file_returned_as_the_value_stays_the_value() -> None:
+    part = ToolReturnPart("snapshot", BinaryContent(PIXEL_PNG, media_type="image/png"), "c1")
+    native = decode_tool_result(encode_tool_result(NativeToolResult(part, None), LIMIT))
+
+    assert native is not None and native.user_part is None
+    value = native.as_tool_return().return_value
+    assert isinstance(value, BinaryContent) and value.data == PIXEL_PNG
+
+
+def test_a_result_over_the_limit_fails_with_the_limit_and_what_to_do() -> None:
+    part = ToolReturnPart("snapshot", BinaryContent(b"\0" * 2048, media_type="image/png"), "c1")
+
+    with pytest.raises(ToolExecutionError, match="over the 1024-byte limit") as raised:
+        encode_tool_result(NativeToolResult(part, None), 1024)
+    assert "max_tool_result_bytes" in str(raised.value)
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
+def test_metadata_that_is_not_json_fails_with_what_to_do() -> None:
+    part = ToolReturnPart("t", "ok", tool_call_id="c1", metadata={"at": object()})
+
+    with pytest.raises(ToolExecutionError, match="JSON-serializable"):
+        encode_tool_result(NativeToolResult(part, None), LIMIT)
+
+
+def test_the_limit_must_be_positive() -> None:
+    agent = build_files_agent(scripted_model("http://127.0.0.1:9/v1"))
+    with pytest.raises(ValueError, match="max_tool_result_bytes"):
+        PydanticAiRunner(agent, max_tool_result_bytes=0)
