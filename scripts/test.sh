@@ -52,13 +52,13 @@ fi
 # 2 s instead of 4 s per process for the OpenAI Agents adapter.
 # A package whose dev group has pytest-xdist runs its tests in parallel processes: most tests
 # wait on Worker and server processes, so 3 keep 2 cores busy (the core's suite took 22 CPU
-# minutes, 27 minutes serially; more processes only crowd the Workers' starts). Each process has its own databases, ports and files; the tests of a
-# module that shares a Worker or server stay in one process (dex_agents.testing.fixtures).
+# minutes, 27 minutes serially; more processes only crowd the Workers' starts). Each process has its own databases, ports and files; a test module
+# runs whole in one process, so what it shares (a Worker, a server) starts once.
 # DEX_AGENTS_TEST_PROCESSES sets their number (1: serial).
 processes="${DEX_AGENTS_TEST_PROCESSES:-3}"
 parallel_args() {
   if [ "$processes" -gt 1 ] && grep -q '"pytest-xdist' "$1/pyproject.toml"; then
-    echo "-n $processes --dist loadgroup"
+    echo "-n $processes --dist loadfile"
   fi
 }
 

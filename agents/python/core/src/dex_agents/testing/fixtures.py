@@ -12,11 +12,10 @@
   `model` and its tools at `tool_log`, killed after the test. Its default target and working
   directory come from the `worker_target` and `worker_cwd` fixtures, which a conftest defines.
 
-Tests run in parallel under pytest-xdist's `--dist loadgroup` (scripts/test.sh), each pytest
-process with its own databases, servers on free ports and files under its own tmp_path. The
-tests of a module that shares a fixture wider than a test (a module's server, a class's
-`SharedWorkerSuite` Worker) stay together in one process, so that it starts once; the other
-tests spread one by one over the processes.
+Tests run in parallel under pytest-xdist's `--dist loadfile` (scripts/test.sh), each pytest
+process with its own databases, servers on free ports and files under its own tmp_path. A test
+module runs whole in one process, so a fixture it shares wider than a test (a module's server,
+a class's `SharedWorkerSuite` Worker, an npm install) starts once.
 """
 
 from __future__ import annotations
@@ -41,26 +40,6 @@ from .tool_log import ToolRunLog
 POSTGRES_URL_ENV = "DEX_AGENTS_TEST_POSTGRES_URL"
 POSTGRES_URL = os.environ.get(POSTGRES_URL_ENV)
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Marks the tests of each module that shares a fixture wider than a test as one
-    xdist_group, so that `--dist loadgroup` runs them in one process (before xdist reads the
-    marks); tests without such a fixture have no group and spread one by one."""
-    for item in items:
-        if isinstance(item, pytest.Function) and _shares_a_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-
-
-def _shares_a_fixture(item: pytest.Function) -> bool:
-    """Whether the test uses a fixture of a module, class or the session that the project
-    defines (pytest's and plugins' own, such as tmp_path_factory, are cheap per process)."""
-    return any(
-        definition.scope != "function" and definition.baseid != ""
-        for definitions in item._fixtureinfo.name2fixturedefs.values()
-        for definition in definitions
-    )
 
 
 @pytest.fixture(params=BACKENDS)
