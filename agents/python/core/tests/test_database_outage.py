@@ -9,6 +9,7 @@ approval. Set DEX_AGENTS_TEST_OUTAGE_SECONDS for a longer outage (e.g. 300).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -20,6 +21,7 @@ import pytest
 import sqlalchemy as sa
 
 from dex_agents import AgentClient, texts
+from dex_agents.db import QuietOutageFilter, is_unavailable_text
 from dex_agents.testing import ToolRunLog, reply_text, reply_tools
 from dex_agents.testing.fixtures import POSTGRES_URL
 
@@ -223,3 +225,33 @@ def _refuse_begins(database_url: str) -> list[str]:
         "CREATE TRIGGER dex_refuse_begin BEFORE UPDATE OF status ON dex_steps FOR EACH ROW "
         "WHEN (NEW.status = 'running') EXECUTE FUNCTION dex_refuse_begin()",
     ]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        'connection to server at "127.0.0.1", port 5432 failed: Connection refused',
+        "FATAL:  the database system is starting up",
+        "FATAL:  the database system is not yet accepting connections\n"
+        "DETAIL:  Consistent recovery state has not been yet reached.",
+        "FATAL:  the database system is shutting down",
+        "FATAL:  terminating connection due to administrator command",
+        "consuming input failed: server closed the connection unexpectedly",
+        "database is locked",
+    ],
+)
+def test_every_phase_of_a_database_restart_reads_as_unavailable_and_dbos_stays_quiet(said):
+    # DBOS's scheduler logs each failed poll with its traceback in the message.
+    record = logging.LogRecord(
+        "dbos", logging.WARNING, __file__, 1, f"Exception polling: {said}", None, None
+    )
+    assert is_unavailable_text(said)
+    assert not QuietOutageFilter().filter(record)
+
+
+def test_an_error_that_is_not_an_outage_is_still_logged():
+    record = logging.LogRecord(
+        "dbos", logging.WARNING, __file__, 1, 'relation "x" does not exist', None, None
+    )
+    assert not is_unavailable_text(record.getMessage())
+    assert QuietOutageFilter().filter(record)

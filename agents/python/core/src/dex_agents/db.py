@@ -668,6 +668,8 @@ _UNAVAILABLE_MARKERS = (
     "the database system is starting up",
     "the database system is shutting down",
     "the database system is in recovery mode",
+    "the database system is not yet accepting connections",
+    "the database system is not accepting connections",
 )
 
 
