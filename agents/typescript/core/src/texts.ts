@@ -36,3 +36,25 @@ export const STEERED_REJECTION =
 export const TURN_CANCELLED_REJECTION = '{"status":"cancelled","reason":"turn_cancelled_by_user"}';
 export const PLANNING_TURN_REJECTION =
   "The tool call was not run: a planning turn can only call write_todos.";
+
+// A tool Step's refusals, the same in every TypeScript adapter.
+/** A tool Step for a tool the runner does not have (renamed or removed since the call). */
+export function unknownToolText(toolName: string, known: readonly string[]): string {
+  const list = known.length > 0 ? known.join(", ") : "none";
+  return `there is no tool named ${JSON.stringify(toolName)}; the tools are: ${list}`;
+}
+
+/** The model's arguments are not JSON. */
+export function argumentsNotJsonText(toolName: string): string {
+  return `the arguments for tool ${JSON.stringify(toolName)} are not valid JSON`;
+}
+
+/** The model's arguments do not fit the tool's input schema. */
+export function invalidArgumentsText(toolName: string, detail: string): string {
+  return `invalid arguments for tool ${JSON.stringify(toolName)}: ${detail}`;
+}
+
+/** The tool has no `execute`: it is answered outside the runner, which a tool Step cannot do. */
+export function notExecutableText(toolName: string): string {
+  return `tool ${JSON.stringify(toolName)} has no execute function, so a tool Step cannot run it`;
+}

@@ -14,9 +14,12 @@ export {
   type DeferredToolOutcome,
   type EventWriter,
   type FrameworkMessage,
+  isFinal,
   type MessageRole,
   type ModelCallMetadata,
+  modelVisibleResult,
   type ToolEffect,
   ToolExecutionError,
   type ToolPolicy,
+  texts,
 } from "@superdurable/dex-agents";

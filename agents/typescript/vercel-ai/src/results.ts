@@ -8,33 +8,11 @@
  * final outcome is the session contract's text.
  */
 import type { JSONValue, ModelMessage, ToolResultPart, ToolSet } from "ai";
-import type { AgentToolCall } from "./dex.js";
+import { type AgentToolCall, isFinal, modelVisibleResult } from "./dex.js";
 import { deferrableCalls } from "./messages.js";
-import { DEFAULT_REJECTION_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_CALL_FAILED_PREFIX } from "./texts.js";
+import { OUTCOME_UNKNOWN_TEXT } from "./texts.js";
 
 type ToolResultOutput = ToolResultPart["output"];
-
-const FINAL_STATUSES: ReadonlySet<string> = new Set(["rejected", "succeeded", "failed", "outcome_unknown"]);
-
-/** What the model sees for a final record (the same text as the Python core's). */
-export function modelVisibleResult(record: AgentToolCall): string {
-  switch (record.status) {
-    case "succeeded":
-      return record.output ?? "";
-    case "failed":
-      return `${TOOL_CALL_FAILED_PREFIX}${record.error ?? ""}`;
-    case "rejected":
-      return record.rejectionMessage || DEFAULT_REJECTION_TEXT;
-    case "outcome_unknown":
-      return OUTCOME_UNKNOWN_TEXT;
-    default:
-      throw new Error(`tool call ${record.toolCallId} is not final: ${record.status}`);
-  }
-}
-
-export function isFinal(record: AgentToolCall): boolean {
-  return FINAL_STATUSES.has(record.status);
-}
 
 /**
  * The tool message answering the calls of the turn's last assistant message, or null when that
