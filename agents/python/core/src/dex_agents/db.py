@@ -247,17 +247,6 @@ workers = sa.Table(
 )
 
 
-# DBOS's table of workflows, as far as dex-agents reads and stamps it (on Postgres in DBOS's
-# own schema).
-_DBOS_WORKFLOW_COLUMNS = ("workflow_uuid", "status", "queue_name", "name", "executor_id")
-
-
-def dbos_workflow_status(conn: Connection) -> sa.TableClause:
-    schema_name = schema.DBOS_SCHEMA if conn.dialect.name == "postgresql" else None
-    columns = [sa.column(name, sa.Text) for name in _DBOS_WORKFLOW_COLUMNS]
-    return sa.table("workflow_status", *columns, schema=schema_name)
-
-
 def database_url(explicit: str | None = None) -> str:
     return explicit or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
 

@@ -32,7 +32,8 @@ from sqlalchemy.engine import Connection
 from . import store
 from .balance import Balancer
 from .clock import now_text
-from .db import WAKE_CHANNEL, Database, dbos_workflow_status
+from .db import WAKE_CHANNEL, Database
+from .dbos_internals import has_workflow_status, workflow_status
 from .dequeue import queue_wake_key
 from .errors import SessionNotFound
 from .events import StreamingEventWriter
@@ -167,7 +168,7 @@ async def _moved(runtime: Runtime, session_id: str, done: StepDone, next_step: s
 
 
 def _workflow_exists(conn: Connection, workflow_id: str) -> bool:
-    workflows = dbos_workflow_status(conn)
+    workflows = workflow_status(conn)
     found = conn.execute(
         sa.select(workflows.c.workflow_uuid).where(workflows.c.workflow_uuid == workflow_id)
     ).first()
@@ -195,7 +196,7 @@ async def _enqueue_step_workflows(
 
 
 def _stamp_queue(conn: Connection, workflow_ids: list[str], queue_name: str) -> None:
-    workflows = dbos_workflow_status(conn)
+    workflows = workflow_status(conn)
     conn.execute(
         workflows.update()
         .where(workflows.c.workflow_uuid.in_(workflow_ids), workflows.c.queue_name.is_(None))
@@ -207,9 +208,9 @@ def route_step_workflows(conn: Connection, executor_ids: Sequence[str]) -> int:
     """Stamps the unfinished Step workflows of these Workers that were started without a queue
     with their flow type's queue; call it before DBOS recovery re-enqueues them. Returns how
     many it stamped."""
-    workflows = dbos_workflow_status(conn)
-    if not executor_ids or not sa.inspect(conn).has_table("workflow_status", workflows.schema):
+    if not executor_ids or not has_workflow_status(conn):
         return 0  # DBOS never opened this database: nothing to recover
+    workflows = workflow_status(conn)
     unqueued = conn.execute(
         sa.select(workflows.c.workflow_uuid).where(
             workflows.c.name == STEP_WORKFLOW,
