@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from . import fastsql, schema
 from .errors import DatabaseUnavailable
+from .logs import redacted_url
 from .wake_socket import WakeSender, wake_directory
 
 if TYPE_CHECKING:
@@ -397,7 +398,7 @@ class Database:
         self.engine = create_engine(self.url)
         self.sqlite = is_sqlite(self.url)
         self.retry_seconds = retry_seconds
-        self.outage = Outage(_redacted(self.url))
+        self.outage = Outage(redacted_url(self.url))
         # Reads and writes run on separate threads, so reads never queue behind writers that
         # wait for the database's write lock.
         self._readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dex-db-read")
@@ -680,7 +681,3 @@ class QuietOutageFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno > logging.WARNING or not is_unavailable_text(record.getMessage())
-
-
-def _redacted(url: str) -> str:
-    return sa.engine.make_url(url).render_as_string(hide_password=True)
