@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from typing_extensions import TypeVar
 
+from .errors import DexAgentsError
 from .types import (
     AgentMessage,
     AgentPlan,
@@ -28,10 +29,48 @@ from .types import (
     ToolEffect,
 )
 
+__all__ = [
+    "AgentFrameworkRunner",
+    "AgentTurnContext",
+    "AgentTurnOutcome",
+    "BuiltInToolName",
+    "ContextCompactionRunner",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
+    "DeferredToolCall",
+    "DeferredToolExecution",
+    "DeferredToolOutcome",
+    "EventWriter",
+    "FrameworkItemCache",
+    "FrameworkMessage",
+    "ModelCallMetadata",
+    "PlanModeRunner",
+    "PolicyResolver",
+    "ToolCallsRequested",
+    "ToolExecutionError",
+    "ToolExecutionResult",
+    "ToolInputRequested",
+    "ToolPolicy",
+    "ToolStepsReadTurn",
+    "ToolTaskCancellation",
+    "ToolTaskCanceller",
+    "ToolTaskPending",
+    "ToolTaskPoll",
+    "ToolTaskPollOutcome",
+    "ToolTaskPoller",
+    "ToolTaskStarted",
+    "TurnCompleted",
+    "TurnContinued",
+    "UnfinishedTurnMessageBuilder",
+    "WarmUpRunner",
+    "earliest_cut_within_budget",
+    "messages_left_out",
+]
+
 log = logging.getLogger("dex_agents")
 
 
-class ToolExecutionError(Exception):
+class ToolExecutionError(DexAgentsError):
     """A tool failure the model should see. Recorded `failed` and never retried."""
 
 
