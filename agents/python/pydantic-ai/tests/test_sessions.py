@@ -190,6 +190,13 @@ class TestPydanticAiSessions(SharedWorkerSuite):
         (part,) = json.loads(tool_message.framework_item)["parts"]
         assert part["metadata"] == {"rows": 3, "region": "north"}
         assert snapshot.messages[3].text == "The north chart:"
+        # At rest the image is stored once: the turn's records went with the turn, and one
+        # stored message holds its bytes.
+        encoded = base64.urlsafe_b64encode(PIXEL_PNG).decode()  # as Pydantic AI writes bytes
+        assert snapshot.tool_calls == []
+        assert [m.sequence for m in snapshot.messages if encoded in m.framework_item] == [
+            snapshot.messages[3].sequence
+        ]
 
     async def test_an_image_a_tool_returns_reaches_the_model_as_pydantic_ai_sends_it(
         self, run: SessionRun
