@@ -20,6 +20,7 @@ from langgraph.prebuilt.tool_node import ToolNode, ToolRuntime
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from . import _compat
 from .custom import event_stream_writer
 
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
@@ -62,7 +63,7 @@ async def injected_call(
 ) -> ToolCall:
     """`call` with the tool's injected arguments filled in; unchanged for a tool that takes
     none (`InjectedToolCallId` alone is filled in by the tool itself from the call)."""
-    injected = node._injected_args.get(tool.name)
+    injected = _compat.injected_args(node, tool.name)
     if injected is None or not (injected.state or injected.store or injected.runtime):
         return call
     state: dict[str, Any] = {}
@@ -80,6 +81,6 @@ async def injected_call(
         tools=list(node.tools_by_name.values()),
     )
     try:
-        return node._inject_tool_args(call, runtime, tool)
+        return _compat.inject_tool_args(node, call, runtime, tool)
     except (ValueError, KeyError, AttributeError) as error:
         raise ToolExecutionError(f"tool {tool.name!r}: {error}") from error
