@@ -15,7 +15,9 @@ from langchain.tools import InjectedState, InjectedStore, ToolRuntime
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolNode, _InjectedArgs
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
@@ -94,6 +96,21 @@ def test_the_tool_node_keeps_the_settings_it_was_built_with() -> None:
     assert _compat.handle_tool_errors(node) == "try again"
     assert _compat.messages_key(node) == "chat"
     assert _compat.tool_call_wrappers(ToolNode([plain])) == (None, None)
+
+
+def test_a_tool_outside_the_graph_finds_its_runtime_under_the_nodes_config_key() -> None:
+    assert _compat.CONFIG_KEY_RUNTIME == CONFIG_KEY_RUNTIME
+    runtime = Runtime(context="ctx", stream_writer=lambda _: None)
+
+    @tool
+    def read_context(topic: str) -> str:
+        """Reads the runtime's context."""
+        return str(get_runtime().context)
+
+    answer = read_context.invoke(
+        {"topic": "t"}, {"configurable": {_compat.CONFIG_KEY_RUNTIME: runtime}}
+    )
+    assert answer == "ctx"
 
 
 def test_a_commands_update_reads_as_pairs_in_every_form() -> None:

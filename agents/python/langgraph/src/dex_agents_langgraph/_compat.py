@@ -1,12 +1,14 @@
 """Every part of LangGraph and LangChain that is not their public API, in one place.
 
 The runner drives a `create_agent` graph one model call per Step, and LangGraph gives no
-public way to do three things it needs:
+public way to do four things it needs:
 
 - rebuild the graph's `ToolNode` with the application's own settings and `wrap_tool_call`
   middleware (deferral.py) and inject a tool's `ToolRuntime`/`InjectedState`/`InjectedStore`
   arguments outside the graph, in the tool Step (tool_step.py): the ToolNode's private
   attributes and `_inject_tool_args` (langgraph-prebuilt);
+- give a tool run outside the graph the runtime that `get_stream_writer()` and
+  `get_runtime()` read (tool_step.py): the config key a graph's nodes find it under (langgraph);
 - read a tool's `Command(update=...)` as LangGraph's reducers do (command.py):
   `Command._update_as_tuples` (langgraph);
 - find the chat model `create_agent` was given, and put a function in front of its innermost
@@ -86,6 +88,13 @@ def handle_tool_errors(node: ToolNode) -> HandleToolErrors:
 def messages_key(node: ToolNode) -> str:
     """The state key the node reads the model's tool calls from."""
     return node._messages_key
+
+
+# The runtime of a node -----------------------------------------------------------------------
+
+CONFIG_KEY_RUNTIME: Final = "__pregel_runtime"
+"""Where LangGraph's `get_stream_writer()` and `get_runtime()` find the node's runtime in the
+config's `configurable`."""
 
 
 # Command -------------------------------------------------------------------------------------

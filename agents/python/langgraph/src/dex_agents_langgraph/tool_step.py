@@ -23,9 +23,6 @@ from langgraph.store.base import BaseStore
 from . import _compat
 from .custom import event_stream_writer
 
-CONFIG_KEY_RUNTIME = "__pregel_runtime"
-"""Where LangGraph's `get_stream_writer()` and `get_runtime()` find the node's runtime."""
-
 StateReader = Callable[[DeferredToolExecution], Awaitable[dict[str, Any]]]
 ContextReader = Callable[[DeferredToolExecution], Any]
 
@@ -42,7 +39,7 @@ def tool_config(
     graph runtime that `get_stream_writer()` and `get_runtime()` read, when given."""
     configurable: dict[str, Any] = {"thread_id": execution.turn_id}
     if runtime is not None:
-        configurable[CONFIG_KEY_RUNTIME] = runtime
+        configurable[_compat.CONFIG_KEY_RUNTIME] = runtime
     return {
         "configurable": configurable,
         "metadata": {
