@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from dex_agents.policy import InvalidToolEffect
 from dex_agents.runner import (
     AgentFrameworkRunner,
     FrameworkItemCache,
@@ -628,6 +629,19 @@ def test_thinking_streams_as_reasoning_deltas() -> None:
         ("reasoning_delta", {"text": "think."}),
         ("text_delta", {"text": "Done."}),
     ]
+
+
+async def test_an_effect_that_is_not_one_fails_the_model_step_before_the_model_is_called(
+    model: ScriptedModelServer,
+) -> None:
+    outside = ExternalToolset([ToolDefinition(name="ask_manager", metadata={"effect": "reed"})])
+    driver = RunnerDriver(
+        PydanticAiRunner(Agent(scripted_model(model.base_url), toolsets=[outside]))
+    )
+    model.enqueue(reply_text("Never sent."))
+    with pytest.raises(InvalidToolEffect, match="tool 'ask_manager' declares effect 'reed'"):
+        await driver.model_step(driver.start_turn("ask"), None)
+    assert model.requests == []
 
 
 @pytest.mark.parametrize("approval", [True, False])

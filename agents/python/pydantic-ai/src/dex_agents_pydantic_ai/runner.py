@@ -47,7 +47,7 @@ from pydantic_ai.models import Model, infer_model
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
 
-from . import compaction
+from . import _compat, compaction
 from .deferral import ToolCatalog, deferred_tool_calls
 from .features import (
     built_in_call,
@@ -397,7 +397,7 @@ def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
     if DeferredToolRequests in items:
         return None
     # Pydantic AI refuses a run output type when the agent has output validators.
-    if getattr(agent, "_output_validators", None):
+    if _compat.has_output_validators(agent):
         raise UserError(
             "dex-agents-pydantic-ai: an agent with output validators must list "
             "DeferredToolRequests in its output_type, e.g. output_type=[MyOutput, "
