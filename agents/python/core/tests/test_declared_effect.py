@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from dex_agents.errors import DexAgentsError
-from dex_agents.policy import TOOL_EFFECTS, InvalidToolEffect, declared_effect
+from dex_agents.policy import EFFECT_TABLE, TOOL_EFFECTS, InvalidToolEffect, declared_effect
+from dex_agents.steps import STEP_HANDLERS
 
 
 @pytest.mark.parametrize("effect", TOOL_EFFECTS)
@@ -47,3 +48,19 @@ def test_an_effect_that_is_not_one_is_refused_naming_the_tool_and_the_effects(
     assert all(valid in message for valid in TOOL_EFFECTS)
     assert isinstance(raised.value, DexAgentsError)
     assert isinstance(raised.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("effect", "attempts", "approval"),
+    [
+        ("read", 3, False),
+        ("idempotent_write", 3, False),
+        ("non_idempotent_write", 1, True),
+        ("unclassified", 1, True),
+    ],
+)
+def test_the_effect_table_is_the_contracts(effect, attempts, approval) -> None:
+    rule = EFFECT_TABLE[effect]
+    # The attempts are the option of the Step the effect runs in.
+    assert STEP_HANDLERS[rule.step_type].options.max_attempts == attempts
+    assert rule.default_requires_approval is approval

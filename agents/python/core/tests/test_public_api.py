@@ -20,6 +20,7 @@ APPLICATION = {
     "FlowLoadError",
     "FlowTypeNotHostedWarning",
     "InvalidInput",
+    "InvalidToolEffect",
     "MessageTooLarge",
     "NotFound",
     "NotInToolStep",

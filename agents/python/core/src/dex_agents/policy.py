@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import DexAgentsError, InvalidInput
-from .runner import ToolPolicy
+from .errors import InvalidInput, InvalidToolEffect
 from .types import ToolEffect
 from .validation import identifier, path_segment_problem
 
@@ -20,17 +19,27 @@ TOOL_EFFECTS: tuple[ToolEffect, ...] = (
 
 @dataclass(frozen=True)
 class EffectRule:
+    """The Step that runs a call of the effect (its attempts are that Step's own option, 3 for
+    CallTool and 1 for CallSingleAttemptTool), and whether it needs approval by default."""
+
     step_type: str
-    max_attempts: int
     default_requires_approval: bool
 
 
 EFFECT_TABLE: Mapping[ToolEffect, EffectRule] = {
-    "read": EffectRule("CallTool", 3, False),
-    "idempotent_write": EffectRule("CallTool", 3, False),
-    "non_idempotent_write": EffectRule("CallSingleAttemptTool", 1, True),
-    "unclassified": EffectRule("CallSingleAttemptTool", 1, True),
+    "read": EffectRule("CallTool", False),
+    "idempotent_write": EffectRule("CallTool", False),
+    "non_idempotent_write": EffectRule("CallSingleAttemptTool", True),
+    "unclassified": EffectRule("CallSingleAttemptTool", True),
 }
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """Per-tool override of the effect table. `None` fields fall back to the defaults."""
+
+    effect: ToolEffect | None = None
+    requires_approval: bool | None = None
 
 
 def resolve_tool_policy(
@@ -61,10 +70,6 @@ def hint_effect(read_only: bool | None, idempotent: bool | None) -> ToolEffect |
     if idempotent:
         return "idempotent_write"
     return None
-
-
-class InvalidToolEffect(DexAgentsError, ValueError):
-    """A tool's own metadata declares an effect that is not one of `TOOL_EFFECTS`."""
 
 
 def declared_effect(

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from typing_extensions import TypeVar
 
 from .errors import DexAgentsError
+from .policy import ToolPolicy, resolve_tool_policy
 from .types import (
     AgentMessage,
     AgentPlan,
@@ -88,14 +89,6 @@ class FrameworkMessage:
     tool_name: str | None = None
     tool_arguments: str | None = None
     tool_output: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolPolicy:
-    """Per-tool override of the effect table. `None` fields fall back to the defaults."""
-
-    effect: ToolEffect | None = None
-    requires_approval: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -281,8 +274,6 @@ class AgentTurnContext:
     ) -> ToolPolicy:
         """The complete policy of a tool: explicit ToolPolicy, then framework metadata, then
         the session's default effect; approval defaults to the effect's default."""
-        from .policy import resolve_tool_policy
-
         return resolve_tool_policy(
             tool_name,
             self.tool_policies,
