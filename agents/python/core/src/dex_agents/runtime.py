@@ -72,13 +72,24 @@ PARK_ON_STOP_SECONDS = 5.0
 MAX_FRESH_ROWS = 4096
 
 
+# DBOS registers `run_step_workflow` when this module is imported, and runs one DBOS per
+# process: the workflow bodies find the Runtime of the Worker that launched it here.
 _runtime: Runtime | None = None
 
 
 def current_runtime() -> Runtime:
+    """The Runtime of the Worker running in this process."""
     if _runtime is None:
         raise RuntimeError("no dex-agents Worker is running in this process")
     return _runtime
+
+
+def set_current_runtime(runtime: Runtime | None) -> None:
+    """The Worker's Runtime while it runs (None once it stopped): one per process, as DBOS."""
+    global _runtime
+    if runtime is not None and _runtime is not None and _runtime is not runtime:
+        raise RuntimeError("another dex-agents Worker is running in this process")
+    _runtime = runtime
 
 
 @DBOS.workflow(name=STEP_WORKFLOW)

@@ -187,7 +187,8 @@ class Worker:
         )
         runtime.waker.bind(asyncio.get_running_loop())
         runtime.metrics = self.metrics
-        self.runtime = runtime_module._runtime = runtime
+        runtime_module.set_current_runtime(runtime)
+        self.runtime = runtime
         dequeuer = Dequeuer(runtime.queues)
         lease = liveness.WorkerLease(
             database,
@@ -201,7 +202,7 @@ class Worker:
             await lease.claim()
             await database.write(lambda conn: route_step_workflows(conn, [self.worker_id]))
         except BaseException:
-            runtime_module._runtime = None
+            runtime_module.set_current_runtime(None)
             database.close()
             raise
         DBOS(
@@ -265,7 +266,7 @@ class Worker:
             # DBOS made its executor, now shut down, this loop's default one: give the loop a
             # fresh one, so that it goes on (and can run a Worker again).
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
-            runtime_module._runtime = None
+            runtime_module.set_current_runtime(None)
             # Only now that nothing runs here may the other Workers take the Steps over.
             try:
                 await lease.release()
