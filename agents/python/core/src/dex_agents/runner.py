@@ -240,6 +240,9 @@ class AgentTurnContext:
     framework_run_state: str | None
     tool_calls: Sequence[AgentToolCall]
     events: EventWriter
+    # The contract's heartbeat. This engine fences each attempt by its Step-execution row and
+    # each Worker by its lease, so a heartbeat renews nothing here: a runner may call it and
+    # none needs to.
     heartbeat: Callable[[], None]
     tool_policies: Mapping[str, ToolPolicy]
     default_tool_effect: ToolEffect

@@ -57,7 +57,6 @@ from .features import (
     planning,
     with_turn_notes,
 )
-from .heartbeat import heartbeat_every
 from .messages import extend_history, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
@@ -103,7 +102,6 @@ class PydanticAiRunner(Generic[DepsT]):
         model: Model | str | None = None,
         stream: bool = True,
         max_retry_rounds: int = 3,
-        heartbeat_interval_seconds: float = 30.0,
         framework_retries: bool = False,
         tool_sources: Sequence[ToolSource] = (),
         resolve_model: ModelResolver | None = None,
@@ -118,7 +116,6 @@ class PydanticAiRunner(Generic[DepsT]):
             stream: Stream the model call, writing text_delta and reasoning_delta events.
             max_retry_rounds: Model calls in a row that may end in a retry request (invalid
                 tool arguments, output that fails validation) before the turn fails.
-            heartbeat_interval_seconds: How often a long model or tool call heartbeats.
             framework_retries: Let the model's SDK client retry a failed request by itself
                 inside one RunModel attempt. Off by default: each model call is run with
                 `ModelSettings(max_retries=0)` (run settings win over the agent's and the
@@ -144,7 +141,6 @@ class PydanticAiRunner(Generic[DepsT]):
         self._model = model
         self._stream = stream
         self._max_retry_rounds = max_retry_rounds
-        self._heartbeat_interval = heartbeat_interval_seconds
         self._framework_retries = framework_retries
         self._output_type = deferrable_output_type(agent)
         self._sources = SourceTools(tool_sources)
@@ -191,28 +187,26 @@ class PydanticAiRunner(Generic[DepsT]):
         offer = SourceOffer() if planning(turn) else await self._sources.offer()
         built_ins = built_in_toolset(turn)
         toolsets = [*offer.toolsets, *([built_ins] if built_ins else [])]
-        async with heartbeat_every(turn.heartbeat, self._heartbeat_interval):
-            call = await run_model_call(
-                self._agent,
-                history=history,
-                deferred_tool_results=_tool_results(state, turn.tool_calls),
-                output_type=self._output_type,
-                deps=deps,
-                model=model,
-                conversation_id=turn.flow_id,
-                catalog=catalog,
-                events=turn.events,
-                stream=self._stream,
-                model_settings=self._run_model_settings(),
-                toolsets=toolsets,
-            )
+        call = await run_model_call(
+            self._agent,
+            history=history,
+            deferred_tool_results=_tool_results(state, turn.tool_calls),
+            output_type=self._output_type,
+            deps=deps,
+            model=model,
+            conversation_id=turn.flow_id,
+            catalog=catalog,
+            events=turn.events,
+            stream=self._stream,
+            model_settings=self._run_model_settings(),
+            toolsets=toolsets,
+        )
         return self._outcome(turn, state, call, catalog, offer, model)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         source = self._sources.owner(call.tool_call)
         if source is not None:
-            async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
-                return await run_source_call(source, call)
+            return await run_source_call(source, call)
         deps = await self._deps(DepsContext(call.flow_id, call.turn_id, tool_call=call.tool_call))
         # No model is called; Pydantic AI needs one to run. Tool Steps get no session
         # settings, so the default choice serves.
@@ -226,9 +220,8 @@ class PydanticAiRunner(Generic[DepsT]):
             self._max_tool_result_bytes,
         )
         with running_tool(call):
-            async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
-                # dex-agents ran the approval the policy asked for; the tool sees it as approved.
-                return await run.call(call.tool_call, approved=call.tool_call.requires_approval)
+            # dex-agents ran the approval the policy asked for; the tool sees it as approved.
+            return await run.call(call.tool_call, approved=call.tool_call.requires_approval)
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
@@ -381,8 +374,7 @@ class PydanticAiRunner(Generic[DepsT]):
         model = self._model_for(request.session_settings) or self._agent.model
         if model is None:
             raise UserError("dex-agents-pydantic-ai: compaction needs a model to summarize with")
-        async with heartbeat_every(request.heartbeat, self._heartbeat_interval):
-            response = await compaction.summarize(model, request, self._run_model_settings())
+        response = await compaction.summarize(model, request, self._run_model_settings())
         return ContextSummaryResult(
             text=compaction.response_text(response),
             usage=usage_of(response),
