@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dex_agents.errors import DexAgentsError
-from dex_agents.policy import EFFECT_TABLE, TOOL_EFFECTS, InvalidToolEffect, declared_effect
+from dex_agents.policy import EFFECT_TABLE, TOOL_EFFECTS, InvalidToolEffectError, declared_effect
 from dex_agents.steps import STEP_HANDLERS
 
 
@@ -40,7 +40,7 @@ def test_without_an_effect_the_mcp_hints_decide(
 def test_an_effect_that_is_not_one_is_refused_naming_the_tool_and_the_effects(
     effect: object,
 ) -> None:
-    with pytest.raises(InvalidToolEffect) as raised:
+    with pytest.raises(InvalidToolEffectError) as raised:
         declared_effect("send_email", effect, read_only_hint=True)
     message = str(raised.value)
     assert "'send_email'" in message

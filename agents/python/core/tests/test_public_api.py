@@ -11,24 +11,24 @@ APPLICATION = {
     "AgentClient",
     "AgentSessionFlow",
     "AgentSessionOptions",
-    "ChannelMessageNotFound",
+    "ChannelMessageNotFoundError",
     "CompactionPolicy",
     "DatabaseError",
-    "DatabaseNotFound",
-    "DatabaseUnavailable",
+    "DatabaseNotFoundError",
+    "DatabaseUnavailableError",
     "DexAgentsError",
     "FlowLoadError",
     "FlowTypeNotHostedWarning",
-    "InvalidInput",
-    "InvalidToolEffect",
-    "MessageTooLarge",
-    "NotFound",
-    "NotInToolStep",
+    "InvalidInputError",
+    "InvalidToolEffectError",
+    "MessageTooLargeError",
+    "NotFoundError",
+    "NotInToolStepError",
     "RemoteRunnerError",
-    "RunnerUnavailable",
-    "SchemaTooNew",
-    "SessionExists",
-    "SessionNotFound",
+    "RunnerUnavailableError",
+    "SchemaTooNewError",
+    "SessionExistsError",
+    "SessionNotFoundError",
     "SyncAgentClient",
     "ToolExecutionError",
     "ToolPolicy",
@@ -36,7 +36,7 @@ APPLICATION = {
     "TurnStatus",
     "Worker",
     "WorkerError",
-    "WorkerIdInUse",
+    "WorkerIdInUseError",
     "current_tool_execution",
 }
 ADAPTER = {
@@ -96,3 +96,10 @@ def test_every_exported_exception_is_a_dex_agents_error() -> None:
     assert errors, "no exception exported"
     for error in errors:
         assert issubclass(error, dex_agents.DexAgentsError | Warning), error
+        assert error.__name__.endswith(("Error", "Warning")), error
+
+
+def test_an_error_keeps_its_name_from_before_the_naming_rule() -> None:
+    assert dex_agents.InvalidInput is dex_agents.InvalidInputError
+    assert dex_agents.SessionNotFound is dex_agents.SessionNotFoundError
+    assert dex_agents.RunnerUnavailable is dex_agents.RunnerUnavailableError

@@ -8,7 +8,7 @@ import operator
 from typing import Annotated, Any, NotRequired
 
 import pytest
-from dex_agents.policy import InvalidToolEffect
+from dex_agents.policy import InvalidToolEffectError
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.testing import RunnerDriver, ScriptedModelServer
 from dex_agents.testing.driver import Reject
@@ -141,7 +141,9 @@ def test_an_effect_that_is_not_one_is_refused_when_the_runner_is_built(
     tools = weather_tools(log)
     for name, value in declared.items():
         setattr(tools[0], name, value)
-    with pytest.raises(InvalidToolEffect, match=f"tool 'get_weather' declares effect {effect}"):
+    with pytest.raises(
+        InvalidToolEffectError, match=f"tool 'get_weather' declares effect {effect}"
+    ):
         LangGraphRunner(create_agent(chat_model(model), tools))
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
-from dex_agents.policy import InvalidToolEffect
+from dex_agents.policy import InvalidToolEffectError
 from pydantic_ai import ToolDefinition
 from pydantic_ai.messages import (
     BinaryContent,
@@ -159,7 +159,7 @@ def test_an_effect_that_is_not_one_is_refused_even_beside_a_hint() -> None:
     tool = ToolDefinition(
         name="lookup", metadata={"effect": "bogus", "annotations": {"readOnlyHint": True}}
     )
-    with pytest.raises(InvalidToolEffect, match="tool 'lookup' declares effect 'bogus'"):
+    with pytest.raises(InvalidToolEffectError, match="tool 'lookup' declares effect 'bogus'"):
         framework_effect(tool)
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from dex_agents.policy import InvalidToolEffect
+from dex_agents.policy import InvalidToolEffectError
 from dex_agents.runner import (
     AgentFrameworkRunner,
     FrameworkItemCache,
@@ -639,7 +639,7 @@ async def test_an_effect_that_is_not_one_fails_the_model_step_before_the_model_i
         PydanticAiRunner(Agent(scripted_model(model.base_url), toolsets=[outside]))
     )
     model.enqueue(reply_text("Never sent."))
-    with pytest.raises(InvalidToolEffect, match="tool 'ask_manager' declares effect 'reed'"):
+    with pytest.raises(InvalidToolEffectError, match="tool 'ask_manager' declares effect 'reed'"):
         await driver.model_step(driver.start_turn("ask"), None)
     assert model.requests == []
 

@@ -44,7 +44,7 @@ from .cli_format import (
     truncate,
 )
 from .clock import now_text
-from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFound
+from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFoundError
 from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
 
 if TYPE_CHECKING:
@@ -547,7 +547,7 @@ def _call(database_url: str | None, call: Callable[[AgentClient], Awaitable[T]])
 
     try:
         return asyncio.run(run())
-    except SessionNotFound as error:
+    except SessionNotFoundError as error:
         raise CliError(
             f"no agent session {error.session_id!r}: check the ID with `{hint('sessions')}` "
             f"(database: {_display_url(database_url)})"

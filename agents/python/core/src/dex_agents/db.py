@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from . import fastsql, schema
-from .errors import DatabaseUnavailable
+from .errors import DatabaseUnavailableError
 from .logs import redacted_url
 from .wake_socket import WakeSender, wake_directory
 
@@ -389,7 +389,7 @@ class Database:
     A transaction that fails because the database is unreachable or locked is retried with
     capped backoff: for as long as the outage lasts when `retry_seconds` is None (a Worker:
     a Step waits for the database instead of failing), or up to `retry_seconds` (a client,
-    whose caller gets `DatabaseUnavailable`). An outage is logged once when it begins and
+    whose caller gets `DatabaseUnavailableError`). An outage is logged once when it begins and
     once when it ends.
     """
 
@@ -452,7 +452,7 @@ class Database:
 
     def create_schema(self) -> None:
         """Creates the tables, or migrates them to this version (see `schema`); raises
-        `SchemaTooNew` for a database migrated by a newer dex-agents."""
+        `SchemaTooNewError` for a database migrated by a newer dex-agents."""
         self._retrying(lambda: schema.migrate(self.engine))
 
     def write_sync(self, fn: Callable[[Connection], T]) -> T:
@@ -573,7 +573,7 @@ class Database:
                 if not self._is_transient(error):
                     raise
                 if deadline is not None and time.monotonic() > deadline:
-                    raise DatabaseUnavailable(
+                    raise DatabaseUnavailableError(
                         f"the database at {self.outage.where} is unavailable: {error.orig}"
                     ) from error
                 self.outage.failed(error)

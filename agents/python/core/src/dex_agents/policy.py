@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import InvalidInput, InvalidToolEffect
+from .errors import InvalidInputError, InvalidToolEffectError
 from .types import ToolEffect
 from .validation import identifier, path_segment_problem
 
@@ -83,13 +83,13 @@ def declared_effect(
     metadata when it has one, else its MCP hints (`hint_effect`; only a hint that is `True`
     counts), else None (the session's policies and default decide).
 
-    An `effect` that is not one of `TOOL_EFFECTS` raises `InvalidToolEffect` naming the tool
+    An `effect` that is not one of `TOOL_EFFECTS` raises `InvalidToolEffectError` naming the tool
     and the valid values: a misspelt effect is never dropped in favour of the hints or the
     session's default, which would run the tool under a policy nobody chose."""
     if effect is not None:
         if isinstance(effect, str) and effect in TOOL_EFFECTS:
             return effect
-        raise InvalidToolEffect(
+        raise InvalidToolEffectError(
             f"tool {tool_name!r} declares effect {effect!r}, which is not one of "
             f"{', '.join(TOOL_EFFECTS)}: correct the effect in the tool's metadata"
         )
@@ -105,7 +105,7 @@ def stored_name_problem(name: str, what: str) -> str | None:
     at most 255 characters, no control characters), or None."""
     try:
         identifier(name, what)
-    except InvalidInput as error:
+    except InvalidInputError as error:
         return f"{error} (it begins {name[:40]!r})"
     return None
 

@@ -33,7 +33,7 @@ from .clock import now_text
 from .db import Database
 from .dbos_internals import has_workflow_status, workflow_status
 from .dequeue import queue_wake_key
-from .errors import SessionNotFound
+from .errors import SessionNotFoundError
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
 from .logs import current_step
@@ -232,7 +232,7 @@ def route_step_workflows(conn: Connection, executor_ids: Sequence[str]) -> int:
     for session_id, workflow_ids in by_session.items():
         try:
             flow_type = store.read_session(conn, session_id).flow_type
-        except SessionNotFound:
+        except SessionNotFoundError:
             continue
         _stamp_queue(conn, workflow_ids, step_queue_name(flow_type))
         stamped += len(workflow_ids)

@@ -75,7 +75,7 @@ class Worker:
     """Runs the Steps of every session of its flows, on the SQLite default or Postgres.
 
     One Worker per process (DBOS keeps one instance per process). A Worker ID names one live
-    Worker: a second Worker with the ID of a live one refuses to start (WorkerIdInUse). A
+    Worker: a second Worker with the ID of a live one refuses to start (WorkerIdInUseError). A
     restarted Worker with the same `worker_id` recovers every Step execution that was in
     flight at once; without one (nor DEX_AGENTS_WORKER_ID), each process takes an ID of its own.
     """

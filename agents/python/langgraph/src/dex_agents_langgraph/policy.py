@@ -14,7 +14,7 @@ EFFECT_TAG = "effect:"
 
 def framework_effect(tool: BaseTool) -> ToolEffect | None:
     """`metadata={"effect": ...}` or a tag `effect:<value>` on the tool; None when neither.
-    An effect that is not one raises `InvalidToolEffect`, naming the tool."""
+    An effect that is not one raises `InvalidToolEffectError`, naming the tool."""
     effect = (tool.metadata or {}).get("effect")
     if effect is None:
         effect = next(
@@ -25,7 +25,7 @@ def framework_effect(tool: BaseTool) -> ToolEffect | None:
 
 
 def check_framework_effects(tools: Iterable[BaseTool]) -> None:
-    """Raises `InvalidToolEffect` for the first tool whose declared effect is not one, so a
+    """Raises `InvalidToolEffectError` for the first tool whose declared effect is not one, so a
     misspelt effect fails when the runner is built rather than when the model calls it."""
     for tool in tools:
         framework_effect(tool)

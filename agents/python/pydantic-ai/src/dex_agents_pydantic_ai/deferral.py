@@ -57,7 +57,7 @@ class ToolCatalog(AbstractCapability[Any]):
 def framework_effect(tool_def: ToolDefinition | None) -> ToolEffect | None:
     """The effect the tool's metadata declares, by the core's rule (`declared_effect`): its
     `effect`, else an MCP tool's read-only/idempotent hints. An effect that is not one raises
-    `InvalidToolEffect`, naming the tool."""
+    `InvalidToolEffectError`, naming the tool."""
     if tool_def is None:
         return None
     metadata: Mapping[str, Any] = tool_def.metadata or {}
