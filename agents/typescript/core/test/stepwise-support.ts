@@ -237,6 +237,7 @@ export function record(
     taskId: null,
     taskPollIntervalSeconds: null,
     taskAnswerPending: false,
+    frameworkData: null,
     ...outcome,
   };
 }

@@ -3,6 +3,7 @@
  *  texts and the request bodies the Python core's Stepwise makes. */
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import {
   type AgentDefinition,
@@ -619,5 +620,18 @@ describe("Stepwise texts", { skip: !hasUv && "uv is not installed" }, () => {
       limit: CONTINUATION_LIMIT_ERROR,
       max: texts.MAX_CONSECUTIVE_CONTINUATIONS,
     });
+  });
+});
+
+describe("Stepwise README", () => {
+  test("the README's example is e2e/readme-example.ts, which e2e/test_readme.py runs", () => {
+    const readme = readFileSync("README.md", "utf8");
+    const section = readme.slice(readme.indexOf("## Stepwise"));
+    const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+    const example = readFileSync("e2e/readme-example.ts", "utf8");
+    assert.equal(
+      block,
+      example.replace('from "../src/index.js"', 'from "@superdurable/dex-agents"'),
+    );
   });
 });

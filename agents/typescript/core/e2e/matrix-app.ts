@@ -7,7 +7,7 @@
  * its runs to the JSON-lines tool log at $TOOL_LOG, as the Python apps do, and returns exactly
  * the text the suites expect.
  *
- *   node build/e2e/app.js   # prints "runners at <url>" once it listens
+ *   node build/e2e/matrix-app.js   # prints "runners at <url>" once it listens
  */
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
