@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
+import { serveRunners } from "../src/serve.js";
 import {
   type AgentDefinition,
   aiSdkModelClient,
@@ -17,6 +18,8 @@ import {
   tool,
 } from "../src/stepwise/index.js";
 import * as texts from "../src/texts.js";
+import { PROTOCOL_VERSION } from "../src/wire.js";
+import { listen } from "./helpers.js";
 import {
   hasUv,
   MemoryEvents,
@@ -633,5 +636,36 @@ describe("Stepwise README", () => {
       block,
       example.replace('from "../src/index.js"', 'from "@superdurable/dex-agents"'),
     );
+  });
+});
+
+describe("Stepwise served", () => {
+  test("serveRunners describes its capabilities: compaction, plan mode, unfinished turns", async () => {
+    const agent = new StepwiseRunner({
+      name: "A",
+      instructions: "",
+      model: aiSdkModelClient("unused"),
+    });
+    const served = await listen(serveRunners({ Assistant: agent }));
+    try {
+      const response = await fetch(`${served.url}/describe`);
+      assert.deepEqual(await response.json(), {
+        protocol_version: PROTOCOL_VERSION,
+        flows: {
+          Assistant: {
+            capabilities: {
+              unfinished_turn_messages: true,
+              tool_tasks: false,
+              tool_task_cancellation: false,
+              context_compaction: true,
+              plan_mode: true,
+              tool_steps_read_turn: false,
+            },
+          },
+        },
+      });
+    } finally {
+      await served.close();
+    }
   });
 });
