@@ -627,7 +627,7 @@ describe("Stepwise texts", { skip: !hasUv && "uv is not installed" }, () => {
 });
 
 describe("Stepwise README", () => {
-  test("the README's example is e2e/readme-example.ts, which e2e/test_readme.py runs", () => {
+  test("the README's example is e2e/readme-example.ts, which e2e/test_features.py runs", () => {
     const readme = readFileSync("README.md", "utf8");
     const section = readme.slice(readme.indexOf("## Stepwise"));
     const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
