@@ -1,5 +1,6 @@
 """The Worker's flows for test_features.py: the Stepwise app's Node process serving the features
-suite's `Features` and `FeaturesCompaction` (`dex_agents.testing.features`), and the README's
+suite's `Features` and `FeaturesCompaction` (`dex_agents.testing.features`) and `Continuing`
+(turn continuations), and the README's
 example in a Node process of its own serving `Assistant` with the options of the README's
 flows.toml, both started beside the Worker (`dex-agents worker features_flows:flows`). The
 app has no MCP tool source, so there is no `FeaturesMcp` flow."""
@@ -25,6 +26,7 @@ readme_url = NodeRunner(BUILD / "readme-example.js").url
 flows = [
     remote_flow(url, FLOW_TYPE, feature_options()),
     remote_flow(url, COMPACTION_FLOW_TYPE, feature_compaction_options()),
+    remote_flow(url, "Continuing", AgentSessionOptions()),
     remote_flow(
         readme_url,
         "Assistant",

@@ -3,7 +3,8 @@
  * the scripted model server, through the AI SDK's OpenAI-compatible provider, in the flow
  * types of the shared matrix (`Matrix`, `MatrixDeadline`, `MatrixClientRetries`: the four
  * matrix tools) and of the shared features suite (`Features`, `FeaturesCompaction`:
- * `get_weather`, the model and the instructions from the session settings). Each tool records
+ * `get_weather`, the model and the instructions from the session settings), and `Continuing`
+ * (turn continuations, no tools). Each tool records
  * its runs to the JSON-lines tool log at $TOOL_LOG, as the Python apps do, and returns exactly
  * the text the suites expect.
  *
@@ -14,7 +15,14 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { aiSdkModelClient, StepwiseRunner, serveRunners, type Tool, tool } from "../src/index.js";
+import {
+  aiSdkModelClient,
+  continueTurn,
+  StepwiseRunner,
+  serveRunners,
+  type Tool,
+  tool,
+} from "../src/index.js";
 
 function env(name: string): string {
   const value = process.env[name];
@@ -115,6 +123,17 @@ function features(): StepwiseRunner {
   });
 }
 
+/** `Continuing`: an answer that starts with "Again" continues the turn. */
+function continuing(): StepwiseRunner {
+  return new StepwiseRunner({
+    name: "Continuing",
+    instructions: "Check your work.",
+    model: aiSdkModelClient(provider.chatModel(DEFAULT_MODEL)),
+    decideTurnContinuation: ({ after, answer }) =>
+      after === "answer" && answer?.startsWith("Again") ? continueTurn("Check it again.") : null,
+  });
+}
+
 const handler = serveRunners({
   Matrix: matrix(),
   MatrixDeadline: matrix(),
@@ -122,6 +141,7 @@ const handler = serveRunners({
   MatrixClientRetries: matrix(2),
   Features: features(),
   FeaturesCompaction: features(),
+  Continuing: continuing(),
 });
 const server = createServer(handler);
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
