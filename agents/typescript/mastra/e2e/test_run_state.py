@@ -72,6 +72,7 @@ def test_a_paused_turn_resumes_in_a_fresh_process_with_the_same_requests(
         "tool",
         "tool",
     ]
+
     # The stored messages too, but for the time Mastra stamps on each part (createdAt).
     def projection(outcome: dict[str, Any]) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = outcome["newMessages"]
