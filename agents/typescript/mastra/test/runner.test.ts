@@ -125,7 +125,9 @@ test("a turn: tool calls deferred with their policies, results fed back, the ans
     ["system", "user", "assistant", "tool", "tool", "tool"],
   );
   assert.deepEqual(
-    (sent[2]?.tool_calls as { function: { arguments: string } }[]).map((call) => JSON.parse(call.function.arguments)),
+    ((sent[2]?.tool_calls ?? []) as { function: { arguments: string } }[]).map((call) =>
+      JSON.parse(call.function.arguments),
+    ),
     [{ city: "Paris" }, { to: "bob" }, { id: "T-1" }],
     "the calls go back with their arguments",
   );
