@@ -58,10 +58,11 @@ export async function runModelCall(request: ModelCallRequest): Promise<ModelCall
       request.events.write("reasoning_delta", { text: payload.text });
     } else if (chunk.type === "error") {
       throw payload.error ?? new Error("the Mastra model call failed");
-    } else if (chunk.type === "abort" || chunk.type === "tripwire") {
-      throw request.signal.aborted
-        ? abortError(request.signal)
-        : new Error(`the Mastra stream ended with ${chunk.type}`);
+    } else if (chunk.type === "abort") {
+      throw request.signal.aborted ? abortError(request.signal) : new Error("the Mastra model call was aborted");
+    } else if (chunk.type === "tripwire") {
+      // One of the Agent's processors stopped the call (a guardrail): the attempt fails with its reason.
+      throw new Error(`a Mastra processor stopped the model call: ${String(payload.reason ?? "no reason given")}`);
     }
   }
   if (request.signal.aborted) {
