@@ -88,18 +88,22 @@ const provider = createOpenAICompatible({
   includeUsage: true,
 });
 
-const agent = new Agent({
-  id: "matrix",
-  name: "Matrix",
-  instructions: "You help customers.",
-  model: provider.chatModel("gpt-test"),
-  tools,
-});
+function agent(maxRetries?: number): Agent {
+  return new Agent({
+    id: "matrix",
+    name: "Matrix",
+    instructions: "You help customers.",
+    model: provider.chatModel("gpt-test"),
+    tools,
+    ...(maxRetries === undefined ? {} : { maxRetries }),
+  });
+}
 
 const handler = serveRunners({
-  Matrix: new MastraRunner({ agent }),
-  MatrixDeadline: new MastraRunner({ agent }),
-  MatrixClientRetries: new MastraRunner({ agent, frameworkRetries: true }),
+  Matrix: new MastraRunner({ agent: agent() }),
+  MatrixDeadline: new MastraRunner({ agent: agent() }),
+  // Mastra's own retries (the Agent's maxRetries; 0 unless set), kept inside one attempt.
+  MatrixClientRetries: new MastraRunner({ agent: agent(2), frameworkRetries: true }),
 });
 const server = createServer(handler);
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {

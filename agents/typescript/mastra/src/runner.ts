@@ -41,9 +41,10 @@ export interface MastraRunnerOptions extends StreamOptions {
   /** The Mastra Agent, as it is: its model, instructions and tools serve every call. */
   agent: Agent;
   /**
-   * Let Mastra retry a failed model request by itself inside one RunModel attempt. Off by
-   * default (`modelSettings.maxRetries: 0`): RunModel's attempts, recorded in the Step history,
-   * are the model call's only retries.
+   * Keep the Agent's own retries of a failed model request (its `maxRetries`, Mastra's default
+   * 0), inside one RunModel attempt. Off by default (`modelSettings.maxRetries: 0`, and an Agent
+   * that sets retries is refused): RunModel's attempts, recorded in the Step history, are the
+   * model call's only retries.
    */
   frameworkRetries?: boolean;
   /** How often a long model or tool call heartbeats, in milliseconds (default 20 s). */
@@ -64,9 +65,9 @@ export class MastraRunner implements AgentFrameworkRunner<ModelMessage> {
     this.#options = stream;
     this.#frameworkRetries = frameworkRetries === true;
     this.#heartbeatMs = heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS;
-    if (!this.#frameworkRetries && (agent.maxRetries ?? 0) > 0) {
+    if (!this.#frameworkRetries && ownRetries(agent) > 0) {
       throw new Error(
-        `the Agent ${JSON.stringify(agent.name)} sets maxRetries, which would retry model calls inside one ` +
+        `the Agent ${JSON.stringify(agent.name)} sets maxRetries (or a fallback model does), which would retry model calls inside one ` +
           "RunModel attempt: remove it (RunModel retries), or pass frameworkRetries: true",
       );
     }
@@ -172,6 +173,14 @@ export class MastraRunner implements AgentFrameworkRunner<ModelMessage> {
       policy: turn.resolveToolPolicy(part.toolName, declared.effect, declared.requiresApproval),
     };
   }
+}
+
+/** The most retries the Agent's own settings give a model call (`maxRetries`, or a fallback's). */
+function ownRetries(agent: Agent): number {
+  const fallbacks: unknown = agent.model;
+  const entries = Array.isArray(fallbacks) ? (fallbacks as { maxRetries?: unknown }[]) : [];
+  const counts = entries.map((entry) => (typeof entry.maxRetries === "number" ? entry.maxRetries : 0));
+  return Math.max(agent.maxRetries ?? 0, ...counts);
 }
 
 /** Runs `work`, calling `heartbeat` every `intervalMs` until it settles. */
