@@ -12,7 +12,11 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .client import AgentClient, SyncAgentClient
+    # The application's names; the adapter interface's (dex_agents.runner) re-exported as before.
+    from .client import (
+        AgentClient,
+        SyncAgentClient,
+    )
     from .errors import (
         ChannelMessageNotFound,
         DatabaseError,
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
         FlowLoadError,
         FlowTypeNotHostedWarning,
         InvalidInput,
+        InvalidToolEffect,
         MessageTooLarge,
         NotFound,
         NotInToolStep,
@@ -33,44 +38,118 @@ if TYPE_CHECKING:
         WorkerError,
         WorkerIdInUse,
     )
-    from .flow import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
-    from .policy import EFFECT_TABLE, resolve_tool_policy
-    from .results import model_visible_result
-    from .runner import (
-        AgentFrameworkRunner,
-        AgentTurnContext,
-        AgentTurnOutcome,
-        ContextCompactionRunner,
-        ContextSummaryRequest,
-        ContextSummaryResult,
-        DeferredToolCall,
-        DeferredToolExecution,
-        DeferredToolOutcome,
-        EventWriter,
-        FrameworkItemCache,
-        FrameworkMessage,
-        ModelCallMetadata,
-        PlanModeRunner,
-        ToolCallsRequested,
-        ToolExecutionError,
-        ToolExecutionResult,
-        ToolInputRequested,
-        ToolPolicy,
-        ToolTaskCancellation,
-        ToolTaskCanceller,
-        ToolTaskPending,
-        ToolTaskPoll,
-        ToolTaskPoller,
-        ToolTaskPollOutcome,
-        ToolTaskStarted,
-        TurnCompleted,
-        TurnContinued,
-        UnfinishedTurnMessageBuilder,
-        WarmUpRunner,
+    from .flow import (
+        AgentSessionFlow,
+        AgentSessionOptions,
+        CompactionPolicy,
     )
-    from .tool_context import current_tool_execution
-    from .types import TurnResult, TurnStatus
-    from .worker import Worker
+    from .policy import (
+        EFFECT_TABLE as EFFECT_TABLE,
+    )
+    from .policy import (
+        resolve_tool_policy as resolve_tool_policy,
+    )
+    from .results import (
+        model_visible_result as model_visible_result,
+    )
+    from .runner import (
+        AgentFrameworkRunner as AgentFrameworkRunner,
+    )
+    from .runner import (
+        AgentTurnContext as AgentTurnContext,
+    )
+    from .runner import (
+        AgentTurnOutcome as AgentTurnOutcome,
+    )
+    from .runner import (
+        ContextCompactionRunner as ContextCompactionRunner,
+    )
+    from .runner import (
+        ContextSummaryRequest as ContextSummaryRequest,
+    )
+    from .runner import (
+        ContextSummaryResult as ContextSummaryResult,
+    )
+    from .runner import (
+        DeferredToolCall as DeferredToolCall,
+    )
+    from .runner import (
+        DeferredToolExecution as DeferredToolExecution,
+    )
+    from .runner import (
+        DeferredToolOutcome as DeferredToolOutcome,
+    )
+    from .runner import (
+        EventWriter as EventWriter,
+    )
+    from .runner import (
+        FrameworkItemCache as FrameworkItemCache,
+    )
+    from .runner import (
+        FrameworkMessage as FrameworkMessage,
+    )
+    from .runner import (
+        ModelCallMetadata as ModelCallMetadata,
+    )
+    from .runner import (
+        PlanModeRunner as PlanModeRunner,
+    )
+    from .runner import (
+        ToolCallsRequested as ToolCallsRequested,
+    )
+    from .runner import (
+        ToolExecutionError,
+        ToolPolicy,
+    )
+    from .runner import (
+        ToolExecutionResult as ToolExecutionResult,
+    )
+    from .runner import (
+        ToolInputRequested as ToolInputRequested,
+    )
+    from .runner import (
+        ToolTaskCancellation as ToolTaskCancellation,
+    )
+    from .runner import (
+        ToolTaskCanceller as ToolTaskCanceller,
+    )
+    from .runner import (
+        ToolTaskPending as ToolTaskPending,
+    )
+    from .runner import (
+        ToolTaskPoll as ToolTaskPoll,
+    )
+    from .runner import (
+        ToolTaskPoller as ToolTaskPoller,
+    )
+    from .runner import (
+        ToolTaskPollOutcome as ToolTaskPollOutcome,
+    )
+    from .runner import (
+        ToolTaskStarted as ToolTaskStarted,
+    )
+    from .runner import (
+        TurnCompleted as TurnCompleted,
+    )
+    from .runner import (
+        TurnContinued as TurnContinued,
+    )
+    from .runner import (
+        UnfinishedTurnMessageBuilder as UnfinishedTurnMessageBuilder,
+    )
+    from .runner import (
+        WarmUpRunner as WarmUpRunner,
+    )
+    from .tool_context import (
+        current_tool_execution,
+    )
+    from .types import (
+        TurnResult,
+        TurnStatus,
+    )
+    from .worker import (
+        Worker,
+    )
 
 __version__ = "0.2.0"
 
@@ -86,6 +165,7 @@ _HOMES: dict[str, str] = {
     "FlowLoadError": "errors",
     "FlowTypeNotHostedWarning": "errors",
     "InvalidInput": "errors",
+    "InvalidToolEffect": "errors",
     "MessageTooLarge": "errors",
     "NotFound": "errors",
     "NotInToolStep": "errors",
@@ -152,65 +232,38 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_HOMES])
 
 
+# What an application uses: the client, the flow and its options, the Worker, what a tool
+# reads or raises, and the errors. The interface an adapter implements is `dex_agents.runner`
+# (its names stay importable from here too, as before, but are not listed).
 __all__ = [
-    "EFFECT_TABLE",
     "AgentClient",
-    "AgentFrameworkRunner",
     "AgentSessionFlow",
     "AgentSessionOptions",
-    "AgentTurnContext",
-    "AgentTurnOutcome",
     "ChannelMessageNotFound",
     "CompactionPolicy",
-    "ContextCompactionRunner",
-    "ContextSummaryRequest",
-    "ContextSummaryResult",
     "DatabaseError",
     "DatabaseNotFound",
     "DatabaseUnavailable",
-    "DeferredToolCall",
-    "DeferredToolExecution",
-    "DeferredToolOutcome",
     "DexAgentsError",
-    "EventWriter",
     "FlowLoadError",
     "FlowTypeNotHostedWarning",
-    "FrameworkItemCache",
-    "FrameworkMessage",
     "InvalidInput",
+    "InvalidToolEffect",
     "MessageTooLarge",
-    "ModelCallMetadata",
     "NotFound",
     "NotInToolStep",
-    "PlanModeRunner",
     "RemoteRunnerError",
     "RunnerUnavailable",
     "SchemaTooNew",
     "SessionExists",
     "SessionNotFound",
     "SyncAgentClient",
-    "ToolCallsRequested",
     "ToolExecutionError",
-    "ToolExecutionResult",
-    "ToolInputRequested",
     "ToolPolicy",
-    "ToolTaskCancellation",
-    "ToolTaskCanceller",
-    "ToolTaskPending",
-    "ToolTaskPoll",
-    "ToolTaskPollOutcome",
-    "ToolTaskPoller",
-    "ToolTaskStarted",
-    "TurnCompleted",
-    "TurnContinued",
     "TurnResult",
     "TurnStatus",
-    "UnfinishedTurnMessageBuilder",
-    "WarmUpRunner",
     "Worker",
     "WorkerError",
     "WorkerIdInUse",
     "current_tool_execution",
-    "model_visible_result",
-    "resolve_tool_policy",
 ]

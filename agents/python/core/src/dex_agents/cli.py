@@ -573,14 +573,9 @@ def hint(*args: str) -> str:
 
 
 def _display_url(database_url: str | None) -> str:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    from .logs import redacted_url
 
-    url = database_url or DEFAULT_DATABASE_URL
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return repr(url)
+    return redacted_url(database_url or DEFAULT_DATABASE_URL)
 
 
 def _json_object(

@@ -16,7 +16,7 @@ import time
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
 
@@ -45,9 +45,7 @@ from .types import (
     WorkerInfo,
     waiting_for,
 )
-
-if TYPE_CHECKING:
-    from .runtime import Waker
+from .waker import WAKE_POLL_SECONDS, Waker
 
 T = TypeVar("T")
 
@@ -128,8 +126,6 @@ class AgentClient:
             if task is not None:
                 with contextlib.suppress(RuntimeError):  # its loop closed
                     task.cancel()
-            from .runtime import WAKE_POLL_SECONDS, Waker
-
             waker = Waker(database, WAKE_POLL_SECONDS, prune=False, turns_only=True)
             waker.bind(loop)
             database.on_wake = waker.notify_threadsafe

@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from . import fastsql, schema
 from .errors import DatabaseUnavailable
+from .logs import redacted_url
 from .wake_socket import WakeSender, wake_directory
 
 if TYPE_CHECKING:
@@ -247,17 +248,6 @@ workers = sa.Table(
 )
 
 
-# DBOS's table of workflows, as far as dex-agents reads and stamps it (on Postgres in DBOS's
-# own schema).
-_DBOS_WORKFLOW_COLUMNS = ("workflow_uuid", "status", "queue_name", "name", "executor_id")
-
-
-def dbos_workflow_status(conn: Connection) -> sa.TableClause:
-    schema_name = schema.DBOS_SCHEMA if conn.dialect.name == "postgresql" else None
-    columns = [sa.column(name, sa.Text) for name in _DBOS_WORKFLOW_COLUMNS]
-    return sa.table("workflow_status", *columns, schema=schema_name)
-
-
 def database_url(explicit: str | None = None) -> str:
     return explicit or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
 
@@ -408,7 +398,7 @@ class Database:
         self.engine = create_engine(self.url)
         self.sqlite = is_sqlite(self.url)
         self.retry_seconds = retry_seconds
-        self.outage = Outage(_redacted(self.url))
+        self.outage = Outage(redacted_url(self.url))
         # Reads and writes run on separate threads, so reads never queue behind writers that
         # wait for the database's write lock.
         self._readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dex-db-read")
@@ -691,7 +681,3 @@ class QuietOutageFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno > logging.WARNING or not is_unavailable_text(record.getMessage())
-
-
-def _redacted(url: str) -> str:
-    return sa.engine.make_url(url).render_as_string(hide_password=True)

@@ -47,6 +47,10 @@ class SessionExists(InvalidInput):
     """`start_session` was given the ID of a session that exists already."""
 
 
+class InvalidToolEffect(DexAgentsError, ValueError):
+    """A tool's own metadata declares an effect that is not one of the four effects."""
+
+
 class NotFound(DexAgentsError, LookupError):
     """A session, a channel message or another named thing does not exist."""
 

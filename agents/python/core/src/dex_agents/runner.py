@@ -16,6 +16,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from typing_extensions import TypeVar
 
+from .errors import DexAgentsError
+from .policy import ToolPolicy, resolve_tool_policy
 from .types import (
     AgentMessage,
     AgentPlan,
@@ -28,10 +30,48 @@ from .types import (
     ToolEffect,
 )
 
+__all__ = [
+    "AgentFrameworkRunner",
+    "AgentTurnContext",
+    "AgentTurnOutcome",
+    "BuiltInToolName",
+    "ContextCompactionRunner",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
+    "DeferredToolCall",
+    "DeferredToolExecution",
+    "DeferredToolOutcome",
+    "EventWriter",
+    "FrameworkItemCache",
+    "FrameworkMessage",
+    "ModelCallMetadata",
+    "PlanModeRunner",
+    "PolicyResolver",
+    "ToolCallsRequested",
+    "ToolExecutionError",
+    "ToolExecutionResult",
+    "ToolInputRequested",
+    "ToolPolicy",
+    "ToolStepsReadTurn",
+    "ToolTaskCancellation",
+    "ToolTaskCanceller",
+    "ToolTaskPending",
+    "ToolTaskPoll",
+    "ToolTaskPollOutcome",
+    "ToolTaskPoller",
+    "ToolTaskStarted",
+    "TurnCompleted",
+    "TurnContinued",
+    "UnfinishedTurnMessageBuilder",
+    "WarmUpRunner",
+    "earliest_cut_within_budget",
+    "messages_left_out",
+]
+
 log = logging.getLogger("dex_agents")
 
 
-class ToolExecutionError(Exception):
+class ToolExecutionError(DexAgentsError):
     """A tool failure the model should see. Recorded `failed` and never retried."""
 
 
@@ -49,14 +89,6 @@ class FrameworkMessage:
     tool_name: str | None = None
     tool_arguments: str | None = None
     tool_output: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolPolicy:
-    """Per-tool override of the effect table. `None` fields fall back to the defaults."""
-
-    effect: ToolEffect | None = None
-    requires_approval: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -242,8 +274,6 @@ class AgentTurnContext:
     ) -> ToolPolicy:
         """The complete policy of a tool: explicit ToolPolicy, then framework metadata, then
         the session's default effect; approval defaults to the effect's default."""
-        from .policy import resolve_tool_policy
-
         return resolve_tool_policy(
             tool_name,
             self.tool_policies,
@@ -256,6 +286,11 @@ class AgentTurnContext:
 @dataclass(frozen=True)
 class ToolExecutionResult:
     output: str
+    """What the model reads as the call's result."""
+    framework_data: str | None = None
+    """The runner's own data about the call (a JSON text of its choosing): framework state the
+    tool wrote, actions it asked for. Stored with the record, given back to the runner on
+    `AgentToolCall.framework_data` in the RunModel Steps that follow."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from .clock import now_text
 from .errors import SchemaTooNew
+from .logs import redacted_url
 
 VERSION_TABLE = "dex_schema_version"
 # Steps went through this one DBOS queue before version 2, and through one queue per flow
@@ -106,7 +107,7 @@ def _record(conn: Connection, version: int, description: str) -> None:
 
 def _refuse_newer(version: int, engine: Engine) -> None:
     if version > LATEST_VERSION:
-        url = engine.url.render_as_string(hide_password=True)
+        url = redacted_url(engine.url)
         raise SchemaTooNew(
             f"the database at {url} has schema version {version}, but this dex-agents knows "
             f"versions up to {LATEST_VERSION}: upgrade dex-agents to use this database"

@@ -38,12 +38,14 @@ from .db import (
 from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
+from .logs import redacted_url
 from .otel import make_tracer
 from .parking import DEFAULT_HOT_WINDOW_SECONDS
 from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name
 from .runner import warm_up_runners
 from .runtime import Runtime, route_step_workflows
 from .steps import STEP_HANDLERS
+from .waker import WAKE_POLL_SECONDS
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -84,7 +86,7 @@ class Worker:
         *,
         database_url: str | None = None,
         worker_id: str | None = None,
-        wake_poll_interval: float = runtime_module.WAKE_POLL_SECONDS,
+        wake_poll_interval: float = WAKE_POLL_SECONDS,
         queue_poll_interval: float | None = None,
         lease_seconds: float | None = None,
         drain_seconds: float | None = None,
@@ -113,7 +115,7 @@ class Worker:
         types = [flow.flow_type for flow in self.flows]
         if len(set(types)) != len(types):
             raise ValueError(f"flow types must be unique, got {types}")
-        self.database_url = _database_url(database_url)
+        self.database_url = resolve_database_url(database_url)
         _check_sqlite_directory(self.database_url)
         self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or default_worker_id()
         self.wake_poll_interval = wake_poll_interval
@@ -244,7 +246,7 @@ class Worker:
             log.info(
                 "dex-agents Worker %s on %s hosts %s",
                 self.worker_id,
-                _display_url(self.database_url),
+                redacted_url(self.database_url),
                 ", ".join(flow.flow_type for flow in self.flows),
             )
             _announce_ready()
@@ -368,7 +370,7 @@ async def _wait_for_database(database: Database, stopped: asyncio.Event) -> bool
             if not logged:
                 log.warning(
                     "database unreachable at %s, retrying every %g s (%s)",
-                    _display_url(database.url),
+                    redacted_url(database.url),
                     DATABASE_RETRY_SECONDS,
                     one_line_error(error),
                 )
@@ -507,13 +509,6 @@ def _unclaimed(sig: signal.Signals) -> bool:
 
 def _quiet_shutdown_cancellations(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("Asyncio task cancelled for workflow or step")
-
-
-_database_url = resolve_database_url
-
-
-def _display_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def _announce_ready() -> None:

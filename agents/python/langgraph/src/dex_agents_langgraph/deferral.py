@@ -18,6 +18,8 @@ from langgraph.prebuilt.tool_node import ToolCallRequest, ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, interrupt
 
+from . import _compat
+from .command import recorded_update, resumed_result
 from .offer import runner_owns
 
 TOOLS_NODE = "tools"
@@ -27,20 +29,23 @@ class UnsupportedGraphError(DexAgentsError, TypeError):
     """The graph is not one the LangGraph runner can drive one model call per Step."""
 
 
-def deferred_result(request: ToolCallRequest) -> ToolMessage:
+def deferred_result(request: ToolCallRequest) -> ToolMessage | Command[Any]:
+    """Interrupts with the call; on resume, its recorded result (and the tool's state update,
+    when its tool returned a Command: command.py)."""
     call = request.tool_call
     answer: dict[str, Any] = interrupt(
         {"tool_call_id": call["id"], "tool_name": call["name"], "arguments": call["args"]}
     )
-    return ToolMessage(
+    message = ToolMessage(
         content=answer["content"],
         status=answer["status"],
         tool_call_id=call["id"] or "",
         name=call["name"],
     )
+    return resumed_result(message, recorded_update(answer.get("framework_data")))
 
 
-async def _adeferred_result(request: ToolCallRequest) -> ToolMessage:
+async def _adeferred_result(request: ToolCallRequest) -> ToolMessage | Command[Any]:
     return deferred_result(request)
 
 
@@ -51,7 +56,7 @@ AsyncWrapper = Callable[
 
 
 def _deferring_wrapper(node: ToolNode) -> AsyncWrapper:
-    user_async, user_sync = node._awrap_tool_call, node._wrap_tool_call
+    user_async, user_sync = _compat.tool_call_wrappers(node)
 
     async def wrapper(request: ToolCallRequest, _execute: Any) -> ToolMessage | Command[Any]:
         if runner_owns(request.tool_call["name"]):
@@ -103,8 +108,8 @@ def deferring_graph(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any, Any, Any, 
         list(original.tools_by_name.values()),
         name=original.name or TOOLS_NODE,
         tags=list(original.tags or ()),
-        handle_tool_errors=original._handle_tool_errors,
-        messages_key=original._messages_key,
+        handle_tool_errors=_compat.handle_tool_errors(original),
+        messages_key=_compat.messages_key(original),
         awrap_tool_call=_deferring_wrapper(original),
     )
     nodes = dict(graph.nodes)

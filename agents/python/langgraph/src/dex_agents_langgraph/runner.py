@@ -59,13 +59,14 @@ from pydantic import ValidationError
 
 from .carried import carried_channels, end_state, previous_state, start_from, with_carried_state
 from .checkpoint import TurnCheckpointSaver
+from .command import command_result
 from .compaction import select_cutoff, summary_request, with_summary
 from .context import ContextFactory, SessionSettingsContextError, run_context
 from .custom import CUSTOM_EVENT, custom_payload, event_stream_writer
 from .deferral import UnsupportedGraphError, deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
 from .offer import TurnOffer, offered_request, offering
-from .policy import framework_effect
+from .policy import check_framework_effects, framework_effect
 from .retries import (
     NOT_CREATE_AGENT,
     agent_model,
@@ -154,9 +155,13 @@ def _offered_without_retries(request: Any) -> Any:
     return request_without_retries(offered_request(request))
 
 
-def _answer(record: AgentToolCall) -> dict[str, str]:
+def _answer(record: AgentToolCall) -> dict[str, str | None]:
     status = "success" if record.status == "succeeded" else "error"
-    return {"content": model_visible_result(record), "status": status}
+    return {
+        "content": model_visible_result(record),
+        "status": status,
+        "framework_data": record.framework_data,
+    }
 
 
 class LangGraphRunner:
@@ -197,6 +202,7 @@ class LangGraphRunner:
     ) -> None:
         self.agent = agent
         self._tools = tool_node_of(agent)
+        check_framework_effects(self._tools.tools_by_name.values())
         self._sources = SourceTools(tool_sources)
         self._context_factory = context_factory
         self._carried = carried_channels(agent)
@@ -321,6 +327,8 @@ class LangGraphRunner:
                 message = await tool.ainvoke(call, tool_config(execution, runtime))
             except ValidationError as error:
                 raise ToolExecutionError(str(error)) from error
+        if isinstance(message, Command):
+            return command_result(message, record.tool_name, record.tool_call_id)
         if not isinstance(message, ToolMessage):
             raise ToolExecutionError(f"tool {record.tool_name!r} returned {type(message).__name__}")
         if message.status == "error":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+from dex_agents import texts
 from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
@@ -46,7 +47,7 @@ from pydantic_ai.models import Model, infer_model
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
 
-from . import compaction
+from . import _compat, compaction
 from .deferral import ToolCatalog, deferred_tool_calls
 from .features import (
     built_in_call,
@@ -60,6 +61,7 @@ from .heartbeat import heartbeat_every
 from .messages import extend_history, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
+from .sequential import barrier_groups, hold, next_group
 from .tool_results import DEFAULT_MAX_TOOL_RESULT_BYTES, decode_tool_result, readable_output
 from .tool_sources import SourceOffer, SourceTools
 from .tool_step import ToolStepRun
@@ -169,6 +171,9 @@ class PydanticAiRunner(Generic[DepsT]):
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         state = RunState.from_json(turn.framework_run_state)
+        if state.held:  # the next group behind a sequential call: no model call
+            group, held = next_group(state.held)
+            return ToolCallsRequested(replace(state, held=held).to_json(), group)
         deps = await self._deps(
             DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
@@ -232,10 +237,13 @@ class PydanticAiRunner(Generic[DepsT]):
         state = RunState.from_json(turn.framework_run_state)
         messages = list(state.messages)
         records = {record.tool_call_id: record for record in turn.tool_calls}
+        held = {entry["tool_call_id"]: entry["tool_name"] for entry in state.held}
         results = [
             _result_parts(records[tool_call_id])
-            for tool_call_id in state.pending_tool_call_ids
             if tool_call_id in records
+            else (_not_run_part(tool_call_id, held[tool_call_id]), None)
+            for tool_call_id in state.pending_tool_call_ids
+            if tool_call_id in records or tool_call_id in held
         ]
         # As Pydantic AI orders them: the tool results, then ToolReturn.content's user parts.
         parts: list[ModelRequestPart] = [part for part, _ in results]
@@ -278,9 +286,10 @@ class PydanticAiRunner(Generic[DepsT]):
             source_call = partial(_deferred_call, offer, turn)
             tool_calls = deferred_tool_calls(call.output, catalog.tools, turn, order, source_call)
             pending = tuple(tool_call.tool_call_id for tool_call in tool_calls)
+            groups = barrier_groups(tool_calls, partial(_is_sequential, catalog))
             return ToolCallsRequested(
-                framework_run_state=RunState(items, pending).to_json(),
-                tool_calls=tool_calls,
+                framework_run_state=RunState(items, pending, held=hold(groups)).to_json(),
+                tool_calls=groups[0],
                 usage=usage,
                 model_call_metadata=metadata,
             )
@@ -388,7 +397,7 @@ def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
     if DeferredToolRequests in items:
         return None
     # Pydantic AI refuses a run output type when the agent has output validators.
-    if getattr(agent, "_output_validators", None):
+    if _compat.has_output_validators(agent):
         raise UserError(
             "dex-agents-pydantic-ai: an agent with output validators must list "
             "DeferredToolRequests in its output_type, e.g. output_type=[MyOutput, "
@@ -436,6 +445,18 @@ def _tool_results(state: RunState, records: Sequence[AgentToolCall]) -> Deferred
         else:
             results.calls[tool_call_id] = text
     return results
+
+
+def _is_sequential(catalog: ToolCatalog, tool_name: str) -> bool:
+    tool_def = catalog.tools.get(tool_name)
+    return tool_def is not None and tool_def.sequential
+
+
+def _not_run_part(tool_call_id: str, tool_name: str) -> ToolReturnPart:
+    """A held call's result when the turn ended before it was handed over."""
+    return ToolReturnPart(
+        tool_name=tool_name, content=texts.TOOL_CALL_HELD_NOT_RUN, tool_call_id=tool_call_id
+    )
 
 
 def _result_parts(record: AgentToolCall) -> tuple[ToolReturnPart, UserPromptPart | None]:

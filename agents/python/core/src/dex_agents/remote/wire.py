@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..errors import DexAgentsError
 from ..runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -44,7 +45,7 @@ _LOCAL_FIELDS = frozenset(
 )
 
 
-class WireFormatError(ValueError):
+class WireFormatError(DexAgentsError, ValueError):
     """A runner answered a body this side cannot read."""
 
 
@@ -228,7 +229,10 @@ def turn_outcome(value: Any) -> AgentTurnOutcome:
 def _tool_outcome(data: Mapping[str, Any]) -> ToolExecutionResult | ToolInputRequested | None:
     kind = data.get("kind")
     if kind == "tool_execution_result":
-        return ToolExecutionResult(str(data["output"]))
+        framework_data = data.get("framework_data")
+        return ToolExecutionResult(
+            str(data["output"]), None if framework_data is None else str(framework_data)
+        )
     if kind == "tool_input_requested":
         return ToolInputRequested(
             str(data["question"]),
