@@ -171,10 +171,11 @@ class TestAdkWorker(SharedWorkerSuite):
         )
         session = await run.client.start_session("Triage", "Refund o-7, please.")
         await asyncio.to_thread(run.model.wait_for_requests, run.first_request + 2, 60)
-        # The tool Step stored the state it wrote with the call's record.
+        # The tool Step stored the state it wrote and the artifact it saved with its record.
         [noted] = (await run.client.get_agent_snapshot(session)).tool_calls
         assert json.loads(noted.framework_data or "") == {
-            "state_delta": {"order": "o-7", "notes": 1}
+            "state_delta": {"order": "o-7", "notes": 1},
+            "artifacts": [["note.txt", {"text": "customer asks about o-7"}]],
         }
         run.kill_and_restart()
         await asyncio.to_thread(run.model.wait_for_requests, run.first_request + 4, 60)
@@ -186,6 +187,7 @@ class TestAdkWorker(SharedWorkerSuite):
         assert run.tool_log.count("note_order") == 1
         [refunded] = run.tool_log.entries("refund")
         assert (refunded["agent"], refunded["noted"]) == ("billing", "o-7")
+        assert refunded["note"] == "customer asks about o-7"  # the artifact note_order saved
         assert refunded["key"] == f"{session}/turn-1/r1"
         # Requests: triage, triage (killed), triage again: the state applied once each time;
         # billing (killed), billing again, billing after the refund.

@@ -75,10 +75,7 @@ class GatedTool(BaseTool):
             )
         carried = payload.get(PAYLOAD_ACTIONS)
         if isinstance(carried, str):
-            actions = ToolActions.from_json(carried)
-            for key, value in actions.state_delta.items():
-                tool_context.state[key] = value  # read by the callbacks that follow
-            actions.apply(tool_context.actions)
+            await ToolActions.from_json(carried).apply(tool_context)
         return payload[PAYLOAD_RESULT]
 
 

@@ -55,6 +55,7 @@ from google.genai import types
 
 from . import compaction
 from . import texts as adk_texts
+from .artifacts import ArtifactTooLargeError, StepArtifactService, attach_saved
 from .confirmations import confirmation_answers, pending_confirmations
 from .events import (
     decode_event,
@@ -157,6 +158,7 @@ class AdkRunner:
         step = await self._start_step(turn)
         crossed = await self._run(turn, step)
         session = step.service.session
+        attach_saved(session.events[step.session_length :], step.service.artifacts.saved)
         events = session.events[step.history_length :]
         usage = usage_of(session.events[step.session_length :])
         pending = pending_confirmations(events)
@@ -208,7 +210,12 @@ class AdkRunner:
     async def _run(self, turn: AgentTurnContext, step: _Step) -> bool:
         """Runs the invocation until it ends, pauses on the gates, or reaches the Step's
         boundary (True: the invocation goes on in the next Step)."""
-        runner = Runner(app=self._app, session_service=step.service, auto_create_session=False)
+        runner = Runner(
+            app=self._app,
+            session_service=step.service,
+            artifact_service=step.service.artifacts,
+            auto_create_session=False,
+        )
         stream = runner.run_async(
             user_id=USER_ID,
             session_id=step.service.session.id,
@@ -289,10 +296,15 @@ class AdkRunner:
         context = ToolContext(invocation, function_call_id=record.tool_call_id)
         context.tool_confirmation = ToolConfirmation(confirmed=True)
         with running_tool(execution):
-            result = await tool.run_async(
-                args=json.loads(record.arguments or "{}"), tool_context=context
-            )
-        actions = ToolActions.of(context.actions)
+            try:
+                result = await tool.run_async(
+                    args=json.loads(record.arguments or "{}"), tool_context=context
+                )
+            except ArtifactTooLargeError as error:
+                raise ToolExecutionError(str(error)) from error
+        saved = invocation.artifact_service
+        assert isinstance(saved, StepArtifactService)
+        actions = ToolActions.of(context.actions, saved.saved)
         return ToolExecutionResult(
             output=_result_text(result),
             framework_data=None if actions.is_empty() else actions.to_json(),
@@ -337,6 +349,7 @@ class AdkRunner:
             agent=agent or root,
             branch=branch,
             session=service.session,
+            artifact_service=service.artifacts,
             run_config=RunConfig(),
         )
 

@@ -1,6 +1,7 @@
 """The Worker app of tests/test_worker_multi_agent.py: ADK agent trees on LiteLlm against the
 scripted Chat Completions server. Triage transfers to billing (its sub-agent); triage's
-`note_order` writes session state in its tool Step that billing's instruction reads; a loop
+`note_order` writes session state in its tool Step that billing's instruction reads, and saves
+an artifact that billing's `refund` loads; a loop
 of a writer whose `add_line` appends to state and whose `exit_loop` (ADK's own) escalates out
 of the loop. Tools record their runs to the ToolRunLog at $TOOL_LOG."""
 
@@ -15,6 +16,7 @@ from google.adk.agents import LlmAgent, LoopAgent
 from google.adk.models.lite_llm import LiteLlm
 from google.adk.tools import exit_loop
 from google.adk.tools.tool_context import ToolContext
+from google.genai import types
 
 from dex_agents_google_adk import AdkRunner, current_tool_execution
 
@@ -27,22 +29,25 @@ def _model() -> LiteLlm:
     return LiteLlm(model="openai/gpt-test", api_base=os.environ[MODEL_URL_ENV], api_key="test")
 
 
-def note_order(order_id: str, tool_context: ToolContext) -> str:
+async def note_order(order_id: str, tool_context: ToolContext) -> str:
     """Note the order the customer talks about."""
     notes = int(tool_context.state.get("notes", 0)) + 1
     _log().record("note_order", order_id=order_id, key=current_tool_execution().idempotency_key)
     tool_context.state["order"] = order_id
     tool_context.state["notes"] = notes
+    await tool_context.save_artifact("note.txt", types.Part(text=f"customer asks about {order_id}"))
     return f"noted {order_id}"
 
 
-def refund(order_id: str, tool_context: ToolContext) -> str:
+async def refund(order_id: str, tool_context: ToolContext) -> str:
     """Refund an order."""
+    note = await tool_context.load_artifact("note.txt")
     _log().record(
         "refund",
         order_id=order_id,
         agent=tool_context.agent_name,
         noted=tool_context.state.get("order"),
+        note=note.text if note else None,
         key=current_tool_execution().idempotency_key,
     )
     return f"refunded {order_id}"
