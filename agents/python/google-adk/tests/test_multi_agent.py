@@ -128,6 +128,30 @@ async def test_a_parallel_agents_children_call_their_models_side_by_side_then_th
         assert sorted(texts[:2]) == ["A done.", "B done."] and texts[2] == "C done."
 
 
+async def test_a_parallel_childs_second_model_call_ends_the_step_and_a_siblings_call_is_made_again(
+    model: ScriptedModelServer,
+) -> None:
+    """ParallelAgent[SequentialAgent[x, y], z]: y's model call ends the first Step while z's
+    (slow) call is in flight, so z's is cancelled and made again in the next Step (a limit the
+    README states); the turn still ends with every agent's answer, each stored once."""
+    with ScriptedModelServer() as other:
+        x = LlmAgent(name="x", model=llm(model), instruction="X.")
+        y = LlmAgent(name="y", model=llm(model), instruction="Y.")
+        z = LlmAgent(name="z", model=llm(other), instruction="Z.")
+        pipeline = SequentialAgent(name="pipeline", sub_agents=[x, y])
+        root = ParallelAgent(name="both", sub_agents=[pipeline, z])
+        driver = RunnerDriver(AdkRunner(root), default_tool_effect="read")
+        model.enqueue(reply_text("X done."), reply_text("Y done."))
+        other.enqueue(reply_text("Z cancelled.", delay_seconds=1), reply_text("Z done."))
+        result = await driver.turn("Go")
+
+        assert [type(o) for o in result.outcomes] == [TurnContinued, TurnCompleted]
+        assert [instruction(r.body) for r in model.requests] == ["X.", "Y."]
+        assert [instruction(r.body) for r in other.requests] == ["Z.", "Z."]
+        texts = sorted(m.text or "" for m in result.new_messages)
+        assert texts == ["X done.", "Y done.", "Z done."]
+
+
 def test_agent_and_tool_names_must_be_unique_in_the_tree(model: ScriptedModelServer) -> None:
     twin = LlmAgent(name="billing", model=llm(model))
     with pytest.raises(UnsupportedAgentError, match="two agents of the tree are named 'billing'"):
