@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from dex_agents.runner import ToolCallsRequested
+from dex_agents.runner import ToolCallsRequested, TurnCompleted, TurnContinued
 from dex_agents.testing import RunnerDriver, ScriptedModelServer, reply_text, reply_tools
 from google.adk.agents import LlmAgent
 from google.adk.agents.callback_context import CallbackContext
@@ -207,7 +207,9 @@ async def test_a_before_tool_callback_answer_skips_the_gate_and_agent_callbacks_
     assert result.records == [] and runs == []
     assert json.loads(tool_results_of(model, 1)["c1"]) == {"result": "canned weather"}
     assert result.new_messages[-1].text == "Cold."
-    assert agent_runs == ["before"]  # one RunModel Step: the canned answer made no pause
+    # The canned answer made no pause, but the next model call is still a Step of its own.
+    assert [type(o) for o in result.outcomes] == [TurnContinued, TurnCompleted]
+    assert agent_runs == ["before", "before"]
 
 
 def tool_results_of(model: ScriptedModelServer, index: int) -> dict[str, str]:

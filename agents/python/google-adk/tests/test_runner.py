@@ -8,7 +8,7 @@ import json
 import pytest
 from dex_agents.runner import ToolCallsRequested, ToolExecutionError, ToolPolicy
 from dex_agents.testing import Reject, RunnerDriver, ScriptedModelServer, reply_text, reply_tools
-from google.adk.agents import LlmAgent, SequentialAgent
+from google.adk.agents import BaseAgent, LlmAgent, SequentialAgent
 from google.adk.models.lite_llm import LiteLlm
 from google.adk.tools import FunctionTool, ToolContext
 from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
@@ -23,6 +23,11 @@ MCP = StdioConnectionParams(server_params=StdioServerParameters(command="true"))
 class Log:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str]] = []
+
+
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
 
 
 def make_agent(server: ScriptedModelServer, log: Log) -> LlmAgent:
@@ -149,18 +154,27 @@ async def test_a_tool_policy_overrides_the_metadata(model: ScriptedModelServer, 
     assert requested.tool_calls[0].policy.effect == "idempotent_write"
 
 
-def test_an_agent_with_sub_agents_is_refused(model: ScriptedModelServer, log: Log) -> None:
-    child = LlmAgent(name="child", model=LiteLlm(model="openai/gpt-test"))
-    parent = make_agent(model, log).clone(update={"sub_agents": [child]})
-    with pytest.raises(UnsupportedAgentError, match="AgentTool"):
+class Custom(BaseAgent):
+    """A custom agent: its own loop, which ADK cannot resume between Steps."""
+
+
+def test_a_custom_agent_and_a_tool_name_two_agents_share_are_refused(
+    model: ScriptedModelServer, log: Log
+) -> None:
+    with pytest.raises(UnsupportedAgentError, match="'mine' is a Custom"):
+        AdkRunner(SequentialAgent(name="steps", sub_agents=[Custom(name="mine")]))
+    twin = LlmAgent(name="twin", model=LiteLlm(model="openai/gpt-test"), tools=[get_weather])
+    parent = LlmAgent(
+        name="parent",
+        model=LiteLlm(model="openai/gpt-test"),
+        tools=[get_weather],
+        sub_agents=[twin],
+    )
+    with pytest.raises(UnsupportedAgentError, match="agents 'twin' and 'parent' both have"):
         AdkRunner(parent)
 
 
-def test_workflow_agents_are_refused_and_a_toolset_is_gated(
-    model: ScriptedModelServer, log: Log
-) -> None:
-    with pytest.raises(UnsupportedAgentError, match="drives an LlmAgent"):
-        AdkRunner(SequentialAgent(name="steps", sub_agents=[]))
+def test_a_toolset_is_gated(model: ScriptedModelServer, log: Log) -> None:
     toolset = McpToolset(connection_params=MCP)
     agent = make_agent(model, log).clone(update={"tools": [toolset]})
     runner = AdkRunner(agent)

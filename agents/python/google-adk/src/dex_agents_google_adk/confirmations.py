@@ -14,6 +14,7 @@ from google.genai import types
 
 from .gate import PAYLOAD_RESULT, UnsupportedAgentError
 from .run_state import RunState
+from .tool_actions import PAYLOAD_ACTIONS
 
 
 def pending_confirmations(events: Sequence[Event]) -> dict[str, types.FunctionCall]:
@@ -36,26 +37,41 @@ def pending_confirmations(events: Sequence[Event]) -> dict[str, types.FunctionCa
     return originals
 
 
-def confirmation_answers(saved: RunState, records: Sequence[AgentToolCall]) -> types.Content:
-    """The user's answer to the pending confirmations: each carries the call's final record's
-    model-visible result (its output, its failure, or the rejection text)."""
+def confirmation_answers(saved: RunState, records: Sequence[AgentToolCall]) -> list[Event]:
+    """The answers to the pending confirmations, as the user events ADK would append: each
+    carries the call's final record's model-visible result (its output, its failure, or the
+    rejection text) and a succeeded call's carried actions (its record's framework data).
+
+    One event per branch: under a `ParallelAgent` each child reads only the events of its own
+    branch, so the answers to its confirmations are in an event of that branch, as ADK gives
+    a function response the branch of the call it answers."""
     by_id = {record.tool_call_id: record for record in records}
-    parts: list[types.Part] = []
+    branches = {
+        call.id: event.branch for event in saved.events for call in event.get_function_calls()
+    }
+    parts: dict[str | None, list[types.Part]] = {}
     for call_id, confirmation_id in saved.confirmations.items():
         record = by_id.get(call_id)
         if record is None or not record.is_final:
             raise RuntimeError(f"tool call {call_id!r} has no final record to resume the turn with")
-        confirmation = ToolConfirmation(
-            confirmed=record.status != "rejected",
-            payload={PAYLOAD_RESULT: model_visible_result(record)},
-        )
-        parts.append(
-            types.Part(
-                function_response=types.FunctionResponse(
-                    id=confirmation_id,
-                    name=REQUEST_CONFIRMATION_FUNCTION_CALL_NAME,
-                    response=confirmation.model_dump(by_alias=True, exclude_none=True),
-                )
+        payload: dict[str, str] = {PAYLOAD_RESULT: model_visible_result(record)}
+        if record.status == "succeeded" and record.framework_data is not None:
+            payload[PAYLOAD_ACTIONS] = record.framework_data
+        confirmation = ToolConfirmation(confirmed=record.status != "rejected", payload=payload)
+        part = types.Part(
+            function_response=types.FunctionResponse(
+                id=confirmation_id,
+                name=REQUEST_CONFIRMATION_FUNCTION_CALL_NAME,
+                response=confirmation.model_dump(by_alias=True, exclude_none=True),
             )
         )
-    return types.Content(role="user", parts=parts)
+        parts.setdefault(branches.get(confirmation_id), []).append(part)
+    return [
+        Event(
+            author="user",
+            invocation_id=saved.invocation_id,
+            branch=branch,
+            content=types.Content(role="user", parts=branch_parts),
+        )
+        for branch, branch_parts in parts.items()
+    ]

@@ -1,4 +1,4 @@
-"""A copy of an ADK agent whose every tool asks for a confirmation instead of running.
+"""A copy of an ADK agent tree whose every tool asks for a confirmation instead of running.
 
 ADK runs all the function calls of one model response in the same step, so an ungated tool
 would run inside RunModel. The copy's tools are `GatedTool`s: the first time ADK calls one it
@@ -9,16 +9,22 @@ tool again. The real tool runs in the tool Step (`runner.execute_deferred_tool_c
 
 A toolset (an MCP toolset, ...) lists its tools at run time: the copy holds a `GatedToolset`
 whose listing is the real toolset's, each tool gated the same way.
+
+The tree is copied whole: every `LlmAgent` (the root, its sub-agents, the children of the
+workflow agents `SequentialAgent`, `ParallelAgent` and `LoopAgent`) gets gated tools, and the
+runner keeps each agent's real tools by the agent's name, since a call's event names the agent
+that made it. Tool policies name tools, so a plain tool's name must be unique in the tree; a
+custom `BaseAgent` is refused (its own loop keeps no state ADK could resume it from).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dex_agents.errors import DexAgentsError
-from google.adk.agents import BaseAgent, LlmAgent
+from google.adk.agents import BaseAgent, LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.models.llm_request import LlmRequest
 from google.adk.tools.base_tool import BaseTool
@@ -26,6 +32,8 @@ from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
+
+from .tool_actions import PAYLOAD_ACTIONS, ToolActions
 
 PAYLOAD_RESULT = "dex_agents_result"
 """The key of a confirmation payload that holds the call's recorded, model-visible result."""
@@ -39,7 +47,8 @@ class UnsupportedAgentError(DexAgentsError, TypeError):
 
 class GatedTool(BaseTool):
     """`tool` as the model sees it; calling it asks for a confirmation, and a confirmation
-    returns the recorded result it carries."""
+    returns the recorded result it carries, with the tool's carried actions (its state
+    delta, escalate, transfer, ...: `tool_actions.py`) set on the call's own context."""
 
     def __init__(self, tool: BaseTool) -> None:
         super().__init__(
@@ -64,6 +73,9 @@ class GatedTool(BaseTool):
                 f"the confirmation of {self.name!r} carries no recorded result: only the "
                 "dex-agents runner may confirm the calls of a gated agent"
             )
+        carried = payload.get(PAYLOAD_ACTIONS)
+        if isinstance(carried, str):
+            await ToolActions.from_json(carried).apply(tool_context)
         return payload[PAYLOAD_RESULT]
 
 
@@ -134,23 +146,96 @@ def _gate(tool: Any) -> BaseTool | BaseToolset:
     return GatedTool(as_tool(tool))
 
 
-def _refuse(agent: BaseAgent) -> LlmAgent:
-    if not isinstance(agent, LlmAgent):
-        raise UnsupportedAgentError(
-            f"the ADK runner drives an LlmAgent; {type(agent).__name__} runs its own loop"
-        )
-    if agent.sub_agents:
-        raise UnsupportedAgentError(
-            f"agent {agent.name!r} has sub-agents: transfer_to_agent would run another "
-            "agent's model calls inside the same Step; give it the sub-agents as AgentTools "
-            "(google.adk.tools.AgentTool), which run in tool Steps"
-        )
-    return agent
+WORKFLOW_AGENTS = (SequentialAgent, ParallelAgent, LoopAgent)
+"""The workflow agents the runner drives: ADK resumes each from its agent state."""
 
 
-def gated_agent(agent: BaseAgent) -> tuple[LlmAgent, RealTools]:
-    """A copy of `agent` whose tools and toolsets are gated, and its real tools; `agent` is
-    not changed."""
-    llm_agent = _refuse(agent)
-    gated: list[Callable[..., Any] | BaseTool | BaseToolset] = [_gate(t) for t in llm_agent.tools]
-    return llm_agent.clone(update={"tools": gated}), real_tools(llm_agent)
+@dataclass(frozen=True)
+class GatedTree:
+    """The runner's copy of the agent tree and the real tools of each of its LlmAgents."""
+
+    root: BaseAgent
+    tools: dict[str, RealTools]
+    """Each LlmAgent's real tools, by the agent's name."""
+
+    def agent_tools(self, agent_name: str) -> RealTools:
+        tools = self.tools.get(agent_name)
+        if tools is None:
+            raise UnsupportedAgentError(
+                f"no LlmAgent named {agent_name!r} in the agent tree: the agents' names "
+                "must stay the same while a turn runs"
+            )
+        return tools
+
+
+ModelCopy = Callable[[LlmAgent], Any]
+"""The model field of an LlmAgent's copy (the agent's own, or one without client retries)."""
+
+
+@dataclass
+class _TreeCopy:
+    extra_tools: Callable[[], Sequence[BaseTool]]
+    model: ModelCopy
+    tools: dict[str, RealTools] = field(default_factory=dict)
+    owners: dict[str, str] = field(default_factory=dict)
+    """The agent that has each plain tool, by the tool's name."""
+    agents: set[str] = field(default_factory=set)
+
+    def copy(self, agent: BaseAgent, under_llm_agent: bool = False) -> BaseAgent:
+        if not isinstance(agent, (LlmAgent, *WORKFLOW_AGENTS)):
+            raise UnsupportedAgentError(
+                f"agent {agent.name!r} is a {type(agent).__name__}: the ADK runner drives "
+                "LlmAgent, SequentialAgent, ParallelAgent and LoopAgent, which ADK resumes "
+                "from the session's events; a custom agent's own loop cannot be resumed "
+                "between Steps"
+            )
+        if agent.name in self.agents:
+            raise UnsupportedAgentError(
+                f"two agents of the tree are named {agent.name!r}: ADK finds agents by name"
+            )
+        self.agents.add(agent.name)
+        is_llm = isinstance(agent, LlmAgent)
+        children = [self.copy(a, under_llm_agent or is_llm) for a in agent.sub_agents]
+        if not isinstance(agent, LlmAgent):
+            return agent.clone(update={"sub_agents": children})
+        real = real_tools(agent)
+        for name in real.tools:
+            other = self.owners.setdefault(name, agent.name)
+            if other != agent.name:
+                raise UnsupportedAgentError(
+                    f"agents {other!r} and {agent.name!r} both have a tool named {name!r}: "
+                    "tool policies, approvals and records name a tool, so a tool name must "
+                    "be unique in the agent tree; rename one of them"
+                )
+        self.tools[agent.name] = real
+        gated = [_gate(t) for t in agent.tools]
+        update: dict[str, Any] = {"tools": [*gated, *self.extra_tools()], "sub_agents": children}
+        if agent.model or not under_llm_agent:
+            # An agent without a model of its own inherits its LlmAgent ancestor's copy;
+            # without one, its copy is of ADK's default model.
+            update["model"] = self.model(agent)
+        return agent.clone(update=update)
+
+
+def gated_tree(
+    agent: BaseAgent, extra_tools: Callable[[], Sequence[BaseTool]], model: ModelCopy
+) -> GatedTree:
+    """A copy of the agent tree whose LlmAgents' tools and toolsets are gated (each also
+    gets `extra_tools()`) and whose models are `model(agent)` (an agent without a model of
+    its own keeps inheriting its ancestor's); `agent` is not changed. Agent names must be
+    unique in the tree, as must the plain tools' names (a policy names its tool)."""
+    copy = _TreeCopy(extra_tools, model)
+    root = copy.copy(agent)
+    return GatedTree(root, copy.tools)
+
+
+def first_llm_agent(agent: BaseAgent) -> LlmAgent:
+    """The tree's first LlmAgent, depth first (the root when it is one)."""
+    if isinstance(agent, LlmAgent):
+        return agent
+    for child in agent.sub_agents:
+        try:
+            return first_llm_agent(child)
+        except UnsupportedAgentError:
+            continue
+    raise UnsupportedAgentError(f"agent {agent.name!r} has no LlmAgent in its tree")

@@ -1,4 +1,5 @@
-"""What a model Step reports while and after ADK runs: streamed deltas and usage."""
+"""What a model Step reports while and after ADK runs: streamed deltas, transfers between
+agents and usage."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Sequence
 from dex_agents.runner import AgentTurnContext
 from dex_agents.types import AgentUsage
 from google.adk.events import Event
+
+from .transfers import TRANSFER_EVENT, transfer_payload
 
 
 def usage_of(events: Sequence[Event]) -> AgentUsage:
@@ -26,6 +29,16 @@ def usage_of(events: Sequence[Event]) -> AgentUsage:
             )
         )
     return total
+
+
+def report_event(turn: AgentTurnContext, event: Event) -> None:
+    """Writes a partial event's deltas, and a transfer between agents."""
+    if event.partial:
+        write_deltas(turn, event)
+        return
+    transfer = transfer_payload(event)
+    if transfer is not None:
+        turn.events.write(TRANSFER_EVENT, transfer)
 
 
 def write_deltas(turn: AgentTurnContext, event: Event) -> None:

@@ -1,12 +1,16 @@
 """The dex-agents runner for Google ADK agents, in Step mode.
 
-Every tool of the agent is gated (see `gate.py`), and the app is resumable, so each
-`run_model_step` runs the invocation until the model answers or asks for tools: one model
-call, after which ADK pauses on the gates' `adk_request_confirmation` calls. The turn's events
-are the framework run state; the next `run_model_step` restores them into an in-memory
-session and resumes the invocation with one confirmation per call, each carrying the call's
-recorded result. Each tool call runs its real tool in `execute_deferred_tool_call`; a
-toolset's tool is found there by listing the toolset again, on the turn's invocation.
+Every tool of every agent of the tree is gated (see `gate.py`), and the app is resumable, so
+each `run_model_step` runs the invocation until the model answers or asks for tools: one model
+call, after which ADK pauses on the gates' `adk_request_confirmation` calls. A transfer to
+another agent, or a workflow agent's next child, would make the next model call in the same
+Step: the runner's plugin ends the Step there (`step_boundary.py`), and the next Step resumes
+the invocation with the agent ADK finds in the turn's events. The turn's events are the
+framework run state; the next `run_model_step` restores them into an in-memory session and
+resumes the invocation with one confirmation per call, each carrying the call's recorded
+result and what its tool did to its context (`tool_actions.py`). Each tool call runs its real
+tool in `execute_deferred_tool_call`, as a tool of the agent that made the call; a toolset's
+tool is found there by listing the toolset again, on the turn's invocation.
 
 What the session offers (built-in tools, plan mode, session settings, the context summary) is
 given to ADK in `session_features.py`; compaction is `compaction.py`.
@@ -15,7 +19,7 @@ given to ADK in `session_features.py`; compaction is `compaction.py`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,9 +39,10 @@ from dex_agents.runner import (
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
+    TurnContinued,
 )
 from dex_agents.tool_context import running_tool
-from google.adk.agents import BaseAgent, InvocationContext, RunConfig
+from google.adk.agents import BaseAgent, InvocationContext, LlmAgent, RunConfig
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.agents.run_config import StreamingMode
 from google.adk.apps import App, ResumabilityConfig
@@ -50,6 +55,7 @@ from google.genai import types
 
 from . import compaction
 from . import texts as adk_texts
+from .artifacts import ArtifactTooLargeError, StepArtifactService, attach_saved
 from .confirmations import confirmation_answers, pending_confirmations
 from .events import (
     decode_event,
@@ -61,11 +67,11 @@ from .events import (
     stored_events,
     user_message,
 )
-from .gate import UnsupportedAgentError, gated_agent
+from .gate import UnsupportedAgentError, first_llm_agent, gated_tree
 from .mcp_meta import keyed_mcp_tool
 from .policy import framework_effect, requires_confirmation
-from .reporting import usage_of, write_deltas
-from .retries import agent_without_client_retries
+from .reporting import report_event, usage_of
+from .retries import without_client_retries
 from .run_state import RunState
 from .session_features import (
     ModelResolver,
@@ -76,6 +82,9 @@ from .session_features import (
     with_context,
 )
 from .session_service import USER_ID, StepSessionService, step_session
+from .step_boundary import is_boundary
+from .tool_actions import ToolActions
+from .transfers import call_authors, call_event, without_premature_ends
 from .warm_up import warm_up_app
 
 APP_NAME = "dex_agents"
@@ -86,7 +95,9 @@ _BUILT_IN_POLICY: Final = ToolPolicy(effect="read", requires_approval=False)
 @dataclass(frozen=True)
 class _Step:
     service: StepSessionService
-    new_message: types.Content
+    new_message: types.Content | None
+    """The turn's user message; None to resume the invocation (the answers to its pending
+    confirmations are already in the session, after a pause on the gates)."""
     invocation_id: str | None
     history_length: int
     """How many of the session's events are the stored conversation before the turn."""
@@ -121,17 +132,16 @@ class AdkRunner:
         resolve_model: ModelResolver | None = None,
     ) -> None:
         app = agent if isinstance(agent, App) else App(name=APP_NAME, root_agent=agent)
-        gated, self._tools = gated_agent(app.root_agent)
         gates = built_in_gates()
-        gated = gated.clone(update={"tools": [*gated.tools, *gates]})
-        if not framework_retries:
-            gated = agent_without_client_retries(gated)
+        self._tree = gated_tree(
+            app.root_agent, lambda: gates, _own_model if framework_retries else _model_copy
+        )
         self.agent = app.root_agent
         self.resolve_model = resolve_model
-        self._gated = gated
+        self._gated = first_llm_agent(self._tree.root)
         self._app = app.model_copy(
             update={
-                "root_agent": gated,
+                "root_agent": self._tree.root,
                 "plugins": [SessionFeaturesPlugin(gates, resolve_model), *app.plugins],
                 "resumability_config": ResumabilityConfig(is_resumable=True),
             }
@@ -146,26 +156,32 @@ class AdkRunner:
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         step = await self._start_step(turn)
-        await self._run(turn, step)
+        crossed = await self._run(turn, step)
         session = step.service.session
+        attach_saved(session.events[step.session_length :], step.service.artifacts.saved)
         events = session.events[step.history_length :]
         usage = usage_of(session.events[step.session_length :])
         pending = pending_confirmations(events)
         if pending:
-            context = _readonly_context(self._invocation(step.service, events[-1].invocation_id))
+            events = without_premature_ends(events, pending, self._tree.root)
             state = RunState(
                 events[-1].invocation_id,
                 events,
                 {call.id or "": conf_id for conf_id, call in pending.items()},
                 step.through_sequence,
             )
+            authors = call_authors(events)
             return ToolCallsRequested(
                 framework_run_state=state.to_json(),
                 tool_calls=[
-                    await self._deferred_call(turn, call, context) for call in pending.values()
+                    await self._deferred_call(turn, step.service, events, call, authors)
+                    for call in pending.values()
                 ],
                 usage=usage,
             )
+        if crossed:
+            state = RunState(events[-1].invocation_id, events, {}, step.through_sequence)
+            return TurnContinued(framework_run_state=state.to_json(), usage=usage)
         return TurnCompleted(
             new_messages=project_events(e for e in events if e.author != "user"), usage=usage
         )
@@ -185,13 +201,21 @@ class AdkRunner:
         events = [*history, *saved.events]
         service = await step_session(self._app.name, turn.flow_id, events)
         apply_session_settings(service.session, turn.session_settings)
-        answers = confirmation_answers(saved, turn.tool_calls)
+        for answer in confirmation_answers(saved, turn.tool_calls):
+            await service.append_event(service.session, answer)
         return _Step(
-            service, answers, saved.invocation_id, len(history), len(events), saved.through_sequence
+            service, None, saved.invocation_id, len(history), len(events), saved.through_sequence
         )
 
-    async def _run(self, turn: AgentTurnContext, step: _Step) -> None:
-        runner = Runner(app=self._app, session_service=step.service, auto_create_session=False)
+    async def _run(self, turn: AgentTurnContext, step: _Step) -> bool:
+        """Runs the invocation until it ends, pauses on the gates, or reaches the Step's
+        boundary (True: the invocation goes on in the next Step)."""
+        runner = Runner(
+            app=self._app,
+            session_service=step.service,
+            artifact_service=step.service.artifacts,
+            auto_create_session=False,
+        )
         stream = runner.run_async(
             user_id=USER_ID,
             session_id=step.service.session.id,
@@ -199,16 +223,17 @@ class AdkRunner:
             new_message=step.new_message,
             run_config=RunConfig(streaming_mode=StreamingMode.SSE),
         )
-        with step_features(turn):
-            async with aclosing(stream) as events:
-                async for event in events:
-                    turn.heartbeat()
-                    if event.partial:
-                        write_deltas(turn, event)
-
-                turn.heartbeat()
-                if event.partial:
-                    write_deltas(turn, event)
+        with step_features(turn) as features:
+            try:
+                async with aclosing(stream) as events:
+                    async for event in events:
+                        turn.heartbeat()
+                        report_event(turn, event)
+            except Exception as error:
+                if not (features.model_calls.crossed and is_boundary(error)):
+                    raise
+                return True
+        return False
 
     # -- compaction (ContextCompactionRunner) ------------------------------------------------
 
@@ -262,7 +287,8 @@ class AdkRunner:
     ) -> ToolExecutionResult:
         record = execution.tool_call
         invocation = await self._tool_invocation(execution)
-        tool = await self._tools.find(record.tool_name, _readonly_context(invocation))
+        tools = self._tree.agent_tools(invocation.agent.name)
+        tool = await tools.find(record.tool_name, _readonly_context(invocation))
         if tool is None:
             raise ToolExecutionError(adk_texts.UNKNOWN_TOOL.format(name=record.tool_name))
         if isinstance(tool, McpTool):
@@ -270,40 +296,73 @@ class AdkRunner:
         context = ToolContext(invocation, function_call_id=record.tool_call_id)
         context.tool_confirmation = ToolConfirmation(confirmed=True)
         with running_tool(execution):
-            result = await tool.run_async(
-                args=json.loads(record.arguments or "{}"), tool_context=context
-            )
-        return ToolExecutionResult(output=_result_text(result))
+            try:
+                result = await tool.run_async(
+                    args=json.loads(record.arguments or "{}"), tool_context=context
+                )
+            except ArtifactTooLargeError as error:
+                raise ToolExecutionError(str(error)) from error
+        saved = invocation.artifact_service
+        assert isinstance(saved, StepArtifactService)
+        actions = ToolActions.of(context.actions, saved.saved)
+        return ToolExecutionResult(
+            output=_result_text(result),
+            framework_data=None if actions.is_empty() else actions.to_json(),
+        )
 
     async def _tool_invocation(self, execution: DeferredToolExecution) -> InvocationContext:
         """An invocation on the session as it was when the model asked for the call: the
         tool's ToolContext (already confirmed: dex-agents ran its approval) and the toolsets'
         listing read it."""
         events: list[Event] = []
+        turn_events: list[Event] = []
         turn = execution.turn
         if turn is not None and turn.framework_run_state is not None:
             saved = RunState.from_json(turn.framework_run_state)
-            events = [*_history(turn, saved.through_sequence), *saved.events]
+            turn_events = saved.events
+            events = [*_history(turn, saved.through_sequence), *turn_events]
         service = await step_session(self._app.name, execution.flow_id, events)
         if turn is not None:
             apply_session_settings(service.session, turn.session_settings)
-        return self._invocation(service, events[-1].invocation_id if events else execution.turn_id)
+        call = call_event(turn_events, execution.tool_call.tool_call_id)
+        return self._invocation(
+            service,
+            events[-1].invocation_id if events else execution.turn_id,
+            call.author if call else None,
+            call.branch if call else None,
+        )
 
-    def _invocation(self, service: StepSessionService, invocation_id: str) -> InvocationContext:
-        """An invocation of the gated agent on the Step's session, as ADK builds one."""
+    def _invocation(
+        self,
+        service: StepSessionService,
+        invocation_id: str,
+        agent_name: str | None = None,
+        branch: str | None = None,
+    ) -> InvocationContext:
+        """An invocation on the Step's session as ADK builds one, for the agent of the tree
+        named `agent_name` (the root when None) in `branch`."""
+        root = self._app.root_agent
+        agent = root.find_agent(agent_name) if agent_name else None
         return InvocationContext(
             session_service=service,
             invocation_id=invocation_id,
-            agent=self._app.root_agent,
+            agent=agent or root,
+            branch=branch,
             session=service.session,
+            artifact_service=service.artifacts,
             run_config=RunConfig(),
         )
 
     async def _deferred_call(
-        self, turn: AgentTurnContext, call: types.FunctionCall, context: ReadonlyContext
+        self,
+        turn: AgentTurnContext,
+        service: StepSessionService,
+        events: Sequence[Event],
+        call: types.FunctionCall,
+        authors: Mapping[str, Event],
     ) -> DeferredToolCall:
-        """The call with its tool's own policy; a toolset's tool is found in the toolset's
-        listing for this Step's invocation."""
+        """The call with its tool's own policy: the tool of the agent that made the call (a
+        toolset's tool is found in the toolset's listing for this Step's invocation)."""
         name = call.name or ""
         if name in turn.enabled_built_in_tools:
             return DeferredToolCall(
@@ -312,7 +371,12 @@ class AdkRunner:
                 arguments=json.dumps(call.args or {}, ensure_ascii=False),
                 policy=_BUILT_IN_POLICY,
             )
-        tool = await self._tools.find(name, context)
+        made = authors.get(call.id or "")
+        author = made.author if made else self._gated.name
+        invocation = self._invocation(
+            service, events[-1].invocation_id, author, made.branch if made else None
+        )
+        tool = await self._tree.agent_tools(author).find(name, _readonly_context(invocation))
         policy = turn.resolve_tool_policy(
             name,
             framework_effect(tool) if tool else None,
@@ -324,6 +388,15 @@ class AdkRunner:
             arguments=json.dumps(call.args or {}, ensure_ascii=False),
             policy=policy,
         )
+
+
+def _own_model(agent: LlmAgent) -> Any:
+    return agent.model
+
+
+def _model_copy(agent: LlmAgent) -> Any:
+    """The agent's model, sending each request once (`retries.py`)."""
+    return without_client_retries(agent.canonical_model)
 
 
 def _readonly_context(invocation: InvocationContext) -> ReadonlyContext:

@@ -20,12 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dex_agents.builtins import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, build_plan_note
 from dex_agents.runner import AgentTurnContext
 from dex_agents.texts import CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX
+from google.adk.agents import InvocationContext
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
@@ -37,6 +38,7 @@ from google.genai import types
 
 from .events import user_content
 from .gate import GatedTool
+from .step_boundary import ModelCallCounter
 
 SESSION_SETTINGS_STATE_KEY: Final = "temp:dex_session_settings"
 """The session state key of the session settings (a dict) in every Step of the session."""
@@ -81,29 +83,31 @@ class StepFeatures:
     enabled_built_ins: tuple[str, ...]
     planning: bool
     session_settings: Mapping[str, Any]
+    model_calls: ModelCallCounter = field(default_factory=ModelCallCounter)
 
 
 _STEP: ContextVar[StepFeatures | None] = ContextVar("dex_agents_adk_step", default=None)
 
 
 @contextmanager
-def step_features(turn: AgentTurnContext) -> Iterator[None]:
+def step_features(turn: AgentTurnContext) -> Iterator[StepFeatures]:
     """Makes the turn's features the plugin's for the duration of the Step's run."""
-    token = _STEP.set(
-        StepFeatures(
-            tuple(turn.enabled_built_in_tools),
-            turn.interaction_mode == "planning",
-            turn.session_settings,
-        )
+    features = StepFeatures(
+        tuple(turn.enabled_built_in_tools),
+        turn.interaction_mode == "planning",
+        turn.session_settings,
     )
+    token = _STEP.set(features)
     try:
-        yield
+        yield features
     finally:
         _STEP.reset(token)
 
 
 class SessionFeaturesPlugin(BasePlugin):
-    """Offers the session's tools and picks the session's model on each model request."""
+    """Ends the Step at a branch's second model call (`step_boundary.py`), makes no model call
+    after a tool result that skips summarization, offers the session's tools and picks the
+    session's model on each model request."""
 
     def __init__(self, built_ins: Sequence[BaseTool], resolve_model: ModelResolver | None) -> None:
         super().__init__(name="dex_agents_session_features")
@@ -116,6 +120,10 @@ class SessionFeaturesPlugin(BasePlugin):
         features = _STEP.get()
         if features is None:
             return None
+        invocation = callback_context._invocation_context
+        if summarization_skipped(invocation):
+            return LlmResponse()  # no content: ADK records nothing and the agent's run ends
+        features.model_calls.start(invocation.branch)
         if self._resolve_model is not None:
             model = self._resolve_model(features.session_settings)
             if model:
@@ -152,6 +160,25 @@ class SessionFeaturesPlugin(BasePlugin):
         if features.planning:
             return is_built_in and name == "write_todos" and enabled
         return is_built_in == enabled if built_in is not None else True
+
+
+def summarization_skipped(invocation: InvocationContext) -> bool:
+    """Whether the agent's last event in its branch is its tool results, one of which skips
+    summarization (`exit_loop`, a tool that sets `skip_summarization`).
+
+    ADK ends an agent's run after such a result, but not when the result comes from resuming a
+    confirmed call (ADK's `request_confirmation` processor, which the gates use): its flow
+    goes on to the model call. Every tool of a gated agent resumes that way, so the plugin
+    ends the run there instead, as ADK does for a tool that runs in the model call's step."""
+    events = invocation._get_events(current_invocation=True, current_branch=True)
+    if not events:
+        return False
+    last = events[-1]
+    return (
+        last.author == invocation.agent.name
+        and bool(last.get_function_responses())
+        and bool(last.actions.skip_summarization)
+    )
 
 
 def apply_session_settings(session: Session, settings: Mapping[str, Any]) -> None:

@@ -16,12 +16,16 @@ from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, Session
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 
+from .artifacts import StepArtifactService
+
 USER_ID = "dex-agents"
 
 
 class StepSessionService(BaseSessionService):
     def __init__(self, app_name: str, session_id: str) -> None:
         self.session = Session(id=session_id, app_name=app_name, user_id=USER_ID)
+        self.artifacts = StepArtifactService()
+        """The session's artifacts, from the same events (`artifacts.py`)."""
 
     async def create_session(
         self,
@@ -58,8 +62,10 @@ class StepSessionService(BaseSessionService):
 async def step_session(
     app_name: str, session_id: str, events: Sequence[Event]
 ) -> StepSessionService:
-    """A service whose session holds `events`, their state deltas applied."""
+    """A service whose session holds `events`, their state deltas applied, and whose
+    artifact service holds the artifacts they saved."""
     service = StepSessionService(app_name, session_id)
     for event in events:
         await service.append_event(service.session, event)
+    service.artifacts.load_events(events)
     return service

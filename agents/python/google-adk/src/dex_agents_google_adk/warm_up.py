@@ -74,6 +74,7 @@ async def _mocked_turn(app: App, agent: LlmAgent, model: lite_llm.LiteLlm) -> No
             "after_tool_callback": None,
             "on_model_error_callback": None,
             "on_tool_error_callback": None,
+            "sub_agents": [],
         }
     )
     warm_app = app.model_copy(update={"root_agent": quiet, "plugins": []})

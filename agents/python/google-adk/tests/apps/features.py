@@ -2,8 +2,8 @@
 Chat Completions server, one with an AgentTool whose agent has a tool of its own and a model
 callback that writes session state which the tools read, and one whose tools come from an MCP
 toolset (tests/apps/mcp_server.py over stdio), and one whose tool reports where LiteLLM took
-its model cost map from in the Worker process. Tools record their runs to the ToolRunLog at
-$TOOL_LOG."""
+its model cost map from in the Worker process; and the agent trees of tests/apps/multi.py.
+Tools record their runs to the ToolRunLog at $TOOL_LOG."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from google.adk.tools.tool_context import ToolContext
 
 from dex_agents_google_adk import AdkRunner, current_tool_execution
 
+from .multi import flows as agent_tree_flows
 from .shop import shop_toolset
 
 
@@ -93,4 +94,5 @@ flows = [
         flow_type="Inspector",
         options=AgentSessionOptions(default_tool_effect="read"),
     ),
+    *agent_tree_flows,
 ]

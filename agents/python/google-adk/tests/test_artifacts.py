@@ -1,0 +1,84 @@
+"""ADK artifacts kept in the session (`artifacts.py`), in the runner harness: a real ADK agent
+on LiteLlm against the scripted Chat Completions server, driven as the session Flow drives a
+runner. A tool saves in its tool Step; a model callback of the same turn and a tool of a later
+turn load it; a part over the limit fails the tool with a message the model reads."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dex_agents.testing import RunnerDriver, ScriptedModelServer, reply_text, reply_tools
+from google.adk.agents import LlmAgent
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.models import LlmRequest
+from google.adk.models.lite_llm import LiteLlm
+from google.adk.tools.tool_context import ToolContext
+from google.genai import types
+
+from dex_agents_google_adk import AdkRunner
+from dex_agents_google_adk.artifacts import ARTIFACTS_KEY, MAX_ARTIFACT_BYTES
+from dex_agents_google_adk.events import decode_event
+
+
+async def test_a_tool_steps_artifact_is_kept_and_loaded_later(model: ScriptedModelServer) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    async def write_report(title: str, tool_context: ToolContext) -> str:
+        """Write a report."""
+        first = await tool_context.save_artifact("report.txt", types.Part(text=f"v1 {title}"))
+        second = await tool_context.save_artifact("report.txt", types.Part(text=f"v2 {title}"))
+        return f"saved versions {first} and {second}"
+
+    async def read_report(tool_context: ToolContext) -> str:
+        """Read the report."""
+        names = await tool_context.list_artifacts()
+        first = await tool_context.load_artifact("report.txt", version=0)
+        latest = await tool_context.load_artifact("report.txt")
+        assert first is not None and latest is not None
+        seen.append(("tool", (names, first.text, latest.text)))
+        return str(latest.text)
+
+    async def save_huge(tool_context: ToolContext) -> str:
+        """Save a huge file."""
+        data = b"x" * (MAX_ARTIFACT_BYTES + 1)
+        await tool_context.save_artifact(
+            "huge.bin", types.Part.from_bytes(data=data, mime_type="a/b")
+        )
+        return "saved"
+
+    async def peek(callback_context: CallbackContext, llm_request: LlmRequest) -> None:
+        part = await callback_context.load_artifact("report.txt")
+        seen.append(("callback", part.text if part else None))
+
+    llm = LiteLlm(model="openai/gpt-test", api_base=model.base_url, api_key="test")
+    agent = LlmAgent(
+        name="writer",
+        model=llm,
+        tools=[write_report, read_report, save_huge],
+        before_model_callback=peek,
+    )
+    driver = RunnerDriver(AdkRunner(agent), default_tool_effect="read")
+    model.enqueue(reply_tools(("w1", "write_report", {"title": "Q3"})), reply_text("Written."))
+    first = await driver.turn("Write the Q3 report.")
+    # The tool Step saved two versions; the RunModel that resumed the turn saw the latest.
+    assert [r.output for r in first.records] == ["saved versions 0 and 1"]
+    assert json.loads(first.records[0].framework_data or "")["artifacts"] == [
+        ["report.txt", {"text": "v1 Q3"}],
+        ["report.txt", {"text": "v2 Q3"}],
+    ]
+    assert seen == [("callback", None), ("callback", "v2 Q3")]
+    # Both versions are stored on the call's function response, with the turn's messages.
+    [response] = [m for m in first.new_messages if m.role == "tool"]
+    stored = decode_event(response.framework_item).custom_metadata or {}
+    assert stored[ARTIFACTS_KEY] == {"report.txt": [{"text": "v1 Q3"}, {"text": "v2 Q3"}]}
+
+    model.enqueue(reply_tools(("r1", "read_report", {})), reply_text("It says v2."))
+    await driver.turn("What does it say?")
+    assert seen[-2] == ("tool", (["report.txt"], "v1 Q3", "v2 Q3"))
+
+    model.enqueue(reply_tools(("h1", "save_huge", {})), reply_text("Too big."))
+    huge = await driver.turn("Save a huge file.")
+    assert [r.status for r in huge.records] == ["failed"]
+    failure = json.loads(model.requests[-1].body["messages"][-1]["content"])["result"]
+    assert f"of at most {MAX_ARTIFACT_BYTES} bytes" in failure
