@@ -33,6 +33,7 @@ from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from ._compat import declaration_of
 from .tool_actions import PAYLOAD_ACTIONS, ToolActions
 
 PAYLOAD_RESULT = "dex_agents_result"
@@ -59,7 +60,7 @@ class GatedTool(BaseTool):
         self.tool = tool
 
     def _get_declaration(self) -> types.FunctionDeclaration | None:
-        return self.tool._get_declaration()
+        return declaration_of(self.tool)
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
         confirmation = tool_context.tool_confirmation

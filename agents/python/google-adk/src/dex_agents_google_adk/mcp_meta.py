@@ -10,10 +10,11 @@ ADK's own.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Final
 
 from google.adk.tools.mcp_tool.mcp_tool import McpTool
+
+from ._compat import with_session_manager
 
 IDEMPOTENCY_KEY_META: Final = "io.superdurable.dex/idempotencyKey"
 """The `_meta` key of the idempotency key (the core's `dex_agents.mcp.IDEMPOTENCY_KEY_META`,
@@ -53,8 +54,6 @@ class _KeyedSessionManager:
 
 def keyed_mcp_tool(tool: McpTool, idempotency_key: str) -> McpTool:
     """A copy of `tool` whose calls carry `idempotency_key` in `_meta`."""
-    keyed = copy.copy(tool)
-    keyed._mcp_session_manager = _KeyedSessionManager(  # type: ignore[assignment]
-        tool._mcp_session_manager, idempotency_key
+    return with_session_manager(
+        tool, lambda manager: _KeyedSessionManager(manager, idempotency_key)
     )
-    return keyed

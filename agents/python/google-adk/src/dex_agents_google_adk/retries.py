@@ -8,15 +8,14 @@ from google.adk.models import BaseLlm, Gemini
 from google.adk.models.lite_llm import LiteLlm
 from google.genai import types
 
+from ._compat import with_request_args
 from .gate import UnsupportedAgentError
 
 
 def without_client_retries(model: BaseLlm) -> BaseLlm:
     """A copy of `model` that sends each request once."""
     if isinstance(model, LiteLlm):
-        copy = model.model_copy()
-        copy._additional_args = {**model._additional_args, "max_retries": 0, "num_retries": 0}
-        return copy
+        return with_request_args(model, {"max_retries": 0, "num_retries": 0})
     if isinstance(model, Gemini):
         return model.model_copy(update={"retry_options": types.HttpRetryOptions(attempts=1)})
     raise UnsupportedAgentError(

@@ -36,6 +36,7 @@ from google.adk.sessions import Session
 from google.adk.tools.base_tool import BaseTool
 from google.genai import types
 
+from ._compat import current_branch_events, declaration_of, invocation_of
 from .events import user_content
 from .gate import GatedTool
 from .step_boundary import ModelCallCounter
@@ -120,7 +121,7 @@ class SessionFeaturesPlugin(BasePlugin):
         features = _STEP.get()
         if features is None:
             return None
-        invocation = callback_context._invocation_context
+        invocation = invocation_of(callback_context)
         if summarization_skipped(invocation):
             return LlmResponse()  # no content: ADK records nothing and the agent's run ends
         features.model_calls.start(invocation.branch)
@@ -155,7 +156,7 @@ class SessionFeaturesPlugin(BasePlugin):
         declaration replaces any other of its name, and a disabled one is not offered."""
         name = declaration.name or ""
         built_in = self._built_ins.get(name)
-        is_built_in = built_in is not None and declaration is built_in._get_declaration()
+        is_built_in = built_in is not None and declaration is declaration_of(built_in)
         enabled = name in features.enabled_built_ins
         if features.planning:
             return is_built_in and name == "write_todos" and enabled
@@ -170,7 +171,7 @@ def summarization_skipped(invocation: InvocationContext) -> bool:
     confirmed call (ADK's `request_confirmation` processor, which the gates use): its flow
     goes on to the model call. Every tool of a gated agent resumes that way, so the plugin
     ends the run there instead, as ADK does for a tool that runs in the model call's step."""
-    events = invocation._get_events(current_invocation=True, current_branch=True)
+    events = current_branch_events(invocation)
     if not events:
         return False
     last = events[-1]

@@ -28,6 +28,7 @@ from google.adk.runners import Runner
 from google.adk.tools.base_toolset import BaseToolset
 from google.genai import types
 
+from ._compat import import_litellm_as_adk_does, with_request_args
 from .session_service import USER_ID, step_session
 
 use_local_cost_map()
@@ -49,18 +50,11 @@ async def warm_up_app(app: App, agent: LlmAgent) -> None:
 def _import_litellm_as_adk_does() -> None:
     """ADK's own import of LiteLLM (in production mode: no `.env` loaded), which its first
     call would do."""
-    ensure = getattr(lite_llm, "_ensure_litellm_imported", None)
-    if callable(ensure):
-        ensure()
+    import_litellm_as_adk_does()
 
 
 async def _mocked_turn(app: App, agent: LlmAgent, model: lite_llm.LiteLlm) -> None:
-    mocked = model.model_copy()
-    mocked._additional_args = {
-        **model._additional_args,
-        "mock_response": WARM_UP_TEXT,
-        "no-log": True,
-    }
+    mocked = with_request_args(model, {"mock_response": WARM_UP_TEXT, "no-log": True})
     quiet = agent.clone(
         update={
             "model": mocked,
