@@ -283,7 +283,7 @@ class Runtime:
         self,
         flows: Sequence[AgentSessionFlow],
         database: Database,
-        step_handlers: Mapping[str, StepHandler[Any]],
+        step_handlers: Mapping[str, StepHandler[Any, Any]],
         *,
         wake_poll_interval: float = WAKE_POLL_SECONDS,
         retry_backoff_seconds: float = 0.5,
@@ -441,7 +441,7 @@ class Runtime:
         self._fresh.pop((session_id, step_execution_id), None)
 
     async def _run_attempts(
-        self, ctx: StepContext[Any], handler: StepHandler[Any]
+        self, ctx: StepContext[Any], handler: StepHandler[Any, Any]
     ) -> Sequence[str]:
         """Begins attempts until one commits or the failure route takes over."""
         while True:
@@ -461,7 +461,7 @@ class Runtime:
             await asyncio.sleep(max(backoff, outcome.delay or 0.0))
 
     async def _run_attempt(
-        self, ctx: StepContext[Any], handler: StepHandler[Any]
+        self, ctx: StepContext[Any], handler: StepHandler[Any, Any]
     ) -> Sequence[str] | TryAgain:
         """One attempt from its begin to its commit, or TryAgain when it failed and another
         attempt may follow."""
@@ -496,7 +496,7 @@ class Runtime:
             ctx.unflushed.clear()
 
     async def _traced_execute(
-        self, ctx: StepContext[Any], handler: StepHandler[Any], tracer: StepTracer
+        self, ctx: StepContext[Any], handler: StepHandler[Any, Any], tracer: StepTracer
     ) -> Any:
         """Execute inside the attempt's span: it ends, with the outcome, before the commit."""
         span = tracer.attempt(ctx)
@@ -540,7 +540,7 @@ class Runtime:
             await asyncio.Event().wait()
 
     async def _commit_result(
-        self, ctx: StepContext[Any], handler: StepHandler[Any], result: Any
+        self, ctx: StepContext[Any], handler: StepHandler[Any, Any], result: Any
     ) -> Sequence[str]:
         committed = await self.database.write(
             lambda conn: self._commit(conn, ctx, handler, result, fence=ctx.attempt)
@@ -549,7 +549,7 @@ class Runtime:
         return committed or []
 
     async def _record_failed_attempt(
-        self, ctx: StepContext[Any], handler: StepHandler[Any], error: Exception
+        self, ctx: StepContext[Any], handler: StepHandler[Any, Any], error: Exception
     ) -> Sequence[str] | TryAgain:
         outcome = await self.database.write(
             lambda conn: self._attempt_failed(conn, ctx, handler, error)
@@ -576,7 +576,7 @@ class Runtime:
             )
         return flow
 
-    async def _wait(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> WaitOutcome:
+    async def _wait(self, ctx: StepContext[Any], handler: StepHandler[Any, Any]) -> WaitOutcome:
         """Waits, hot, until the Step's condition holds, or parks it once the hot window
         passed with the condition still not holding (see parking.py)."""
         self._waiting += 1
@@ -585,7 +585,9 @@ class Runtime:
         finally:
             self._waiting -= 1
 
-    async def _wait_or_park(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> WaitOutcome:
+    async def _wait_or_park(
+        self, ctx: StepContext[Any], handler: StepHandler[Any, Any]
+    ) -> WaitOutcome:
         hot_until = time.monotonic() + self.hot_window
         while True:
             generation = self.waker.generation(ctx.session_id)
@@ -613,7 +615,7 @@ class Runtime:
             await self.waker.wait(ctx.session_id, generation, timeout)
 
     def _park(
-        self, conn: Connection, ctx: StepContext[Any], handler: StepHandler[Any]
+        self, conn: Connection, ctx: StepContext[Any], handler: StepHandler[Any, Any]
     ) -> WaitOutcome | None:
         """Parks the Step unless its condition holds now (None: look again), under the
         session's lock, which every write of what it waits for takes too."""
@@ -652,7 +654,7 @@ class Runtime:
             )
 
     def _begin_attempt(
-        self, conn: Connection, ctx: StepContext[Any], handler: StepHandler[Any]
+        self, conn: Connection, ctx: StepContext[Any], handler: StepHandler[Any, Any]
     ) -> Begun:
         session = store.lock_session(conn, ctx.session_id)
         row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
@@ -693,10 +695,9 @@ class Runtime:
         self._flush(tx)
         return Begun(attempt=attempt)
 
-    async def _execute(self, ctx: StepContext[Any], handler: StepHandler[Any]) -> Any:
-        timeout = None
-        if handler.timeout_option is not None:
-            timeout = getattr(ctx.flow.options, handler.timeout_option).total_seconds()
+    async def _execute(self, ctx: StepContext[Any], handler: StepHandler[Any, Any]) -> Any:
+        bound = handler.timeout(ctx.flow.options)
+        timeout = bound.total_seconds() if bound is not None else None
         task = asyncio.ensure_future(asyncio.wait_for(handler.execute(ctx), timeout))
         running = self._running[ctx.session_id]
         running[ctx.step_execution_id] = task
@@ -719,7 +720,7 @@ class Runtime:
         self,
         conn: Connection,
         ctx: StepContext[Any],
-        handler: StepHandler[Any],
+        handler: StepHandler[Any, Any],
         error: BaseException,
     ) -> Sequence[str] | TryAgain:
         """Records a failed attempt; routes to the failure route once attempts ran out or
@@ -743,7 +744,12 @@ class Runtime:
         return self._route_failure(tx, handler, detail, progress, type(error).__name__)
 
     def _route_failure(
-        self, tx: StepTx, handler: StepHandler[Any], detail: str, progress: str, error_type: str
+        self,
+        tx: StepTx,
+        handler: StepHandler[Any, Any],
+        detail: str,
+        progress: str,
+        error_type: str,
     ) -> Sequence[str]:
         route = handler.failure_route(tx.ctx, tx)
         recovery = Recovery(detail, progress, error_type)
@@ -757,7 +763,7 @@ class Runtime:
         self,
         conn: Connection,
         ctx: StepContext[Any],
-        handler: StepHandler[Any],
+        handler: StepHandler[Any, Any],
         result: Any,
         *,
         fence: int | None = None,

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol
 
 from sqlalchemy.engine import Connection
+from typing_extensions import TypeVar
 
 from . import store
 from .events import StreamingEventWriter
@@ -21,7 +23,7 @@ from .store import EventRecord, Session
 from .types import AgentMessage
 
 if TYPE_CHECKING:
-    from .flow import AgentSessionFlow
+    from .flow import AgentSessionFlow, AgentSessionOptions
     from .otel import StepTracer
 
 
@@ -129,6 +131,8 @@ class StepServices(Protocol):
 
 # What a Step's `begin` loads for its Execute and commit (a frozen value per Step type).
 LoadedT = TypeVar("LoadedT")
+# What a Step's Execute returns to its commit.
+ResultT = TypeVar("ResultT", default=None)
 
 
 @dataclass
@@ -212,15 +216,13 @@ class StepTx:
         self.progress_started = True
 
 
-class StepHandler(Generic[LoadedT]):
+class StepHandler(Generic[LoadedT, ResultT]):
     """A Step type; LoadedT is what its `begin` loads for Execute and commit (None when it
-    loads nothing)."""
+    loads nothing), ResultT what its Execute returns to its commit (None without Execute)."""
 
     step_type: ClassVar[str]
     options: ClassVar[StepOptions] = StepOptions()
     has_execute: ClassVar[bool] = False
-    # The AgentSessionOptions field (a timedelta) that bounds one Execute, if any.
-    timeout_option: ClassVar[str | None] = None
     # Whether cancel_turn cancels an open execution of this Step, a running attempt included.
     cancelled_by_cancel_turn: ClassVar[bool] = False
 
@@ -240,8 +242,13 @@ class StepHandler(Generic[LoadedT]):
         """Runs in the attempt's first commit; a Transition finishes the Step without Execute."""
         return None
 
-    async def execute(self, ctx: StepContext[LoadedT]) -> Any:
+    def timeout(self, options: AgentSessionOptions) -> timedelta | None:
+        """What bounds one Execute (an option of the session's flow); None: nothing."""
         return None
 
-    def commit(self, ctx: StepContext[LoadedT], tx: StepTx, result: Any) -> Transition:
+    async def execute(self, ctx: StepContext[LoadedT]) -> ResultT:
+        """Runs outside any transaction; only Steps with `has_execute` have one."""
+        raise NotImplementedError(f"{self.step_type} has no Execute")
+
+    def commit(self, ctx: StepContext[LoadedT], tx: StepTx, result: ResultT) -> Transition:
         raise NotImplementedError

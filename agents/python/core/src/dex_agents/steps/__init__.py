@@ -16,7 +16,7 @@ from .tools import (
 from .turns import ApplyTurnControl, AwaitUserMessage, FinishTurnCancellation, StartAgentSession
 from .waits import AwaitQuestionAnswer, AwaitTimer, AwaitToolApproval, ResumeTurn
 
-STEP_HANDLERS: dict[str, StepHandler[Any]] = {
+STEP_HANDLERS: dict[str, StepHandler[Any, Any]] = {
     handler.step_type: handler
     for handler in (
         StartAgentSession(),

@@ -4,12 +4,17 @@ and the retention that later deletes what a summary covers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import store
 from ..clock import now_text
 from ..model_errors import model_call_retry_advice
-from ..runner import AgentTurnContext, ContextCompactionRunner, ContextSummaryRequest
+from ..runner import (
+    AgentTurnContext,
+    ContextCompactionRunner,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+)
 from ..stepkit import (
     END,
     RetryAdvice,
@@ -22,6 +27,11 @@ from ..stepkit import (
 )
 from ..types import AgentMessage, ContextSummary
 from .common import record_usage
+
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from ..flow import AgentSessionOptions
 
 
 @dataclass(frozen=True)
@@ -70,12 +80,14 @@ class LoadedCompaction:
     settings: dict[str, Any]
 
 
-class CompactContext(StepHandler[LoadedCompaction]):
+class CompactContext(StepHandler[LoadedCompaction, ContextSummaryResult]):
     step_type = "CompactContext"
     cancelled_by_cancel_turn = True
     options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
     has_execute = True
-    timeout_option = "model_call_timeout"
+
+    def timeout(self, options: AgentSessionOptions) -> timedelta | None:
+        return options.model_call_timeout
 
     def retry_advice(self, error: BaseException) -> RetryAdvice:
         return model_call_retry_advice(error)
@@ -105,7 +117,7 @@ class CompactContext(StepHandler[LoadedCompaction]):
         )
         return None
 
-    async def execute(self, ctx: StepContext[LoadedCompaction]) -> Any:
+    async def execute(self, ctx: StepContext[LoadedCompaction]) -> ContextSummaryResult:
         runner = ctx.flow.runner
         policy = ctx.flow.options.compaction
         assert isinstance(runner, ContextCompactionRunner) and policy is not None
@@ -132,7 +144,9 @@ class CompactContext(StepHandler[LoadedCompaction]):
             raise ValueError("summarize_context returned a blank summary")
         return result
 
-    def commit(self, ctx: StepContext[LoadedCompaction], tx: StepTx, result: Any) -> Transition:
+    def commit(
+        self, ctx: StepContext[LoadedCompaction], tx: StepTx, result: ContextSummaryResult
+    ) -> Transition:
         session = tx.session
         loaded = ctx.need_loaded()
         if session.active_state.active_turn_id != loaded.turn_id:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import store, texts
 from ..model_errors import model_call_retry_advice
@@ -10,6 +10,7 @@ from ..policy import resolve_tool_policy, stored_name_problem, tool_call_id_prob
 from ..results import tool_calls_note
 from ..runner import (
     DeferredToolCall,
+    FrameworkMessage,
     ToolCallsRequested,
     TurnCompleted,
     TurnContinued,
@@ -51,13 +52,23 @@ from .turns import (
     turn_message_count,
 )
 
+if TYPE_CHECKING:
+    from datetime import timedelta
 
-class RunModel(StepHandler[LoadedTurn]):
+    from ..flow import AgentSessionOptions
+
+# What RunModel's Execute hands its commit: the runner's outcome, or the need to compact first.
+ModelOutcome = TurnCompleted | ToolCallsRequested | TurnContinued | CompactionNeeded
+
+
+class RunModel(StepHandler[LoadedTurn, ModelOutcome]):
     step_type = "RunModel"
     cancelled_by_cancel_turn = True
     options = StepOptions(max_attempts=3, failure_route="RecordTurnFailure")
     has_execute = True
-    timeout_option = "model_call_timeout"
+
+    def timeout(self, options: AgentSessionOptions) -> timedelta | None:
+        return options.model_call_timeout
 
     def retry_advice(self, error: BaseException) -> RetryAdvice:
         return model_call_retry_advice(error)
@@ -75,7 +86,7 @@ class RunModel(StepHandler[LoadedTurn]):
             ctx.loaded = load_turn(ctx, tx)
         return None
 
-    async def execute(self, ctx: StepContext[LoadedTurn]) -> Any:
+    async def execute(self, ctx: StepContext[LoadedTurn]) -> ModelOutcome:
         loaded = ctx.need_loaded()
         writer = ctx.services.event_writer(ctx, loaded.turn_id)
         turn = turn_context(ctx, loaded, writer)
@@ -95,7 +106,7 @@ class RunModel(StepHandler[LoadedTurn]):
             )
         return outcome
 
-    def commit(self, ctx: StepContext[LoadedTurn], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[LoadedTurn], tx: StepTx, result: ModelOutcome) -> Transition:
         turn_id = ctx.need_loaded().turn_id
         if tx.session.active_state.active_turn_id != turn_id:
             return END
@@ -235,7 +246,7 @@ class RunModel(StepHandler[LoadedTurn]):
         )
 
 
-class RecordTurnFailure(StepHandler[LoadedTurn]):
+class RecordTurnFailure(StepHandler[LoadedTurn, "list[FrameworkMessage] | None"]):
     """Ends a turn whose model Step ran out of attempts, keeping what it can of the turn."""
 
     step_type = "RecordTurnFailure"
@@ -247,10 +258,12 @@ class RecordTurnFailure(StepHandler[LoadedTurn]):
         ctx.loaded = load_turn(ctx, tx)
         return END if ctx.loaded is None else None
 
-    async def execute(self, ctx: StepContext[LoadedTurn]) -> Any:
+    async def execute(self, ctx: StepContext[LoadedTurn]) -> list[FrameworkMessage] | None:
         return await build_unfinished_messages(ctx)
 
-    def commit(self, ctx: StepContext[LoadedTurn], tx: StepTx, result: Any) -> Transition:
+    def commit(
+        self, ctx: StepContext[LoadedTurn], tx: StepTx, result: list[FrameworkMessage] | None
+    ) -> Transition:
         session = tx.session
         turn_id = ctx.need_loaded().turn_id
         if session.active_state.active_turn_id != turn_id:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
@@ -53,6 +53,11 @@ from .common import (
 )
 from .turns import LoadedTurn, load_turn, turn_context
 
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from ..flow import AgentSessionOptions
+
 log = logging.getLogger("dex_agents.steps")
 
 
@@ -83,6 +88,12 @@ RUNNER_RETRY_FIRST_SECONDS = 0.5
 RUNNER_RETRY_MAX_SECONDS = 30.0
 # Per (session, tool call): how many times in a row this Worker found the runner unavailable.
 _unavailable_streak: dict[tuple[str, str], int] = {}
+
+
+# What a runner's tool method may return, and what a tool Step's Execute hands its commit.
+RunnerOutcome = ToolExecutionResult | ToolInputRequested | ToolTaskStarted | ToolTaskPending
+CallOutcome = RunnerOutcome | ToolFailed | RunnerWasUnavailable
+PollOutcome = RunnerOutcome | ToolFailed
 
 
 async def _after_runner_unavailable(
@@ -128,13 +139,15 @@ def _ask(record: AgentToolCall, request: ToolInputRequested) -> AgentToolCall:
     )
 
 
-class CallTool(StepHandler[LoadedCall]):
+class CallTool(StepHandler[LoadedCall, CallOutcome]):
     """Runs one read or idempotent_write call; a crash runs it again with the same key."""
 
     step_type = "CallTool"
     options = StepOptions(max_attempts=3, failure_route="RecordToolFailure")
     has_execute = True
-    timeout_option = "tool_call_timeout"
+
+    def timeout(self, options: AgentSessionOptions) -> timedelta | None:
+        return options.tool_call_timeout
 
     def begin(self, ctx: StepContext[LoadedCall], tx: StepTx) -> Transition | None:
         record = load_record(tx, ctx.step_input)
@@ -152,7 +165,7 @@ class CallTool(StepHandler[LoadedCall]):
         _tool_started_event(tx, record)
         return None
 
-    async def execute(self, ctx: StepContext[LoadedCall]) -> Any:
+    async def execute(self, ctx: StepContext[LoadedCall]) -> CallOutcome:
         loaded = ctx.need_loaded()
         record = loaded.record
         runner = ctx.flow.runner
@@ -185,7 +198,7 @@ class CallTool(StepHandler[LoadedCall]):
         _unavailable_streak.pop((ctx.session_id, record.tool_call_id), None)
         return _checked_outcome(ctx, outcome, "execute_deferred_tool_call")
 
-    def commit(self, ctx: StepContext[LoadedCall], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[LoadedCall], tx: StepTx, result: CallOutcome) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
@@ -245,7 +258,7 @@ class CallSingleAttemptTool(CallTool):
     options = StepOptions(max_attempts=1, failure_route="RecordToolOutcomeUnknown")
 
 
-def _checked_outcome(ctx: StepContext[Any], outcome: Any, method: str) -> Any:
+def _checked_outcome(ctx: StepContext[Any], outcome: object, method: str) -> RunnerOutcome:
     allowed = (ToolExecutionResult, ToolInputRequested, ToolTaskStarted, ToolTaskPending)
     if isinstance(outcome, ToolExecutionResult) and not (
         isinstance(outcome.output, str) and isinstance(outcome.framework_data, str | None)
@@ -260,7 +273,11 @@ def _checked_outcome(ctx: StepContext[Any], outcome: Any, method: str) -> Any:
     return outcome
 
 
-def record_outcome(tx: StepTx, record: AgentToolCall, result: Any) -> Transition:
+def record_outcome(
+    tx: StepTx,
+    record: AgentToolCall,
+    result: RunnerOutcome | ToolFailed,
+) -> Transition:
     """Records what a tool call or task poll returned; shared by CallTool and PollToolTask."""
     if isinstance(result, ToolFailed):
         finish_tool_call(tx, _done(record, status="failed", error=result.error))
@@ -284,14 +301,16 @@ def _done(record: AgentToolCall, **values: Any) -> AgentToolCall:
     return record.model_copy(update={**values, "task_answer_pending": False})
 
 
-class PollToolTask(StepHandler[AgentToolCall]):
+class PollToolTask(StepHandler[AgentToolCall, PollOutcome]):
     """Polls a started task once per Step; steering never abandons it."""
 
     step_type = "PollToolTask"
     cancelled_by_cancel_turn = True
     options = StepOptions(max_attempts=3, waits=True)
     has_execute = True
-    timeout_option = "tool_call_timeout"
+
+    def timeout(self, options: AgentSessionOptions) -> timedelta | None:
+        return options.tool_call_timeout
 
     def failure_route(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> str | None:
         record = load_record(tx, ctx.step_input)
@@ -319,7 +338,7 @@ class PollToolTask(StepHandler[AgentToolCall]):
         ctx.loaded = record
         return None
 
-    async def execute(self, ctx: StepContext[AgentToolCall]) -> Any:
+    async def execute(self, ctx: StepContext[AgentToolCall]) -> PollOutcome:
         record = ctx.need_loaded()
         runner = ctx.flow.runner
         if not isinstance(runner, ToolTaskPoller):
@@ -344,7 +363,9 @@ class PollToolTask(StepHandler[AgentToolCall]):
             await writer.close()
         return _checked_outcome(ctx, outcome, "poll_tool_task")
 
-    def commit(self, ctx: StepContext[AgentToolCall], tx: StepTx, result: Any) -> Transition:
+    def commit(
+        self, ctx: StepContext[AgentToolCall], tx: StepTx, result: PollOutcome
+    ) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
@@ -364,7 +385,7 @@ class PollToolTask(StepHandler[AgentToolCall]):
         return record_outcome(tx, record, result)
 
 
-class CancelToolTask(StepHandler[AgentToolCall]):
+class CancelToolTask(StepHandler[AgentToolCall, None]):
     """Asks the runner to cancel a task that cancel_turn abandoned, then records the call
     outcome_unknown: the task may have taken effect."""
 
@@ -379,7 +400,7 @@ class CancelToolTask(StepHandler[AgentToolCall]):
         ctx.loaded = record
         return None
 
-    async def execute(self, ctx: StepContext[AgentToolCall]) -> Any:
+    async def execute(self, ctx: StepContext[AgentToolCall]) -> None:
         record = ctx.need_loaded()
         runner = ctx.flow.runner
         if isinstance(runner, ToolTaskCanceller):
@@ -393,9 +414,8 @@ class CancelToolTask(StepHandler[AgentToolCall]):
                 heartbeat=no_heartbeat,
             )
             await runner.cancel_tool_task(cancellation)
-        return None
 
-    def commit(self, ctx: StepContext[AgentToolCall], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[AgentToolCall], tx: StepTx, result: None) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.is_final:
             return END
@@ -419,7 +439,7 @@ class RecordToolFailure(StepHandler[None]):
 
     step_type = "RecordToolFailure"
 
-    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         record = load_record(tx, ctx.step_input)
         recovery = ctx.recovery
         if record is None or record.is_final or recovery is None:

@@ -158,7 +158,7 @@ def end_turn(tx: StepTx, *, error: str | None = None) -> None:
 class StartAgentSession(StepHandler[None]):
     step_type = "StartAgentSession"
 
-    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         session = tx.session
         if session.state is not None:
             return END
@@ -198,7 +198,7 @@ class AwaitUserMessage(StepHandler[None]):
         requested = store.count(conn, ctx.session_id, PLAN_EXECUTIONS, str(plan.revision))
         return READY if requested else NOT_READY
 
-    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         state = tx.session.active_state
         if state.status == "failed" or state.active_turn_id is not None:
             return END
@@ -316,7 +316,7 @@ async def build_unfinished_messages(ctx: StepContext[LoadedTurn]) -> list[Framew
         return None
 
 
-class ApplyTurnControl(StepHandler[LoadedTurn]):
+class ApplyTurnControl(StepHandler[LoadedTurn, "list[FrameworkMessage] | None"]):
     """Ends a steered or cancelled turn and starts the steered one. The only consumer of
     SteeredUserMessages."""
 
@@ -328,10 +328,12 @@ class ApplyTurnControl(StepHandler[LoadedTurn]):
         ctx.loaded = load_turn(ctx, tx)
         return None
 
-    async def execute(self, ctx: StepContext[LoadedTurn]) -> Any:
+    async def execute(self, ctx: StepContext[LoadedTurn]) -> list[FrameworkMessage] | None:
         return await build_unfinished_messages(ctx)
 
-    def commit(self, ctx: StepContext[LoadedTurn], tx: StepTx, result: Any) -> Transition:
+    def commit(
+        self, ctx: StepContext[LoadedTurn], tx: StepTx, result: list[FrameworkMessage] | None
+    ) -> Transition:
         session = tx.session
         steered = store.consume(
             tx.conn, ctx.session_id, STEERED_USER_MESSAGES, limit=MAX_CHANNEL_MESSAGES
@@ -375,7 +377,7 @@ class FinishTurnCancellation(StepHandler[None]):
 
     step_type = "FinishTurnCancellation"
 
-    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         session = tx.session
         state = session.active_state
         turn_id = ctx.step_input

@@ -96,7 +96,7 @@ class AwaitToolApproval(StepHandler[None]):
             return READY if record is None or record.status != "awaiting_approval" else NOT_READY
         return _interrupt_wait(session, call_id)
 
-    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         call_id = ctx.step_input
         record = load_record(tx, call_id)
         if record is None or record.status != "awaiting_approval":
@@ -161,7 +161,7 @@ class AwaitQuestionAnswer(StepHandler[None]):
             return READY
         return _interrupt_wait(session, interrupt_id)
 
-    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.status != "awaiting_answer":
             return END
@@ -313,7 +313,7 @@ class AwaitTimer(StepHandler[None]):
             return READY
         return Wait(False, due)
 
-    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         record = load_record(tx, ctx.step_input)
         if record is None or record.status != "waiting_for_timer" or record.wait_until is None:
             return END
@@ -350,7 +350,7 @@ class ResumeTurn(StepHandler[None]):
             READY if store.count(conn, ctx.session_id, TOOL_CALL_RESULTS) >= expected else NOT_READY
         )
 
-    def commit(self, ctx: StepContext[None], tx: StepTx, result: Any) -> Transition:
+    def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         state = tx.session.active_state
         if state.active_turn_id is None:
             return END
