@@ -217,23 +217,27 @@ export class OpenAIAgentsRunner<TContext = unknown> implements AgentFrameworkRun
     signal: AbortSignal,
     forwarder: StreamForwarder,
   ): Promise<AnyStreamedResult> {
-    const result = await this.#runner.run(this.#graph.gatedRoot, input as AgentInputItem[], {
-      stream: true,
-      signal,
-      context,
-      maxTurns: this.#options.maxTurns ?? DEFAULT_MAX_TURNS,
-    });
-    for await (const event of result) {
-      forwarder.forward(event);
+    try {
+      const result = await this.#runner.run(this.#graph.gatedRoot, input as AgentInputItem[], {
+        stream: true,
+        signal,
+        context,
+        maxTurns: this.#options.maxTurns ?? DEFAULT_MAX_TURNS,
+      });
+      for await (const event of result) {
+        forwarder.forward(event);
+      }
+      await result.completed;
+      if (result.error !== null && result.error !== undefined) {
+        throw result.error;
+      }
+      throwIfAborted(signal);
+      return result as AnyStreamedResult;
+    } catch (error) {
+      // The client's abort error says less than the reason the turn was cancelled for.
+      throwIfAborted(signal);
+      throw error;
     }
-    await result.completed;
-    if (signal.aborted) {
-      throw signal.reason ?? new DOMException("The model call was aborted.", "AbortError");
-    }
-    if (result.error !== null && result.error !== undefined) {
-      throw result.error;
-    }
-    return result as AnyStreamedResult;
   }
 
   async #deferredCall(
@@ -334,6 +338,12 @@ function turnErrorOf(error: unknown): string | null {
     return error.message;
   }
   return null;
+}
+
+function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) {
+    throw signal.reason ?? new DOMException("The model call was aborted.", "AbortError");
+  }
 }
 
 /** Runs `work`, calling `heartbeat` every `intervalMs` until it settles. */
