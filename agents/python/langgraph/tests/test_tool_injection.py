@@ -21,6 +21,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 from dex_agents_langgraph import LangGraphRunner
+from dex_agents_langgraph.command import NO_TOOL_MESSAGE, NOT_AN_UPDATE
 
 from .test_runner import chat_model
 
@@ -54,12 +55,18 @@ def remember(note: str, store: Annotated[BaseStore, InjectedStore()]) -> str:
 
 
 @tool
-def set_mood(mood: str, call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
-    """Updates the graph's state."""
-    return Command(update={"messages": [ToolMessage(mood, tool_call_id=call_id)]})
+def go_elsewhere(node: str, call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Moves control in the graph."""
+    return Command(goto=node, update={"messages": [ToolMessage(node, tool_call_id=call_id)]})
 
 
-TOOLS = [count_messages, first_question, remember, set_mood]
+@tool
+def forget_the_answer(call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Updates the state without answering the call."""
+    return Command(update={"messages": []})
+
+
+TOOLS = [count_messages, first_question, remember, go_elsewhere, forget_the_answer]
 
 
 def driver(model: ScriptedModelServer, store: BaseStore | None = None) -> RunnerDriver:
@@ -127,13 +134,20 @@ async def test_a_tool_step_without_the_turn_refuses_a_state_tool(
         await session.runner.execute_deferred_tool_call(replace(execution, turn=None))
 
 
-async def test_a_tool_that_returns_a_command_fails_as_a_result_the_model_reads(
+async def test_a_command_that_moves_control_or_answers_nothing_fails_as_the_model_reads(
     model: ScriptedModelServer,
 ) -> None:
+    # A Command's update is carried (tests/test_worker_features.py); goto is not.
     session = driver(model)
-    model.enqueue(reply_tools(("c1", "set_mood", {"mood": "happy"})), reply_text("Sorry."))
-    result = await session.turn("Be happy.")
+    model.enqueue(
+        reply_tools(("c1", "go_elsewhere", {"node": "model"}), ("c2", "forget_the_answer", {})),
+        reply_text("Sorry."),
+    )
+    result = await session.turn("Go.")
     assert [(r.status, r.error) for r in result.records] == [
-        ("failed", "tool 'set_mood' returned Command")
+        ("failed", NOT_AN_UPDATE.format(name="go_elsewhere", what="goto")),
+        ("failed", NO_TOOL_MESSAGE.format(name="forget_the_answer", call_id="c2")),
     ]
-    assert "returned Command" in tool_outputs(model, 1)["c1"]
+    assert tool_outputs(model, 1)["c1"].endswith(
+        "only Command(update=...) can be carried from a tool Step into the graph"
+    )

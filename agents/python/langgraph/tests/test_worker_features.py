@@ -5,10 +5,11 @@ of each turn comes from the Step history."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
-from dex_agents.testing import reply_text, reply_tools, step_types, turns_done
+from dex_agents.testing import ScriptedReply, reply_text, reply_tools, step_types, turns_done
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
 from dex_agents.texts import CONTEXT_SUMMARY_INSTRUCTION as SUMMARY_INSTRUCTION
 from dex_agents.texts import CONTEXT_SUMMARY_PREFIX as SUMMARY_PREFIX
@@ -127,6 +128,32 @@ class TestLangGraphWorker(SharedWorkerSuite):
         assert [e["count"] for e in run.tool_log.entries("before_model")][-2:] == [3, 4]
         assert [e["calls_so_far"] for e in run.tool_log.entries("count_messages")] == [1, 4]
         assert [e["count"] for e in run.tool_log.entries("after_agent")][-1] == 5
+
+    async def test_a_tools_command_update_is_applied_once_after_a_kill_and_carried_on(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("m1", "set_mood", {"mood": "happy"})),
+            ScriptedReply(text="never delivered", hang=True),
+            reply_text("Cheerful."),
+        )
+        session = await run.client.start_session("MoodAgent", "Be happy.")
+        # The Worker dies in the RunModel Step that applies the tool Step's update.
+        await asyncio.to_thread(run.model.wait_for_requests, run.first_request + 2, 60)
+        run.kill_and_restart()
+        await run.client.wait_for(session, turns_done(1))
+
+        assert run.tool_log.count("set_mood") == 1
+        assert run.tool_outputs(2) == {"m1": "mood is happy"}
+        # The killed RunModel and its rerun each saw the update applied once by the reducer.
+        moods = [e["moods"] for e in run.tool_log.entries("mood_before_model")]
+        assert moods == [[], ["happy"], ["happy"]]
+        # The next turn starts from the state the turn ended with; the reducer appends to it.
+        run.model.enqueue(reply_tools(("m2", "set_mood", {"mood": "calm"})), reply_text("Calm."))
+        await run.client.send_user_message(session, "Now be calm.")
+        await run.client.wait_for(session, turns_done(2))
+        moods = [e["moods"] for e in run.tool_log.entries("mood_before_model")]
+        assert moods[3:] == [["happy"], ["happy", "calm"]]
 
     async def test_stream_writer_output_becomes_session_events(self, run: SessionRun) -> None:
         run.model.enqueue(

@@ -54,6 +54,7 @@ export type ToolCall = Omit<
   | "inputContinuation"
   | "inputAnswers"
   | "taskAnswerPending"
+  | "frameworkData"
 >;
 
 export interface AgentInterrupt {

@@ -74,6 +74,8 @@ export interface AgentToolCall {
   taskId: string | null;
   taskPollIntervalSeconds: number | null;
   taskAnswerPending: boolean;
+  /** The runner's own data about a succeeded call (`ToolExecutionResult.frameworkData`). */
+  frameworkData: string | null;
 }
 
 export interface AgentUsage {
@@ -222,7 +224,14 @@ export interface AgentTurnContext<Item = unknown> {
 
 export interface ToolExecutionResult {
   kind: "tool_execution_result";
+  /** What the model reads as the call's result. */
   output: string;
+  /**
+   * The runner's own data about the call (a JSON text of its choosing): framework state the
+   * tool wrote, actions it asked for. Stored with the record, given back on
+   * `AgentToolCall.frameworkData` in the RunModel Steps that follow.
+   */
+  frameworkData?: string | null;
 }
 
 /** The tool needs the user's answer before it takes any effect. */

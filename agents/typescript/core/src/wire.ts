@@ -83,6 +83,7 @@ export interface WireAgentToolCall {
   task_id?: string | null;
   task_poll_interval_seconds?: number | null;
   task_answer_pending?: boolean;
+  framework_data?: string | null;
 }
 
 export interface WireAgentUsage {
@@ -236,7 +237,7 @@ export type WireTurnOutcome =
     };
 
 export type WireToolOutcome =
-  | { kind: "tool_execution_result"; output: string }
+  | { kind: "tool_execution_result"; output: string; framework_data: string | null }
   | {
       kind: "tool_input_requested";
       question: string;
@@ -333,6 +334,7 @@ export function toolCallFromWire(c: WireAgentToolCall): AgentToolCall {
     taskId: c.task_id ?? null,
     taskPollIntervalSeconds: c.task_poll_interval_seconds ?? null,
     taskAnswerPending: c.task_answer_pending ?? false,
+    frameworkData: c.framework_data ?? null,
   };
 }
 
@@ -479,7 +481,7 @@ export function turnOutcomeToWire(o: AgentTurnOutcome): WireTurnOutcome {
 export function toolOutcomeToWire(o: DeferredToolOutcome | ToolTaskPollOutcome): WireToolOutcome {
   switch (o.kind) {
     case "tool_execution_result":
-      return { kind: o.kind, output: o.output };
+      return { kind: o.kind, output: o.output, framework_data: o.frameworkData ?? null };
     case "tool_input_requested":
       return {
         kind: o.kind,

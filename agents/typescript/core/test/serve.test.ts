@@ -362,7 +362,7 @@ describe("serveRunners on a real HTTP server", () => {
     assert.deepEqual(got, [
       { accepted: true },
       { checkpoint: "half-way" },
-      { result: { kind: "tool_execution_result", output: '{"ok":true}' } },
+      { result: { kind: "tool_execution_result", output: '{"ok":true}', framework_data: null } },
     ]);
     assert.deepEqual(echo.toolRuns.slice(runsBefore), [
       { key: "s-tool/t1/call-1", args: '{"amount":5}' },

@@ -256,6 +256,11 @@ class AgentTurnContext:
 @dataclass(frozen=True)
 class ToolExecutionResult:
     output: str
+    """What the model reads as the call's result."""
+    framework_data: str | None = None
+    """The runner's own data about the call (a JSON text of its choosing): framework state the
+    tool wrote, actions it asked for. Stored with the record, given back to the runner on
+    `AgentToolCall.framework_data` in the RunModel Steps that follow."""
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,7 @@ class AgentToolCall(WireModel):
     task_id: str | None = None
     task_poll_interval_seconds: int | None = None
     task_answer_pending: bool = False
+    framework_data: str | None = None
 
     @property
     def is_final(self) -> bool:

@@ -18,6 +18,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest, ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, interrupt
 
+from .command import recorded_update, resumed_result
 from .offer import runner_owns
 
 TOOLS_NODE = "tools"
@@ -27,20 +28,23 @@ class UnsupportedGraphError(DexAgentsError, TypeError):
     """The graph is not one the LangGraph runner can drive one model call per Step."""
 
 
-def deferred_result(request: ToolCallRequest) -> ToolMessage:
+def deferred_result(request: ToolCallRequest) -> ToolMessage | Command[Any]:
+    """Interrupts with the call; on resume, its recorded result (and the tool's state update,
+    when its tool returned a Command: command.py)."""
     call = request.tool_call
     answer: dict[str, Any] = interrupt(
         {"tool_call_id": call["id"], "tool_name": call["name"], "arguments": call["args"]}
     )
-    return ToolMessage(
+    message = ToolMessage(
         content=answer["content"],
         status=answer["status"],
         tool_call_id=call["id"] or "",
         name=call["name"],
     )
+    return resumed_result(message, recorded_update(answer.get("framework_data")))
 
 
-async def _adeferred_result(request: ToolCallRequest) -> ToolMessage:
+async def _adeferred_result(request: ToolCallRequest) -> ToolMessage | Command[Any]:
     return deferred_result(request)
 
 

@@ -59,6 +59,7 @@ from pydantic import ValidationError
 
 from .carried import carried_channels, end_state, previous_state, start_from, with_carried_state
 from .checkpoint import TurnCheckpointSaver
+from .command import command_result
 from .compaction import select_cutoff, summary_request, with_summary
 from .context import ContextFactory, SessionSettingsContextError, run_context
 from .custom import CUSTOM_EVENT, custom_payload, event_stream_writer
@@ -154,9 +155,13 @@ def _offered_without_retries(request: Any) -> Any:
     return request_without_retries(offered_request(request))
 
 
-def _answer(record: AgentToolCall) -> dict[str, str]:
+def _answer(record: AgentToolCall) -> dict[str, str | None]:
     status = "success" if record.status == "succeeded" else "error"
-    return {"content": model_visible_result(record), "status": status}
+    return {
+        "content": model_visible_result(record),
+        "status": status,
+        "framework_data": record.framework_data,
+    }
 
 
 class LangGraphRunner:
@@ -321,6 +326,8 @@ class LangGraphRunner:
                 message = await tool.ainvoke(call, tool_config(execution, runtime))
             except ValidationError as error:
                 raise ToolExecutionError(str(error)) from error
+        if isinstance(message, Command):
+            return command_result(message, record.tool_name, record.tool_call_id)
         if not isinstance(message, ToolMessage):
             raise ToolExecutionError(f"tool {record.tool_name!r} returned {type(message).__name__}")
         if message.status == "error":

@@ -1,13 +1,15 @@
 """The Worker app of tests/test_worker_features.py: create_agent agents on ChatOpenAI against
 the scripted Chat Completions server, with a tool that reads the graph's state, structured
-output (ToolStrategy and ProviderStrategy) and model/tool middleware with its own state key.
+output (ToolStrategy and ProviderStrategy), model/tool middleware with its own state key, and a
+tool that updates the graph's state with a Command.
 Tools and hooks record their runs to the ToolRunLog at $TOOL_LOG; the middleware and the
 tools also write to the graph's stream writer (LangGraph's "custom" stream mode)."""
 
 from __future__ import annotations
 
+import operator
 import os
-from typing import Any, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from dex_agents import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
 from dex_agents.testing import MODEL_URL_ENV
@@ -15,11 +17,13 @@ from dex_agents.testing.tool_log import ToolRunLog
 from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
-from langchain.tools import ToolRuntime
+from langchain.tools import InjectedToolCallId, ToolRuntime
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import BaseModel
 
 from dex_agents_langgraph import LangGraphRunner, current_tool_execution
@@ -105,6 +109,27 @@ class CallCounter(AgentMiddleware[CallCounterState, Any]):
         return await handler(request)
 
 
+class MoodState(AgentState[Any]):
+    moods: NotRequired[Annotated[list[str], operator.add]]
+
+
+class MoodWatcher(AgentMiddleware[MoodState, Any]):
+    """Declares the `moods` key (a reducer that appends) and logs it before each model call."""
+
+    state_schema = MoodState
+
+    def before_model(self, state: MoodState, runtime: Runtime[Any]) -> None:
+        _log().record("mood_before_model", moods=state.get("moods"))
+
+
+@tool
+def set_mood(mood: str, call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Sets the conversation's mood."""
+    _log().record("set_mood", mood=mood)
+    message = ToolMessage(f"mood is {mood}", tool_call_id=call_id)
+    return Command(update={"messages": [message], "moods": [mood]})
+
+
 def _flow(
     flow_type: str, agent: Any, compaction: CompactionPolicy | None = None
 ) -> AgentSessionFlow:
@@ -127,6 +152,7 @@ flows = [
         create_agent(model, [get_weather], system_prompt="Be brief."),
         CompactionPolicy(context_window_tokens=560),
     ),
+    _flow("MoodAgent", create_agent(model, [set_mood], middleware=[MoodWatcher()])),
     _flow(
         "MiddlewareAgent",
         create_agent(model, [count_messages, get_weather], middleware=[CallCounter()]),

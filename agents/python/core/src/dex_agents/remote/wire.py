@@ -228,7 +228,10 @@ def turn_outcome(value: Any) -> AgentTurnOutcome:
 def _tool_outcome(data: Mapping[str, Any]) -> ToolExecutionResult | ToolInputRequested | None:
     kind = data.get("kind")
     if kind == "tool_execution_result":
-        return ToolExecutionResult(str(data["output"]))
+        framework_data = data.get("framework_data")
+        return ToolExecutionResult(
+            str(data["output"]), None if framework_data is None else str(framework_data)
+        )
     if kind == "tool_input_requested":
         return ToolInputRequested(
             str(data["question"]),

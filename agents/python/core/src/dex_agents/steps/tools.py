@@ -247,12 +247,15 @@ class CallSingleAttemptTool(CallTool):
 
 def _checked_outcome(ctx: StepContext[Any], outcome: Any, method: str) -> Any:
     allowed = (ToolExecutionResult, ToolInputRequested, ToolTaskStarted, ToolTaskPending)
-    if isinstance(outcome, ToolExecutionResult) and not isinstance(outcome.output, str):
+    if isinstance(outcome, ToolExecutionResult) and not (
+        isinstance(outcome.output, str) and isinstance(outcome.framework_data, str | None)
+    ):
         outcome = None
     if not isinstance(outcome, allowed):
         raise NonRetryableError(
             f"{type(ctx.flow.runner).__name__}.{method} returned {outcome!r}; it must return "
-            "ToolExecutionResult(output: str), ToolInputRequested or a task outcome"
+            "ToolExecutionResult(output: str, framework_data: str | None), ToolInputRequested or "
+            "a task outcome"
         )
     return outcome
 
@@ -263,7 +266,13 @@ def record_outcome(tx: StepTx, record: AgentToolCall, result: Any) -> Transition
         finish_tool_call(tx, _done(record, status="failed", error=result.error))
         return END
     if isinstance(result, ToolExecutionResult):
-        finish_tool_call(tx, _done(record, status="succeeded", output=result.output))
+        done = _done(
+            record,
+            status="succeeded",
+            output=result.output,
+            framework_data=result.framework_data,
+        )
+        finish_tool_call(tx, done)
         return END
     if isinstance(result, ToolInputRequested):
         store.save_tool_call(tx.conn, tx.session.session_id, _ask(record, result))

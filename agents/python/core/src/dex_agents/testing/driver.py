@@ -230,7 +230,13 @@ class RunnerDriver:
         except ToolExecutionError as error:
             return record.model_copy(update={"status": "failed", "error": str(error)})
         assert isinstance(result, ToolExecutionResult), f"unsupported outcome {result!r}"
-        return record.model_copy(update={"status": "succeeded", "output": result.output})
+        return record.model_copy(
+            update={
+                "status": "succeeded",
+                "output": result.output,
+                "framework_data": result.framework_data,
+            }
+        )
 
     async def run_tools(
         self, turn_id: str, requested: ToolCallsRequested, decide: Decide = run_every_call

@@ -122,8 +122,8 @@ class ScriptedRunner:
                     result = await result
         except TypeError as error:
             raise ToolExecutionError(f"invalid arguments for {record.tool_name}: {error}") from None
-        if isinstance(result, ToolInputRequested | ToolTaskStarted):
-            return result  # the tool asks the user first, or started remote work
+        if isinstance(result, ToolExecutionResult | ToolInputRequested | ToolTaskStarted):
+            return result  # the tool's own outcome: with framework data, a question, a task
         return ToolExecutionResult(result if isinstance(result, str) else json.dumps(result))
 
     # Chat Completions ---------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 The session API serves the client's models as their snake_case JSON (`model_dump(mode="json")`)
 with the Step-only fields removed: a message's `framework_item`, a tool call's
-`tool_source_reference`, `trace_context`, `input_continuation`, `input_answers` and
-`task_answer_pending`. The trimmed models below document the responses in OpenAPI and do
-the removal: they ignore the fields they do not declare.
+`tool_source_reference`, `trace_context`, `input_continuation`, `input_answers`,
+`task_answer_pending` and `framework_data`. The trimmed models below document the responses
+in OpenAPI and do the removal: they ignore the fields they do not declare.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ STEP_ONLY_FIELDS = frozenset(
         "input_continuation",
         "input_answers",
         "task_answer_pending",
+        "framework_data",
     }
 )
 
