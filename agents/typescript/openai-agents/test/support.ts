@@ -251,6 +251,7 @@ export function record(
     taskId: null,
     taskPollIntervalSeconds: null,
     taskAnswerPending: false,
+    frameworkData: null,
     ...outcome,
   };
 }
