@@ -384,3 +384,110 @@ describe("a handoff", () => {
     );
   });
 });
+
+describe("arguments the model got wrong", () => {
+  let server: ModelServer;
+  before(async () => {
+    server = await startModelServer([
+      {
+        tool_calls: [
+          { id: "j1", name: "lookup", arguments: "{not json" },
+          { id: "j2", name: "lookup", arguments: { order: 5 } },
+        ],
+      },
+      { text: "Let me try again." },
+    ]);
+  });
+  after(async () => await server.stop());
+
+  test("malformed JSON is answered by the SDK itself; a call that misfits the schema is deferred", async () => {
+    const { runs, tools } = countedTools();
+    const runner = new OpenAIAgentsRunner(new Agent({ name: "Support", model: server.model, tools }));
+    const first = await runner.runModelStep(turnContext(new MemoryEvents(), { history: userHistory }));
+    assert.equal(first.kind, "tool_calls_requested");
+    // The SDK answers a call whose arguments are not JSON before it asks for any approval:
+    // nothing runs, and no tool Step is needed.
+    assert.deepEqual(
+      first.toolCalls.map((call) => [call.toolCallId, call.arguments]),
+      [["j2", '{"order": 5}']],
+    );
+    const mistyped = record("j2", "lookup", '{"order": 5}', { status: "approved" });
+    const answered = await runner.executeDeferredToolCall(toolExecution(mistyped));
+    assert.deepEqual(answered, {
+      kind: "tool_execution_result",
+      output: "An error occurred while running the tool. Please try again.",
+    });
+    await assert.rejects(
+      runner.executeDeferredToolCall(toolExecution(record("j3", "lookup", "{not json", { status: "approved" }))),
+      new ToolExecutionError('the arguments for tool "lookup" are not valid JSON'),
+    );
+    assert.equal(runs.lookup, 0, "the tool never ran");
+
+    const output = answered.kind === "tool_execution_result" ? answered.output : "";
+    const second = await runner.runModelStep(
+      turnContext(new MemoryEvents(), {
+        history: userHistory,
+        frameworkRunState: first.frameworkRunState,
+        toolCalls: [{ ...mistyped, status: "succeeded", output }],
+      }),
+    );
+    assert.equal(second.kind, "turn_completed");
+    const results = sentMessages(server, 1).filter((message) => message.role === "tool");
+    assert.deepEqual(
+      results.map((message) => message.tool_call_id),
+      ["j1", "j2"],
+    );
+    assert.equal(results[1]?.content, output);
+    assert.deepEqual(
+      (second.newMessages ?? []).map((message) => [message.role, message.toolCallId ?? null]),
+      [
+        ["assistant", "j1"],
+        ["assistant", "j2"],
+        ["tool", "j1"],
+        ["tool", "j2"],
+        ["assistant", null],
+      ],
+    );
+  });
+});
+
+describe("the Responses model", () => {
+  let server: ModelServer;
+  before(async () => {
+    server = await startModelServer([
+      { tool_calls: [{ id: "w1", name: "lookup", arguments: { order: "A1" } }] },
+      { text: "A1 shipped." },
+    ]);
+  });
+  after(async () => await server.stop());
+
+  test("pauses at the calls and resumes with the recorded results the same way", async () => {
+    const { tools } = countedTools();
+    const runner = new OpenAIAgentsRunner(new Agent({ name: "Support", model: server.responsesModel, tools }));
+    const events = new MemoryEvents();
+    const first = await runner.runModelStep(turnContext(events, { history: userHistory }));
+    assert.equal(first.kind, "tool_calls_requested");
+    assert.deepEqual(
+      first.toolCalls.map((call) => [call.toolCallId, call.toolName]),
+      [["w1", "lookup"]],
+    );
+    const records = [record("w1", "lookup", "{}", { status: "succeeded", output: "shipped" })];
+    const second = await runner.runModelStep(
+      turnContext(events, { history: userHistory, frameworkRunState: first.frameworkRunState, toolCalls: records }),
+    );
+    assert.equal(second.kind, "turn_completed");
+    assert.equal(second.newMessages?.at(-1)?.text, "A1 shipped.");
+    assert.equal(
+      events
+        .ofType("text_delta")
+        .map((payload) => payload.text)
+        .join(""),
+      "A1 shipped.",
+    );
+    const input = (server.requests[1]?.input ?? []) as { type?: string; call_id?: string; output?: unknown }[];
+    assert.deepEqual(
+      input.filter((item) => item.type === "function_call_output").map((item) => [item.call_id, item.output]),
+      [["w1", "shipped"]],
+    );
+  });
+});

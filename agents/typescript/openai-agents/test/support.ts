@@ -8,7 +8,12 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { type AgentInputItem, OpenAIChatCompletionsModel, setTracingDisabled } from "@openai/agents";
+import {
+  type AgentInputItem,
+  OpenAIChatCompletionsModel,
+  OpenAIResponsesModel,
+  setTracingDisabled,
+} from "@openai/agents";
 import OpenAI from "openai";
 import type {
   AgentMessage,
@@ -38,6 +43,8 @@ export interface ModelServer {
   requests: Record<string, unknown>[];
   /** The server's Chat Completions endpoint through the SDK's model (the client keeps its retries). */
   model: OpenAIChatCompletionsModel;
+  /** The server's Responses endpoint through the SDK's Responses model. */
+  responsesModel: OpenAIResponsesModel;
   /** A client of the server, recording its requests like the model's. */
   client: OpenAI;
   stop(): Promise<void>;
@@ -79,6 +86,7 @@ export async function startModelServer(replies: ScriptedReply[]): Promise<ModelS
     baseUrl,
     requests,
     model: new OpenAIChatCompletionsModel(client, "scripted-model"),
+    responsesModel: new OpenAIResponsesModel(client, "scripted-model"),
     client,
     stop: () => stopProcess(child),
   };
