@@ -118,7 +118,7 @@ export class OpenAIAgentsRunner<TContext = unknown> implements AgentFrameworkRun
   async runModelStep(turn: AgentTurnContext<AgentInputItem>): Promise<AgentTurnOutcome> {
     const history = replayHistory(turn.items);
     const context = await this.#context(turn, turn.sessionSettings);
-    const resumed = await this.#resume(turn, history, context, true);
+    const resumed = await this.#resume(turn, history, context);
     const forwarder = new StreamForwarder(turn.events);
     let result: AnyStreamedResult;
     try {
@@ -189,13 +189,12 @@ export class OpenAIAgentsRunner<TContext = unknown> implements AgentFrameworkRun
     turn: AgentTurnContext<AgentInputItem>,
     history: AgentInputItem[],
     context: TContext | undefined,
-    strict: boolean,
   ): Promise<Resumed> {
     if (turn.frameworkRunState === null || turn.frameworkRunState === "") {
       return { input: history, answers: new Map(), mark: NO_USAGE };
     }
     const state = await this.#restore(turn.frameworkRunState, history, context);
-    const answers = decide(state, turn.toolCalls, strict);
+    const answers = decide(state, turn.toolCalls);
     return { input: state, answers, mark: markOf(state.usage) };
   }
 
@@ -296,24 +295,17 @@ function replayHistory(items: readonly AgentInputItem[]): AgentInputItem[] {
 
 /**
  * Approves every pending call with a final record (its recorded text is the gated tool's
- * answer) and rejects the rejected ones with their message. `strict`: every call must have a
- * final record.
+ * answer) and rejects the rejected ones with their message. Every call must have one: the
+ * engine calls a model Step only once all of them are final.
  */
-function decide(
-  state: RunState<unknown, AnyAgent>,
-  records: readonly AgentToolCall[],
-  strict: boolean,
-): Map<string, string> {
+function decide(state: RunState<unknown, AnyAgent>, records: readonly AgentToolCall[]): Map<string, string> {
   const byId = new Map(records.map((record) => [record.toolCallId, record]));
   const answers = new Map<string, string>();
   for (const item of state.getInterruptions()) {
     const callId = (item.rawItem as { callId?: string }).callId ?? "";
     const record = byId.get(callId);
     if (record === undefined || !isFinal(record)) {
-      if (strict) {
-        throw new Error(noFinalRecordText(callId));
-      }
-      continue;
+      throw new Error(noFinalRecordText(callId));
     }
     const text = modelVisibleResult(record);
     if (record.status === "rejected") {

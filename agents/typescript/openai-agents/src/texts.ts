@@ -40,3 +40,8 @@ export function noFinalRecordText(callId: string): string {
 export const BAD_RUN_STATE =
   "the framework run state is not an OpenAI Agents run state of this adapter (a turn started by another " +
   "runner or version): cancel the turn and send the message again";
+
+/** A tool guardrail's `throwException`: the call failed, before or after its tool ran. */
+export function guardrailTrippedText(kind: "input" | "output", name: string): string {
+  return `tool ${kind} guardrail ${JSON.stringify(name)} tripped`;
+}

@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Agent, type AgentInputItem, handoff, tool } from "@openai/agents";
+import {
+  Agent,
+  type AgentInputItem,
+  defineToolInputGuardrail,
+  defineToolOutputGuardrail,
+  handoff,
+  ToolGuardrailFunctionOutputFactory,
+  tool,
+} from "@openai/agents";
 import { z } from "zod";
 import { ToolExecutionError } from "../src/dex.js";
 import { durableTool, HANDOFF_EVENT, OpenAIAgentsRunner, parseItem } from "../src/index.js";
@@ -312,6 +320,58 @@ describe("a tool Step", () => {
       runner.executeDeferredToolCall(toolExecution(record("e1", "strict", "{}", { status: "approved" }))),
       new ToolExecutionError("the order is locked"),
     );
+  });
+});
+
+describe("a tool's guardrails", () => {
+  test("run in its tool Step around the tool, as the SDK runs them", async () => {
+    const ran: string[] = [];
+    const guarded = tool({
+      name: "guarded",
+      description: "Echoes.",
+      parameters: z.object({ word: z.string() }),
+      inputGuardrails: [
+        defineToolInputGuardrail({
+          name: "no_secrets",
+          run: async ({ toolCall }) => {
+            const { word } = JSON.parse(toolCall.arguments) as { word: string };
+            if (word === "secret") {
+              return ToolGuardrailFunctionOutputFactory.rejectContent("That word is not allowed.");
+            }
+            return word === "explode"
+              ? ToolGuardrailFunctionOutputFactory.throwException()
+              : ToolGuardrailFunctionOutputFactory.allow();
+          },
+        }),
+      ],
+      outputGuardrails: [
+        defineToolOutputGuardrail({
+          name: "short",
+          run: async ({ output }) =>
+            String(output).length > 12
+              ? ToolGuardrailFunctionOutputFactory.rejectContent("The answer was too long.")
+              : ToolGuardrailFunctionOutputFactory.allow(),
+        }),
+      ],
+      execute: async ({ word }) => {
+        ran.push(word);
+        return `echo ${word}`;
+      },
+    });
+    const runner = new OpenAIAgentsRunner(new Agent({ name: "Support", tools: [guarded] }));
+    const call = (word: string) =>
+      runner.executeDeferredToolCall(
+        toolExecution(record(`g-${word}`, "guarded", JSON.stringify({ word }), { status: "approved" })),
+      );
+
+    assert.deepEqual(await call("hi"), { kind: "tool_execution_result", output: "echo hi" });
+    assert.deepEqual(await call("secret"), { kind: "tool_execution_result", output: "That word is not allowed." });
+    await assert.rejects(call("explode"), new ToolExecutionError('tool input guardrail "no_secrets" tripped'));
+    assert.deepEqual(await call("supercalifragilistic"), {
+      kind: "tool_execution_result",
+      output: "The answer was too long.",
+    });
+    assert.deepEqual(ran, ["hi", "supercalifragilistic"], "a rejected or tripped input never reaches the tool");
   });
 });
 
