@@ -105,6 +105,27 @@ describe("a text turn", () => {
       { role: "user", content: "Where is order A1?" },
     ]);
   });
+
+  test("an input guardrail's tripwire ends the turn as failed, naming the guardrail", async () => {
+    const agent = new Agent({
+      name: "Support",
+      model: server.model,
+      inputGuardrails: [
+        {
+          name: "no_refunds",
+          runInParallel: false,
+          execute: async () => ({ tripwireTriggered: true, outputInfo: null }),
+        },
+      ],
+    });
+    const sent = server.requests.length;
+    const outcome = await new OpenAIAgentsRunner(agent).runModelStep(
+      turnContext(new MemoryEvents(), { history: userHistory }),
+    );
+    assert.equal(outcome.kind, "turn_completed");
+    assert.equal(outcome.kind === "turn_completed" ? outcome.turnError : null, 'input guardrail "no_refunds" tripped');
+    assert.equal(server.requests.length, sent, "a guardrail that runs first stops the turn before its model call");
+  });
 });
 
 describe("a turn with tool calls", () => {
