@@ -21,8 +21,8 @@ from pydantic import BaseModel
 from dex_agents import (
     AgentClient,
     AgentSessionFlow,
-    InvalidInput,
-    SessionNotFound,
+    InvalidInputError,
+    SessionNotFoundError,
     TurnResult,
     Worker,
 )
@@ -143,11 +143,11 @@ async def get_session(session_id: str, client: Client) -> Session:
     )
 
 
-@app.exception_handler(SessionNotFound)
-async def session_not_found(request: Request, error: SessionNotFound) -> JSONResponse:
+@app.exception_handler(SessionNotFoundError)
+async def session_not_found(request: Request, error: SessionNotFoundError) -> JSONResponse:
     return JSONResponse({"detail": str(error)}, status_code=404)
 
 
-@app.exception_handler(InvalidInput)  # a blank message, an ID with control characters, ...
-async def invalid_input(request: Request, error: InvalidInput) -> JSONResponse:
+@app.exception_handler(InvalidInputError)  # a blank message, an ID with control characters, ...
+async def invalid_input(request: Request, error: InvalidInputError) -> JSONResponse:
     return JSONResponse({"detail": str(error)}, status_code=422)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dex_agents import MessageTooLarge, SessionNotFound, texts
+from dex_agents import MessageTooLargeError, SessionNotFoundError, texts
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 
 from .helpers import events_of, no_failed_workflows, step_types, tool_messages, turns_done
@@ -146,11 +146,11 @@ async def test_bad_rpc_input_gets_a_clear_error_and_loses_nothing(make_worker, m
             client.list_agent_messages("no-such-session"),
             client.get_step_history("no-such-session"),
         ):
-            with pytest.raises(SessionNotFound, match="no agent session 'no-such-session'"):
+            with pytest.raises(SessionNotFoundError, match="no agent session 'no-such-session'"):
                 await call
 
         assert await client.send_user_message(session, "   ") is False
-        with pytest.raises(MessageTooLarge, match="at most 1,048,576 bytes"):
+        with pytest.raises(MessageTooLargeError, match="at most 1,048,576 bytes"):
             await client.send_user_message(session, "x" * (texts.MAX_USER_MESSAGE_BYTES + 1))
         assert await client.resolve_interrupt(session, "unknown", approved=False) is False
         with pytest.raises(ValueError, match="already exists"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dex_agents.message_cache import MessageCache
 from dex_agents.runner import FrameworkItemCache
-from dex_agents.runtime import MessageCache
 from dex_agents.types import AgentMessage
 
 

@@ -1,6 +1,6 @@
 """Input rules: every text that enters from outside, or from user code, is either stored and
 read back byte-for-byte on SQLite and Postgres, or refused at the RPC before anything
-commits, with an `InvalidInput` that names the argument."""
+commits, with an `InvalidInputError` that names the argument."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from click.testing import CliRunner
 from dex_agents import (
     AgentClient,
     DexAgentsError,
-    InvalidInput,
-    MessageTooLarge,
-    SessionExists,
-    SessionNotFound,
+    InvalidInputError,
+    MessageTooLargeError,
+    SessionExistsError,
+    SessionNotFoundError,
     db,
     store,
     texts,
@@ -115,7 +115,7 @@ def test_wire_json_round_trips_nul_and_unpaired_surrogates():
 @pytest.mark.parametrize(("session_id", "problem"), BAD_IDENTIFIERS)
 async def test_a_bad_session_id_is_refused_and_nothing_commits(client, session_id, problem):
     await client.start_session("Assistant", "first", session_id="kept")
-    with pytest.raises(InvalidInput, match=re.escape(problem)) as refused_start:
+    with pytest.raises(InvalidInputError, match=re.escape(problem)) as refused_start:
         await client.start_session("Assistant", "hello", session_id=session_id)
     assert refused_start.value.argument == "session_id"
     for call in (
@@ -124,7 +124,7 @@ async def test_a_bad_session_id_is_refused_and_nothing_commits(client, session_i
         client.read_events(session_id),
         client.cancel_turn(session_id),
     ):
-        with pytest.raises(InvalidInput) as refused:
+        with pytest.raises(InvalidInputError) as refused:
             await call
         assert refused.value.argument == "session_id"
     assert [s.session_id for s in await client.list_sessions()] == ["kept"]
@@ -135,7 +135,7 @@ async def test_settings_that_are_not_strict_json_are_refused_and_nothing_commits
     client, settings, problem
 ):
     await client.start_session("Assistant", "first", session_id="kept")
-    with pytest.raises(InvalidInput, match=re.escape(problem)):
+    with pytest.raises(InvalidInputError, match=re.escape(problem)):
         await client.start_session("Assistant", "hi", session_id="s", session_settings=settings)
     assert [s.session_id for s in await client.list_sessions()] == ["kept"]
 
@@ -167,7 +167,7 @@ async def test_wrong_argument_types_raise_invalid_input_naming_the_argument(clie
         (client.read_events("s", after=-5), "after"),
     ]
     for call, argument in refused:
-        with pytest.raises(InvalidInput, match=argument) as error:
+        with pytest.raises(InvalidInputError, match=argument) as error:
             await call
         assert error.value.argument == argument
     snapshot = await client.get_agent_snapshot("s")
@@ -188,7 +188,7 @@ async def test_every_free_text_has_the_user_message_limit(client):
         client.resolve_interrupt("s", "i", False, "r" * 10_000_000),
         client.answer_question("s", "i", too_long),
     ):
-        with pytest.raises(MessageTooLarge, match=f"at most {limit:,} bytes"):
+        with pytest.raises(MessageTooLargeError, match=f"at most {limit:,} bytes"):
             await call
     assert await client.send_user_message("s", "x" * limit)
     snapshot = await client.get_agent_snapshot("s")
@@ -197,11 +197,11 @@ async def test_every_free_text_has_the_user_message_limit(client):
 
 async def test_client_errors_share_one_hierarchy(client):
     await client.start_session("Assistant", "hi", session_id="s")
-    with pytest.raises(SessionExists) as exists:
+    with pytest.raises(SessionExistsError) as exists:
         await client.start_session("Assistant", "again", session_id="s")
-    with pytest.raises(SessionNotFound) as missing:
+    with pytest.raises(SessionNotFoundError) as missing:
         await client.get_agent_snapshot("nope")
-    assert isinstance(exists.value, InvalidInput) and isinstance(exists.value, ValueError)
+    assert isinstance(exists.value, InvalidInputError) and isinstance(exists.value, ValueError)
     assert exists.value.argument == "session_id"
     assert isinstance(missing.value, DexAgentsError) and isinstance(missing.value, LookupError)
 
@@ -256,9 +256,9 @@ async def test_nul_and_surrogates_in_every_text_of_a_turn_finish_it_intact(
     with make_worker():
         assert await client.start_session("Assistant", ODD_TEXT, session_id=session) == session
         await client.wait_for(session, pending_interrupt("e1"))
-        with pytest.raises(MessageTooLarge, match="rejection_message"):
+        with pytest.raises(MessageTooLargeError, match="rejection_message"):
             await client.resolve_interrupt(session, "e1", False, "r" * 10_000_000)
-        with pytest.raises(InvalidInput, match="approved must be a bool"):
+        with pytest.raises(InvalidInputError, match="approved must be a bool"):
             await client.resolve_interrupt(session, "e1", 1)
         assert await client.resolve_interrupt(session, "e1", approved=True)
         await client.wait_for(session, pending_interrupt("e2"))
@@ -309,7 +309,7 @@ async def test_answers_with_nul_reach_the_model_byte_for_byte(make_worker, model
         session = await client.start_session("Planner", "Ask me")
         snapshot = await client.wait_for(session, pending_interrupt("q1"))
         assert snapshot.pending_interrupts[0].question == "Name?\x00"
-        with pytest.raises(InvalidInput, match="interrupt_id must not contain control"):
+        with pytest.raises(InvalidInputError, match="interrupt_id must not contain control"):
             await client.answer_question(session, "q1\x00", "x")
         assert await client.answer_question(session, "q1", ODD_TEXT)
         snapshot = await client.wait_for(session, turns_done(1))

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from dex_agents import FlowTypeNotHostedWarning, db
+from dex_agents import FlowTypeNotHostedWarning, db, dbos_internals
 from dex_agents.routing import step_queue_name
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
 
@@ -147,7 +147,7 @@ def _dbos_workflows(database_url: str) -> Iterator[tuple[sa.Connection, sa.Table
     engine = db.create_engine(database_url)
     try:
         with engine.begin() as conn:
-            yield conn, db.dbos_workflow_status(conn)
+            yield conn, dbos_internals.workflow_status(conn)
     finally:
         engine.dispose()
 

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from dex_agents import AgentClient, schema
 from dex_agents.db import Database, create_engine, metadata, normalize_url
-from dex_agents.errors import SchemaTooNew
+from dex_agents.errors import SchemaTooNewError
 from dex_agents.routing import STEP_QUEUE, STEP_WORKFLOW, step_queue_name
 from dex_agents.testing import reply_text, reply_tools
 
@@ -274,7 +274,7 @@ async def test_a_database_newer_than_the_code_is_refused_and_left_unchanged(
         make_worker().start()
     client = AgentClient(database_url)
     try:
-        with pytest.raises(SchemaTooNew) as client_refused:
+        with pytest.raises(SchemaTooNewError) as client_refused:
             await client.list_sessions()
     finally:
         await client.close()

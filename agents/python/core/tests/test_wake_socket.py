@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents import db, runtime, store, wake_socket
+from dex_agents import db, store, wake_socket
+from dex_agents import waker as waker_module
 from dex_agents.db import Database
-from dex_agents.runtime import Waker
 from dex_agents.types import AgentSessionStartInput
 from dex_agents.wake_socket import WakeListener, WakeSender
+from dex_agents.waker import Waker
 
 
 def test_a_sender_reaches_every_other_listener_of_the_file(tmp_path: Path) -> None:
@@ -139,7 +140,7 @@ def _wake(*sessions: str) -> Callable[..., None]:
 async def test_another_process_commit_wakes_by_datagram_without_the_probe(
     monkeypatch: pytest.MonkeyPatch, two_processes: tuple[Database, Database]
 ) -> None:
-    monkeypatch.setattr(runtime, "FALLBACK_POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(waker_module, "FALLBACK_POLL_SECONDS", 3600.0)
     waiting, committing = two_processes
     waker = Waker(waiting, 3600.0, prune=False)  # no probe: only datagrams and the rows
     async with _feeding(waker):
@@ -159,7 +160,7 @@ async def test_another_process_commit_wakes_by_datagram_without_the_probe(
 async def test_a_turns_only_waker_hears_everything_once_something_else_waits(
     monkeypatch: pytest.MonkeyPatch, two_processes: tuple[Database, Database]
 ) -> None:
-    monkeypatch.setattr(runtime, "FALLBACK_POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(waker_module, "FALLBACK_POLL_SECONDS", 3600.0)
     waiting, committing = two_processes
     waker = Waker(waiting, 3600.0, prune=False, turns_only=True)  # a client's
     turn_key = store.turn_wake_key("s1")
@@ -189,11 +190,11 @@ async def test_a_turns_only_waker_hears_everything_once_something_else_waits(
 async def test_a_commit_no_datagram_announced_wakes_through_the_fallback_probe(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(runtime, "FALLBACK_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(waker_module, "FALLBACK_POLL_SECONDS", 0.05)
     path = tmp_path / "wake.sqlite"
     waiting = Database(f"sqlite:///{path}")
     waiting.create_schema()
-    waker = Waker(waiting, runtime.WAKE_POLL_SECONDS, prune=False)
+    waker = Waker(waiting, waker_module.WAKE_POLL_SECONDS, prune=False)
     try:
         async with _feeding(waker):
             before = {"s1": waker.generation("s1")}

@@ -8,6 +8,7 @@ import operator
 from typing import Annotated, Any, NotRequired
 
 import pytest
+from dex_agents.policy import InvalidToolEffectError
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.testing import RunnerDriver, ScriptedModelServer
 from dex_agents.testing.driver import Reject
@@ -128,6 +129,22 @@ async def test_the_effect_comes_from_tool_metadata_and_a_policy_overrides_it(
         "send_email": "non_idempotent_write",
         "get_weather": "idempotent_write",
     }
+
+
+@pytest.mark.parametrize(
+    ("declared", "effect"),
+    [({"metadata": {"effect": "reed"}}, "'reed'"), ({"tags": ["effect:Read"]}, "'Read'")],
+)
+def test_an_effect_that_is_not_one_is_refused_when_the_runner_is_built(
+    model: ScriptedModelServer, log: Log, declared: dict[str, Any], effect: str
+) -> None:
+    tools = weather_tools(log)
+    for name, value in declared.items():
+        setattr(tools[0], name, value)
+    with pytest.raises(
+        InvalidToolEffectError, match=f"tool 'get_weather' declares effect {effect}"
+    ):
+        LangGraphRunner(create_agent(chat_model(model), tools))
 
 
 async def test_a_rejected_call_never_runs_and_the_model_reads_the_rejection(

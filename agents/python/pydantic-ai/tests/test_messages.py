@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
+from dex_agents.policy import InvalidToolEffectError
 from pydantic_ai import ToolDefinition
 from pydantic_ai.messages import (
     BinaryContent,
@@ -144,7 +145,6 @@ def test_run_state_refuses_an_unknown_version() -> None:
     [
         ({"effect": "read"}, "read"),
         ({"effect": "idempotent_write"}, "idempotent_write"),
-        ({"effect": "bogus"}, None),
         ({"annotations": {"readOnlyHint": True}}, "read"),
         ({"annotations": {"idempotentHint": True, "destructiveHint": True}}, "idempotent_write"),
         ({"annotations": {"destructiveHint": True}}, None),
@@ -153,6 +153,14 @@ def test_run_state_refuses_an_unknown_version() -> None:
 )
 def test_effects_from_tool_metadata(metadata: dict[str, object] | None, effect: str | None) -> None:
     assert framework_effect(ToolDefinition(name="t", metadata=metadata)) == effect
+
+
+def test_an_effect_that_is_not_one_is_refused_even_beside_a_hint() -> None:
+    tool = ToolDefinition(
+        name="lookup", metadata={"effect": "bogus", "annotations": {"readOnlyHint": True}}
+    )
+    with pytest.raises(InvalidToolEffectError, match="tool 'lookup' declares effect 'bogus'"):
+        framework_effect(tool)
 
 
 def test_a_run_gets_its_own_copy_of_the_last_request_and_what_follows_it() -> None:

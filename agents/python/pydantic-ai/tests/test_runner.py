@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from dex_agents.policy import InvalidToolEffectError
 from dex_agents.runner import (
     AgentFrameworkRunner,
     FrameworkItemCache,
@@ -25,7 +26,7 @@ from dex_agents.testing import (
     reply_text,
     reply_tools,
 )
-from dex_agents.texts import DEFAULT_REJECTION_TEXT, OUTCOME_UNKNOWN_TEXT
+from dex_agents.texts import DEFAULT_REJECTION_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_CALL_HELD_NOT_RUN
 from dex_agents.types import AgentToolCall
 from pydantic_ai import Agent, DeferredToolRequests, ExternalToolset, ToolDefinition, UserError
 from pydantic_ai.messages import (
@@ -44,6 +45,7 @@ from dex_agents_pydantic_ai.model_step import write_delta
 from .apps.agents import (
     AppDeps,
     Ticket,
+    build_sequential_agent,
     build_ticket_agent,
     build_triage_agent,
     deps_factory,
@@ -506,6 +508,34 @@ async def test_unfinished_turn_messages_keep_the_transcript_with_a_result_per_ca
     assert roles == ["user", "assistant", "tool", "tool", "user"]
 
 
+async def test_calls_held_behind_a_sequential_tool_read_as_not_run_when_the_turn_ends(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    agent = build_sequential_agent(scripted_model(model.base_url))
+    driver = RunnerDriver(PydanticAiRunner(agent, deps_factory=deps_factory(tool_log.path)))
+    model.enqueue(reply_tools(("f1", "fetch", {"label": "a"}), ("m1", "migrate", {"label": "m"})))
+    driver.append("turn-1", driver.runner.build_user_message("go"))
+    requested = await driver.runner.run_model_step(driver.context("turn-1", None, []))
+    # Only the call before the barrier is handed over; the migration waits in the run state.
+    assert isinstance(requested, ToolCallsRequested)
+    assert [call.tool_call_id for call in requested.tool_calls] == ["f1"]
+    (record,) = [driver.approved_record("turn-1", call) for call in requested.tool_calls]
+    records = [await driver.execute(record)]
+
+    # The turn ends (steered, cancelled, failed) before the migration's turn came.
+    unfinished = await driver.runner.build_unfinished_turn_messages(
+        driver.context("turn-1", requested.framework_run_state, records)
+    )
+
+    assert [(m.role, m.tool_call_id, m.tool_output) for m in unfinished] == [
+        ("assistant", "f1", None),
+        ("assistant", "m1", None),
+        ("tool", "f1", "a done"),
+        ("tool", "m1", TOOL_CALL_HELD_NOT_RUN),
+    ]
+    assert [e["label"] for e in tool_log.entries("migrate")] == []
+
+
 def test_output_validators_need_deferred_tool_requests_in_the_output_type(
     model: ScriptedModelServer,
 ) -> None:
@@ -599,6 +629,19 @@ def test_thinking_streams_as_reasoning_deltas() -> None:
         ("reasoning_delta", {"text": "think."}),
         ("text_delta", {"text": "Done."}),
     ]
+
+
+async def test_an_effect_that_is_not_one_fails_the_model_step_before_the_model_is_called(
+    model: ScriptedModelServer,
+) -> None:
+    outside = ExternalToolset([ToolDefinition(name="ask_manager", metadata={"effect": "reed"})])
+    driver = RunnerDriver(
+        PydanticAiRunner(Agent(scripted_model(model.base_url), toolsets=[outside]))
+    )
+    model.enqueue(reply_text("Never sent."))
+    with pytest.raises(InvalidToolEffectError, match="tool 'ask_manager' declares effect 'reed'"):
+        await driver.model_step(driver.start_turn("ask"), None)
+    assert model.requests == []
 
 
 @pytest.mark.parametrize("approval", [True, False])

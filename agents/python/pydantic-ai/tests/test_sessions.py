@@ -190,6 +190,13 @@ class TestPydanticAiSessions(SharedWorkerSuite):
         (part,) = json.loads(tool_message.framework_item)["parts"]
         assert part["metadata"] == {"rows": 3, "region": "north"}
         assert snapshot.messages[3].text == "The north chart:"
+        # At rest the image is stored once: the turn's records went with the turn, and one
+        # stored message holds its bytes.
+        encoded = base64.urlsafe_b64encode(PIXEL_PNG).decode()  # as Pydantic AI writes bytes
+        assert snapshot.tool_calls == []
+        assert [m.sequence for m in snapshot.messages if encoded in m.framework_item] == [
+            snapshot.messages[3].sequence
+        ]
 
     async def test_an_image_a_tool_returns_reaches_the_model_as_pydantic_ai_sends_it(
         self, run: SessionRun
@@ -244,3 +251,59 @@ class TestPydanticAiSessions(SharedWorkerSuite):
         assert ["price_of" in names for names in offered] == [False, True, True]
         assert run.tool_outputs(1) == {"o1": "catalog open"}
         assert run.tool_outputs(2)["p1"] == "tea: 3 EUR"
+
+    async def test_a_sequential_tool_is_a_barrier_between_parallel_steps(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(
+                ("f1", "fetch", {"label": "a"}),
+                ("f2", "fetch", {"label": "b"}),
+                ("m1", "migrate", {"label": "m"}),
+                ("f3", "fetch", {"label": "c"}),
+            ),
+            reply_text("All done."),
+        )
+        session = await run.client.start_session("SequentialAgent", "Fetch, migrate, fetch.")
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        # f1 and f2 overlap; the migration starts after both finished and runs alone; f3
+        # starts after it finished.
+        order = [
+            (e["label"], e["phase"])
+            for e in run.tool_log.entries()  # in the order they were written
+            if e["tool"] in ("fetch", "migrate")
+        ]
+        assert {order[0], order[1]} == {("a", "started"), ("b", "started")}
+        assert {order[2], order[3]} == {("a", "finished"), ("b", "finished")}
+        assert order[4:] == [
+            ("m", "started"),
+            ("m", "finished"),
+            ("c", "started"),
+            ("c", "finished"),
+        ]
+        # Three groups, each handed over by a RunModel Step; only the first and last call the
+        # model, whose second request has every result in the model's order.
+        assert await step_types(run.client, session) == [
+            "StartAgentSession",
+            "RunModel",
+            "CallTool",
+            "CallTool",
+            "ResumeTurn",
+            "RunModel",
+            "CallTool",
+            "ResumeTurn",
+            "RunModel",
+            "CallTool",
+            "ResumeTurn",
+            "RunModel",
+            "AwaitUserMessage",
+        ]
+        assert len(run.requests) == 2
+        assert list(run.tool_outputs(1).items()) == [
+            ("f1", "a done"),
+            ("f2", "b done"),
+            ("m1", "m done"),
+            ("f3", "c done"),
+        ]
+        assert snapshot.messages[-1].text == "All done."

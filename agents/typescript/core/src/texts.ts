@@ -58,3 +58,121 @@ export function invalidArgumentsText(toolName: string, detail: string): string {
 export function notExecutableText(toolName: string): string {
   return `tool ${JSON.stringify(toolName)} has no execute function, so a tool Step cannot run it`;
 }
+
+// The built-in tools as the model sees them, and the plan note (dex_agents.builtins).
+export const PLAN_NOTE_PLANNING_LINE =
+  "This turn only plans: write or revise the plan with write_todos, and do not do or claim " +
+  "any of its tasks. The user reviews the plan before it runs.";
+export const NO_PLAN_YET = "[Dex] There is no plan yet.";
+
+/** A Chat Completions function tool definition. */
+export interface FunctionToolDefinition {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+function functionTool(
+  name: string,
+  description: string,
+  parameters: Record<string, unknown>,
+): FunctionToolDefinition {
+  return { type: "function", function: { name, description, parameters } };
+}
+
+export const BUILT_IN_TOOL_NAMES = ["ask_user", "durable_wait", "write_todos"] as const;
+export type BuiltInToolName = (typeof BUILT_IN_TOOL_NAMES)[number];
+export const TODO_STATUSES = ["pending", "in_progress", "completed"] as const;
+
+export const BUILT_IN_TOOL_DEFINITIONS: Readonly<Record<BuiltInToolName, FunctionToolDefinition>> =
+  {
+    ask_user: functionTool(
+      "ask_user",
+      "Ask the user a question and wait for the answer. Use it when only the user can give " +
+        "the information or decision you need. The answer may take a long time to arrive.",
+      {
+        type: "object",
+        properties: {
+          question: { type: "string", description: "The question to ask." },
+          choices: {
+            type: "array",
+            items: { type: "string" },
+            description: "Answers the user can pick from.",
+          },
+          allows_free_text: {
+            type: "boolean",
+            description: "Whether the user may answer with any text (default true).",
+          },
+        },
+        required: ["question"],
+        additionalProperties: false,
+      },
+    ),
+    durable_wait: functionTool(
+      "durable_wait",
+      "Wait for a number of seconds before going on, for example before checking again on " +
+        "work that takes time. The wait survives restarts.",
+      {
+        type: "object",
+        properties: {
+          seconds: { type: "number", description: "How long to wait, in seconds." },
+          reason: { type: "string", description: "Why you wait, shown to the user." },
+        },
+        required: ["seconds", "reason"],
+        additionalProperties: false,
+      },
+    ),
+    write_todos: functionTool(
+      "write_todos",
+      "Write the plan: the complete list of tasks, which replaces the previous one. Keep each " +
+        "task's status current. An empty list clears the plan.",
+      {
+        type: "object",
+        properties: {
+          todos: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: {
+                content: { type: "string", description: "What the task does." },
+                status: { type: "string", enum: [...TODO_STATUSES] },
+              },
+              required: ["content", "status"],
+              additionalProperties: false,
+            },
+          },
+        },
+        required: ["todos"],
+        additionalProperties: false,
+      },
+    ),
+  };
+
+// Compaction (dex_agents.texts): the summary as the model sees it, and the summary request.
+export const CONTEXT_SUMMARY_PREFIX = "[Dex] Summary of the earlier conversation:";
+export const CONTEXT_SUMMARY_INSTRUCTION =
+  "Summarize the conversation above for the assistant that continues it without seeing it. " +
+  "Keep the user's goals, requests and preferences, the decisions made, the facts learned, " +
+  "the tool calls made and their results, and the work still open. Fold in the earlier " +
+  "summary when there is one. Write only the summary.";
+
+/** The first line of a summary request that had to leave out the oldest messages. */
+export function contextLeftOutNote(count: number): string {
+  if (count === 1) {
+    return "[Dex] 1 earlier message did not fit in this request and is left out.";
+  }
+  return `[Dex] ${count} earlier messages did not fit in this request and are left out.`;
+}
+
+// Stepwise (dex_agents.stepwise): the turn errors and refusals of the core's own loop.
+export const MAX_CONSECUTIVE_CONTINUATIONS = 8;
+export const CONTINUATION_LIMIT_ERROR =
+  `decide_turn_continuation continued the turn more than ${MAX_CONSECUTIVE_CONTINUATIONS} ` +
+  "times in a row";
+
+/** planningToolChoice "required" with a model that cannot be forced to call a tool. */
+export function forcedChoiceProblem(model: string): string {
+  return (
+    "planningToolChoice 'required' needs a model that accepts a forced tool choice, " +
+    `and ${model} does not (supportsForcedToolChoice returned false)`
+  );
+}

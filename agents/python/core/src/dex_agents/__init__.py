@@ -12,65 +12,144 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .client import AgentClient, SyncAgentClient
+    # The application's names; the adapter interface's (dex_agents.runner) re-exported as before.
+    from .client import (
+        AgentClient,
+        SyncAgentClient,
+    )
     from .errors import (
-        ChannelMessageNotFound,
+        ChannelMessageNotFoundError,
         DatabaseError,
-        DatabaseNotFound,
-        DatabaseUnavailable,
+        DatabaseNotFoundError,
+        DatabaseUnavailableError,
         DexAgentsError,
         FlowLoadError,
         FlowTypeNotHostedWarning,
-        InvalidInput,
-        MessageTooLarge,
-        NotFound,
-        NotInToolStep,
+        InvalidInputError,
+        InvalidToolEffectError,
+        MessageTooLargeError,
+        NotFoundError,
+        NotInToolStepError,
         RemoteRunnerError,
-        RunnerUnavailable,
-        SchemaTooNew,
-        SessionExists,
-        SessionNotFound,
+        RunnerUnavailableError,
+        SchemaTooNewError,
+        SessionExistsError,
+        SessionNotFoundError,
         WorkerError,
-        WorkerIdInUse,
+        WorkerIdInUseError,
     )
-    from .flow import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
-    from .policy import EFFECT_TABLE, resolve_tool_policy
-    from .results import model_visible_result
+    from .flow import (
+        AgentSessionFlow,
+        AgentSessionOptions,
+        CompactionPolicy,
+    )
+    from .policy import (
+        EFFECT_TABLE as EFFECT_TABLE,
+    )
+    from .policy import (
+        resolve_tool_policy as resolve_tool_policy,
+    )
+    from .results import (
+        model_visible_result as model_visible_result,
+    )
     from .runner import (
-        AgentFrameworkRunner,
-        AgentTurnContext,
-        AgentTurnOutcome,
-        ContextCompactionRunner,
-        ContextSummaryRequest,
-        ContextSummaryResult,
-        DeferredToolCall,
-        DeferredToolExecution,
-        DeferredToolOutcome,
-        EventWriter,
-        FrameworkItemCache,
-        FrameworkMessage,
-        ModelCallMetadata,
-        PlanModeRunner,
-        ToolCallsRequested,
-        ToolExecutionError,
-        ToolExecutionResult,
-        ToolInputRequested,
-        ToolPolicy,
-        ToolTaskCancellation,
-        ToolTaskCanceller,
-        ToolTaskPending,
-        ToolTaskPoll,
-        ToolTaskPoller,
-        ToolTaskPollOutcome,
-        ToolTaskStarted,
-        TurnCompleted,
-        TurnContinued,
-        UnfinishedTurnMessageBuilder,
-        WarmUpRunner,
+        AgentFrameworkRunner as AgentFrameworkRunner,
     )
-    from .tool_context import current_tool_execution
-    from .types import TurnResult, TurnStatus
-    from .worker import Worker
+    from .runner import (
+        AgentTurnContext as AgentTurnContext,
+    )
+    from .runner import (
+        AgentTurnOutcome as AgentTurnOutcome,
+    )
+    from .runner import (
+        ContextCompactionRunner as ContextCompactionRunner,
+    )
+    from .runner import (
+        ContextSummaryRequest as ContextSummaryRequest,
+    )
+    from .runner import (
+        ContextSummaryResult as ContextSummaryResult,
+    )
+    from .runner import (
+        DeferredToolCall as DeferredToolCall,
+    )
+    from .runner import (
+        DeferredToolExecution as DeferredToolExecution,
+    )
+    from .runner import (
+        DeferredToolOutcome as DeferredToolOutcome,
+    )
+    from .runner import (
+        EventWriter as EventWriter,
+    )
+    from .runner import (
+        FrameworkItemCache as FrameworkItemCache,
+    )
+    from .runner import (
+        FrameworkMessage as FrameworkMessage,
+    )
+    from .runner import (
+        ModelCallMetadata as ModelCallMetadata,
+    )
+    from .runner import (
+        PlanModeRunner as PlanModeRunner,
+    )
+    from .runner import (
+        ToolCallsRequested as ToolCallsRequested,
+    )
+    from .runner import (
+        ToolExecutionError,
+        ToolPolicy,
+    )
+    from .runner import (
+        ToolExecutionResult as ToolExecutionResult,
+    )
+    from .runner import (
+        ToolInputRequested as ToolInputRequested,
+    )
+    from .runner import (
+        ToolTaskCancellation as ToolTaskCancellation,
+    )
+    from .runner import (
+        ToolTaskCanceller as ToolTaskCanceller,
+    )
+    from .runner import (
+        ToolTaskPending as ToolTaskPending,
+    )
+    from .runner import (
+        ToolTaskPoll as ToolTaskPoll,
+    )
+    from .runner import (
+        ToolTaskPoller as ToolTaskPoller,
+    )
+    from .runner import (
+        ToolTaskPollOutcome as ToolTaskPollOutcome,
+    )
+    from .runner import (
+        ToolTaskStarted as ToolTaskStarted,
+    )
+    from .runner import (
+        TurnCompleted as TurnCompleted,
+    )
+    from .runner import (
+        TurnContinued as TurnContinued,
+    )
+    from .runner import (
+        UnfinishedTurnMessageBuilder as UnfinishedTurnMessageBuilder,
+    )
+    from .runner import (
+        WarmUpRunner as WarmUpRunner,
+    )
+    from .tool_context import (
+        current_tool_execution,
+    )
+    from .types import (
+        TurnResult,
+        TurnStatus,
+    )
+    from .worker import (
+        Worker,
+    )
 
 __version__ = "0.2.0"
 
@@ -78,24 +157,38 @@ __version__ = "0.2.0"
 _HOMES: dict[str, str] = {
     "AgentClient": "client",
     "SyncAgentClient": "client",
-    "ChannelMessageNotFound": "errors",
+    "ChannelMessageNotFoundError": "errors",
     "DatabaseError": "errors",
-    "DatabaseNotFound": "errors",
-    "DatabaseUnavailable": "errors",
+    "DatabaseNotFoundError": "errors",
+    "DatabaseUnavailableError": "errors",
     "DexAgentsError": "errors",
     "FlowLoadError": "errors",
     "FlowTypeNotHostedWarning": "errors",
-    "InvalidInput": "errors",
-    "MessageTooLarge": "errors",
-    "NotFound": "errors",
-    "NotInToolStep": "errors",
+    "InvalidInputError": "errors",
+    "InvalidToolEffectError": "errors",
+    "MessageTooLargeError": "errors",
+    "NotFoundError": "errors",
+    "NotInToolStepError": "errors",
     "RemoteRunnerError": "errors",
-    "RunnerUnavailable": "errors",
-    "SchemaTooNew": "errors",
-    "SessionExists": "errors",
-    "SessionNotFound": "errors",
+    "RunnerUnavailableError": "errors",
+    "SchemaTooNewError": "errors",
+    "SessionExistsError": "errors",
+    "SessionNotFoundError": "errors",
     "WorkerError": "errors",
-    "WorkerIdInUse": "errors",
+    "WorkerIdInUseError": "errors",
+    "ChannelMessageNotFound": "errors",  # the old name of ChannelMessageNotFoundError
+    "DatabaseNotFound": "errors",  # the old name of DatabaseNotFoundError
+    "DatabaseUnavailable": "errors",  # the old name of DatabaseUnavailableError
+    "InvalidInput": "errors",  # the old name of InvalidInputError
+    "InvalidToolEffect": "errors",  # the old name of InvalidToolEffectError
+    "MessageTooLarge": "errors",  # the old name of MessageTooLargeError
+    "NotFound": "errors",  # the old name of NotFoundError
+    "NotInToolStep": "errors",  # the old name of NotInToolStepError
+    "RunnerUnavailable": "errors",  # the old name of RunnerUnavailableError
+    "SchemaTooNew": "errors",  # the old name of SchemaTooNewError
+    "SessionExists": "errors",  # the old name of SessionExistsError
+    "SessionNotFound": "errors",  # the old name of SessionNotFoundError
+    "WorkerIdInUse": "errors",  # the old name of WorkerIdInUseError
     "AgentSessionFlow": "flow",
     "AgentSessionOptions": "flow",
     "CompactionPolicy": "flow",
@@ -152,65 +245,38 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_HOMES])
 
 
+# What an application uses: the client, the flow and its options, the Worker, what a tool
+# reads or raises, and the errors. The interface an adapter implements is `dex_agents.runner`
+# (its names stay importable from here too, as before, but are not listed).
 __all__ = [
-    "EFFECT_TABLE",
     "AgentClient",
-    "AgentFrameworkRunner",
     "AgentSessionFlow",
     "AgentSessionOptions",
-    "AgentTurnContext",
-    "AgentTurnOutcome",
-    "ChannelMessageNotFound",
+    "ChannelMessageNotFoundError",
     "CompactionPolicy",
-    "ContextCompactionRunner",
-    "ContextSummaryRequest",
-    "ContextSummaryResult",
     "DatabaseError",
-    "DatabaseNotFound",
-    "DatabaseUnavailable",
-    "DeferredToolCall",
-    "DeferredToolExecution",
-    "DeferredToolOutcome",
+    "DatabaseNotFoundError",
+    "DatabaseUnavailableError",
     "DexAgentsError",
-    "EventWriter",
     "FlowLoadError",
     "FlowTypeNotHostedWarning",
-    "FrameworkItemCache",
-    "FrameworkMessage",
-    "InvalidInput",
-    "MessageTooLarge",
-    "ModelCallMetadata",
-    "NotFound",
-    "NotInToolStep",
-    "PlanModeRunner",
+    "InvalidInputError",
+    "InvalidToolEffectError",
+    "MessageTooLargeError",
+    "NotFoundError",
+    "NotInToolStepError",
     "RemoteRunnerError",
-    "RunnerUnavailable",
-    "SchemaTooNew",
-    "SessionExists",
-    "SessionNotFound",
+    "RunnerUnavailableError",
+    "SchemaTooNewError",
+    "SessionExistsError",
+    "SessionNotFoundError",
     "SyncAgentClient",
-    "ToolCallsRequested",
     "ToolExecutionError",
-    "ToolExecutionResult",
-    "ToolInputRequested",
     "ToolPolicy",
-    "ToolTaskCancellation",
-    "ToolTaskCanceller",
-    "ToolTaskPending",
-    "ToolTaskPoll",
-    "ToolTaskPollOutcome",
-    "ToolTaskPoller",
-    "ToolTaskStarted",
-    "TurnCompleted",
-    "TurnContinued",
     "TurnResult",
     "TurnStatus",
-    "UnfinishedTurnMessageBuilder",
-    "WarmUpRunner",
     "Worker",
     "WorkerError",
-    "WorkerIdInUse",
+    "WorkerIdInUseError",
     "current_tool_execution",
-    "model_visible_result",
-    "resolve_tool_policy",
 ]

@@ -28,7 +28,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .clock import utc_now
-from .db import Database, dbos_workflow_status
+from .db import Database
+from .dbos_internals import workflow_status
 from .liveness import list_workers, seems_live
 from .types import WorkerInfo
 
@@ -122,7 +123,7 @@ class Balancer:
         return max(0, running - least)
 
     def _count_step_workflows(self, conn: Connection) -> dict[str, int]:
-        workflows = dbos_workflow_status(conn)
+        workflows = workflow_status(conn)
         rows = conn.execute(
             sa.select(workflows.c.executor_id, sa.func.count())
             .where(workflows.c.name == self.step_workflow, workflows.c.status == "PENDING")

@@ -44,7 +44,7 @@ from .cli_format import (
     truncate,
 )
 from .clock import now_text
-from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFound
+from .errors import DexAgentsError, FlowTypeNotHostedWarning, SessionNotFoundError
 from .texts import LIST_MESSAGES_DEFAULT_LIMIT, LIST_MESSAGES_MAX_LIMIT, SNAPSHOT_MESSAGE_LIMIT
 
 if TYPE_CHECKING:
@@ -547,7 +547,7 @@ def _call(database_url: str | None, call: Callable[[AgentClient], Awaitable[T]])
 
     try:
         return asyncio.run(run())
-    except SessionNotFound as error:
+    except SessionNotFoundError as error:
         raise CliError(
             f"no agent session {error.session_id!r}: check the ID with `{hint('sessions')}` "
             f"(database: {_display_url(database_url)})"
@@ -573,14 +573,9 @@ def hint(*args: str) -> str:
 
 
 def _display_url(database_url: str | None) -> str:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    from .logs import redacted_url
 
-    url = database_url or DEFAULT_DATABASE_URL
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return repr(url)
+    return redacted_url(database_url or DEFAULT_DATABASE_URL)
 
 
 def _json_object(

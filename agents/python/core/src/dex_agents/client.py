@@ -16,18 +16,18 @@ import time
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
 
 from . import liveness, rpcs, store, texts, validation
 from .clock import utc_now
 from .db import Database, resolve_database_url
-from .errors import ChannelMessageNotFound as ChannelMessageNotFound
-from .errors import DatabaseNotFound as DatabaseNotFound
-from .errors import FlowTypeNotHostedWarning, InvalidInput
-from .errors import MessageTooLarge as MessageTooLarge
-from .errors import SessionExists as SessionExists
+from .errors import ChannelMessageNotFoundError as ChannelMessageNotFoundError
+from .errors import DatabaseNotFoundError as DatabaseNotFoundError
+from .errors import FlowTypeNotHostedWarning, InvalidInputError
+from .errors import MessageTooLargeError as MessageTooLargeError
+from .errors import SessionExistsError as SessionExistsError
 from .events import read_events
 from .types import (
     AgentEvent,
@@ -45,15 +45,13 @@ from .types import (
     WorkerInfo,
     waiting_for,
 )
-
-if TYPE_CHECKING:
-    from .runtime import Waker
+from .waker import WAKE_POLL_SECONDS, Waker
 
 T = TypeVar("T")
 
 
 class AgentClient:
-    """Async client. Every method raises `SessionNotFound` for an unknown session ID."""
+    """Async client. Every method raises `SessionNotFoundError` for an unknown session ID."""
 
     def __init__(self, database_url: str | None = None) -> None:
         self.database_url = resolve_database_url(database_url)
@@ -75,7 +73,7 @@ class AgentClient:
                 _check_sqlite_file(self.database_url)
             database = Database(self.database_url, retry_seconds=10.0)
             try:
-                database.create_schema()  # migrates too (SchemaTooNew for a newer database)
+                database.create_schema()  # migrates too (SchemaTooNewError for a newer database)
             except BaseException:
                 database.close()
                 raise
@@ -128,8 +126,6 @@ class AgentClient:
             if task is not None:
                 with contextlib.suppress(RuntimeError):  # its loop closed
                     task.cancel()
-            from .runtime import WAKE_POLL_SECONDS, Waker
-
             waker = Waker(database, WAKE_POLL_SECONDS, prune=False, turns_only=True)
             waker.bind(loop)
             database.on_wake = waker.notify_threadsafe
@@ -139,8 +135,8 @@ class AgentClient:
 
     async def connect(self, *, create: bool = False) -> None:
         """Opens the database now rather than at the first call, creating its tables (or
-        migrating them) when `create` is true, as a Worker does. Raises DatabaseNotFound for a
-        missing SQLite file without `create`, DatabaseUnavailable, or SchemaTooNew."""
+        migrating them) when `create` is true, as a Worker does. Raises DatabaseNotFoundError for a
+        missing SQLite file without `create`, DatabaseUnavailableError, or SchemaTooNewError."""
         await asyncio.to_thread(lambda: self._db(create=create))
 
     async def close(self) -> None:
@@ -211,7 +207,7 @@ class AgentClient:
         (see `run_turn`); the result carries the new session's ID."""
         validation.free_text(initial_message, "initial_message")
         if not initial_message.strip():
-            raise InvalidInput("initial_message must not be blank", "initial_message")
+            raise InvalidInputError("initial_message must not be blank", "initial_message")
         session_id = await self.start_session(
             flow_type,
             initial_message,
@@ -281,13 +277,13 @@ class AgentClient:
         message = validation.user_message(message)
         if not message.text.strip():
             await self._read(lambda conn: store.read_session(conn, session_id))
-            raise InvalidInput("message must not be blank", "message")
+            raise InvalidInputError("message must not be blank", "message")
 
         # The wake-ups before the message is queued: none of its turn's can precede them.
         seen = (await self._wake_feed()).generation(store.turn_wake_key(session_id))
         queued = await self._queue_user_message(session_id, message)
         if queued is None:
-            raise InvalidInput("this session's Flow does not enable plan mode", "message")
+            raise InvalidInputError("this session's Flow does not enable plan mode", "message")
         return await self._await_turn(
             session_id,
             timeout,
@@ -323,7 +319,7 @@ class AgentClient:
         validation.identifier(session_id, "session_id")
         validation.identifier(turn_id, "turn_id")
         validation.integer(after, "after", minimum=0)
-        await self._read(lambda conn: store.read_session(conn, session_id))  # SessionNotFound
+        await self._read(lambda conn: store.read_session(conn, session_id))  # SessionNotFoundError
         return await self._await_turn(
             session_id, timeout, after=after, turn_id=turn_id, is_start=lambda _: False
         )
@@ -516,7 +512,7 @@ class AgentClient:
         validation.identifier(session_id, "session_id")
         try:
             validation.session_settings(session_settings)
-        except InvalidInput:
+        except InvalidInputError:
             await self._read(lambda conn: store.read_session(conn, session_id))
             return False
 
@@ -810,7 +806,7 @@ def _check_sqlite_file(url: str) -> None:
     if url.startswith("sqlite:///"):
         path = url.removeprefix("sqlite:///")
         if path and path != ":memory:" and not os.path.exists(path):
-            raise DatabaseNotFound(
+            raise DatabaseNotFoundError(
                 f"no dex-agents database at {path}: start a session first, or pass the "
                 "database your Worker uses (--database-url or DEX_AGENTS_DATABASE_URL)"
             )

@@ -29,7 +29,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from . import fastsql, schema
-from .errors import DatabaseUnavailable
+from .errors import DatabaseUnavailableError
+from .logs import redacted_url
 from .wake_socket import WakeSender, wake_directory
 
 if TYPE_CHECKING:
@@ -247,17 +248,6 @@ workers = sa.Table(
 )
 
 
-# DBOS's table of workflows, as far as dex-agents reads and stamps it (on Postgres in DBOS's
-# own schema).
-_DBOS_WORKFLOW_COLUMNS = ("workflow_uuid", "status", "queue_name", "name", "executor_id")
-
-
-def dbos_workflow_status(conn: Connection) -> sa.TableClause:
-    schema_name = schema.DBOS_SCHEMA if conn.dialect.name == "postgresql" else None
-    columns = [sa.column(name, sa.Text) for name in _DBOS_WORKFLOW_COLUMNS]
-    return sa.table("workflow_status", *columns, schema=schema_name)
-
-
 def database_url(explicit: str | None = None) -> str:
     return explicit or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
 
@@ -399,7 +389,7 @@ class Database:
     A transaction that fails because the database is unreachable or locked is retried with
     capped backoff: for as long as the outage lasts when `retry_seconds` is None (a Worker:
     a Step waits for the database instead of failing), or up to `retry_seconds` (a client,
-    whose caller gets `DatabaseUnavailable`). An outage is logged once when it begins and
+    whose caller gets `DatabaseUnavailableError`). An outage is logged once when it begins and
     once when it ends.
     """
 
@@ -408,7 +398,7 @@ class Database:
         self.engine = create_engine(self.url)
         self.sqlite = is_sqlite(self.url)
         self.retry_seconds = retry_seconds
-        self.outage = Outage(_redacted(self.url))
+        self.outage = Outage(redacted_url(self.url))
         # Reads and writes run on separate threads, so reads never queue behind writers that
         # wait for the database's write lock.
         self._readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dex-db-read")
@@ -462,7 +452,7 @@ class Database:
 
     def create_schema(self) -> None:
         """Creates the tables, or migrates them to this version (see `schema`); raises
-        `SchemaTooNew` for a database migrated by a newer dex-agents."""
+        `SchemaTooNewError` for a database migrated by a newer dex-agents."""
         self._retrying(lambda: schema.migrate(self.engine))
 
     def write_sync(self, fn: Callable[[Connection], T]) -> T:
@@ -583,7 +573,7 @@ class Database:
                 if not self._is_transient(error):
                     raise
                 if deadline is not None and time.monotonic() > deadline:
-                    raise DatabaseUnavailable(
+                    raise DatabaseUnavailableError(
                         f"the database at {self.outage.where} is unavailable: {error.orig}"
                     ) from error
                 self.outage.failed(error)
@@ -691,7 +681,3 @@ class QuietOutageFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno > logging.WARNING or not is_unavailable_text(record.getMessage())
-
-
-def _redacted(url: str) -> str:
-    return sa.engine.make_url(url).render_as_string(hide_password=True)

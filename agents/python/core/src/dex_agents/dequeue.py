@@ -7,9 +7,8 @@ once, exactly as DBOS's queue thread does on its poll (one atomic ENQUEUED -> PE
 then dispatch). So the poll is only a safety net and can be slow: it costs CPU on every
 Worker for every queue, all the time.
 
-This uses two DBOS internals, `SystemDatabase.start_queued_workflows` and
-`execute_dequeued_workflow`, the same calls as DBOS's queue thread; the `dbos` requirement
-is pinned to a minor version for this reason.
+The claim uses DBOS internals (the same calls as DBOS's queue thread), behind
+dbos_internals.py.
 """
 
 from __future__ import annotations
@@ -19,10 +18,8 @@ import logging
 from collections.abc import Callable
 
 from dbos import Queue
-from dbos._core import execute_dequeued_workflow
-from dbos._dbos import _get_dbos_instance
-from dbos._utils import GlobalParams, generate_uuid
 
+from .dbos_internals import claim_and_start, running_workflow_count
 from .store import queue_wake_key as queue_wake_key
 
 log = logging.getLogger("dex_agents")
@@ -80,7 +77,7 @@ class Dequeuer:
                 # Every Worker of the flow type is woken at once: the less busy claims first.
                 await asyncio.sleep(self._claim_delay(flow_type))
                 try:
-                    await asyncio.to_thread(_claim_and_start, self._queues[flow_type])
+                    await asyncio.to_thread(claim_and_start, self._queues[flow_type])
                 except Exception as error:  # the queue's poll takes them instead
                     log.debug("could not dequeue %s at once: %s", flow_type, error)
                 if flow_type not in self._again:
@@ -98,25 +95,9 @@ class Dequeuer:
         """How long this Worker lets the others claim first: longer the more workflows
         (each running or hot session holds one) it runs beyond the least busy other Worker
         of the flow type; no time at all when it is the least busy, or alone."""
-        running = len(_get_dbos_instance()._workflow_tasks)
+        running = running_workflow_count()
         return min(CLAIM_DELAY_PER_WORKFLOW * self.excess(flow_type, running), MAX_CLAIM_DELAY)
 
 
 def _alone(flow_type: str, running: int) -> int:
     return 0
-
-
-def _claim_and_start(queue: Queue) -> None:
-    dbos = _get_dbos_instance()
-    owner_xid = generate_uuid()
-    workflow_ids, _ = dbos._sys_db.start_queued_workflows(
-        queue,
-        GlobalParams.executor_id,
-        GlobalParams.app_version,
-        None,
-        dbos._active_workflows_set.count_for_queue(queue.name),
-        owner_xid=owner_xid,
-    )
-    if workflow_ids:
-        for status in dbos._sys_db.get_workflow_statuses(workflow_ids):
-            execute_dequeued_workflow(dbos, status, owner_xid)

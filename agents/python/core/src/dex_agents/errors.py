@@ -23,7 +23,7 @@ class FlowTypeNotHostedWarning(UserWarning):
 # What a caller sent ---------------------------------------------------------------------
 
 
-class InvalidInput(DexAgentsError, ValueError):
+class InvalidInputError(DexAgentsError, ValueError):
     """An RPC argument is not acceptable; nothing was committed."""
 
     # The name of the refused argument (`session_settings`, `message.text`), when one is.
@@ -34,24 +34,28 @@ class InvalidInput(DexAgentsError, ValueError):
         self.argument = argument
 
 
-class MessageTooLarge(InvalidInput):
+class MessageTooLargeError(InvalidInputError):
     """A text is longer than its limit allows."""
 
 
-class InvalidResumeToken(InvalidInput):
+class InvalidResumeTokenError(InvalidInputError):
     """A resume token (an event offset, or a UI stream token) that this session's stream did
     not hand out: not one at all, or beyond the session's last event."""
 
 
-class SessionExists(InvalidInput):
+class SessionExistsError(InvalidInputError):
     """`start_session` was given the ID of a session that exists already."""
 
 
-class NotFound(DexAgentsError, LookupError):
+class InvalidToolEffectError(DexAgentsError, ValueError):
+    """A tool's own metadata declares an effect that is not one of the four effects."""
+
+
+class NotFoundError(DexAgentsError, LookupError):
     """A session, a channel message or another named thing does not exist."""
 
 
-class SessionNotFound(NotFound):
+class SessionNotFoundError(NotFoundError):
     """No session has this ID."""
 
     session_id: str | None = None
@@ -63,14 +67,14 @@ class SessionNotFound(NotFound):
         self.session_id = session_id
 
 
-class ChannelMessageNotFound(NotFound):
+class ChannelMessageNotFoundError(NotFoundError):
     """No queued channel message has this ID."""
 
 
 # The database -----------------------------------------------------------------------------
 
 
-class NotInToolStep(DexAgentsError, LookupError):
+class NotInToolStepError(DexAgentsError, LookupError):
     """`current_tool_execution()` was called outside a tool Step."""
 
 
@@ -78,15 +82,15 @@ class DatabaseError(DexAgentsError):
     """The database cannot be used as configured."""
 
 
-class DatabaseNotFound(DatabaseError, ValueError):
+class DatabaseNotFoundError(DatabaseError, ValueError):
     """The SQLite file a client was pointed at does not exist."""
 
 
-class DatabaseUnavailable(DatabaseError, RuntimeError):
+class DatabaseUnavailableError(DatabaseError, RuntimeError):
     """The database could not be reached within the time the caller allows."""
 
 
-class SchemaTooNew(DatabaseError):
+class SchemaTooNewError(DatabaseError):
     """The database was migrated by a newer dex-agents than this one; nothing was changed."""
 
 
@@ -101,7 +105,7 @@ class WorkerError(DexAgentsError):
     """A Worker cannot start as configured."""
 
 
-class WorkerIdInUse(WorkerError):
+class WorkerIdInUseError(WorkerError):
     """A live Worker already holds this Worker ID."""
 
 
@@ -112,7 +116,7 @@ class FlowLoadError(WorkerError, ValueError):
 # Runners in other processes ----------------------------------------------------------------
 
 
-class RunnerUnavailable(DexAgentsError):
+class RunnerUnavailableError(DexAgentsError):
     """A runner in another process could not be reached, or did not accept the call.
 
     The call never started at the runner, so a Step retries it with backoff without counting
@@ -155,3 +159,20 @@ class McpToolCallInterruptedError(DexAgentsError):
     It fails the tool Step's attempt, so the call's effect decides what follows: CallTool
     sends a new request for read and idempotent_write tools, CallSingleAttemptTool records
     outcome_unknown."""
+
+
+# Every exception's name ends in Error. The names before that rule still work (aliases):
+InvalidInput = InvalidInputError
+MessageTooLarge = MessageTooLargeError
+SessionExists = SessionExistsError
+NotFound = NotFoundError
+SessionNotFound = SessionNotFoundError
+ChannelMessageNotFound = ChannelMessageNotFoundError
+NotInToolStep = NotInToolStepError
+DatabaseNotFound = DatabaseNotFoundError
+DatabaseUnavailable = DatabaseUnavailableError
+SchemaTooNew = SchemaTooNewError
+WorkerIdInUse = WorkerIdInUseError
+RunnerUnavailable = RunnerUnavailableError
+InvalidResumeToken = InvalidResumeTokenError
+InvalidToolEffect = InvalidToolEffectError

@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection
 from . import db
 from .clock import now_text, parse_time
 from .db import Database
-from .errors import WorkerIdInUse
+from .errors import WorkerIdInUseError
 from .types import WorkerInfo
 
 log = logging.getLogger("dex_agents")
@@ -93,8 +93,9 @@ class WorkerLease:
         return self.lease_seconds / BEATS_PER_LEASE
 
     async def claim(self) -> None:
-        """Registers this Worker under its ID, or raises WorkerIdInUse while a live Worker holds
-        it. A row of another host that still says `running` is watched for up to a lease."""
+        """Registers this Worker under its ID, or raises WorkerIdInUseError while a live Worker
+        holds it. A row of another host that still says `running` is watched for up to a
+        lease."""
         for _ in range(CLAIM_TRIES):
             row = await self.database.read(lambda conn: _worker_row(conn, self.worker_id))
             if row is not None and row.state == "running" and not same_host(row):
@@ -107,14 +108,14 @@ class WorkerLease:
             except sa.exc.IntegrityError:
                 pass  # another Worker inserted the row first
             # The row moved since it was read (a takeover, another claimant): judge it again.
-        raise WorkerIdInUse(
+        raise WorkerIdInUseError(
             f"other Workers start with ID {self.worker_id!r} at the same time; give each "
             "Worker its own DEX_AGENTS_WORKER_ID (or none)"
         )
 
     async def _wait_for_silence(self, row: WorkerInfo) -> WorkerInfo | None:
         """The row once its counter stood still for its lease (or it was stopped or removed);
-        raises WorkerIdInUse when the counter moves."""
+        raises WorkerIdInUseError when the counter moves."""
         log.info(
             "Worker ID %s was last used on host %s; waiting up to %g s (its lease) for it to beat",
             self.worker_id,
@@ -295,8 +296,8 @@ def _process_start_time(pid: int) -> float | None:
         return None
 
 
-def _in_use(row: WorkerInfo, evidence: str) -> WorkerIdInUse:
-    return WorkerIdInUse(
+def _in_use(row: WorkerInfo, evidence: str) -> WorkerIdInUseError:
+    return WorkerIdInUseError(
         f"Worker ID {row.worker_id!r} is in use by a live Worker (pid {row.pid} on "
         f"{row.host}: {evidence}); stop that Worker first, or give this one another "
         "DEX_AGENTS_WORKER_ID (or none, for an ID of its own)"

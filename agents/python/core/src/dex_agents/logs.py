@@ -19,6 +19,9 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
 if TYPE_CHECKING:
     from .stepkit import StepContext
 
@@ -82,3 +85,12 @@ def configure(log_format: str | None = None, level: int = logging.INFO) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if chosen == "json" else logging.Formatter(TEXT_FORMAT))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+def redacted_url(url: str | URL) -> str:
+    """A database URL as logs and messages show it: its password hidden; a text that is no
+    URL, as its repr."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return repr(url)

@@ -39,7 +39,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy.engine import Connection, Engine
 
-from . import db, store
+from . import db, dbos_internals, store
 from .routing import STEP_QUEUE, step_queue_name
 
 if TYPE_CHECKING:
@@ -246,9 +246,8 @@ def _tool_outcome(conn: Connection, session_id: str, payload: dict[str, Any]) ->
 
 
 def _workflow_created_ms(conn: Connection, workflow_id: str) -> int | None:
-    workflows = db.dbos_workflow_status(conn)
-    created = sa.column("created_at", sa.BigInteger)
-    query = sa.select(created).select_from(workflows)
+    workflows = dbos_internals.workflow_status(conn)
+    query = sa.select(workflows.c.created_at)
     value = conn.execute(query.where(workflows.c.workflow_uuid == workflow_id)).scalar()
     return None if value is None else int(value)
 
@@ -360,9 +359,9 @@ def _sessions_by_state(conn: Connection) -> dict[tuple[str, str], int]:
 
 
 def _queue_depth(conn: Connection) -> dict[str, int]:
-    workflows = db.dbos_workflow_status(conn)
-    if not sa.inspect(conn).has_table("workflow_status", schema=workflows.schema):
+    if not dbos_internals.has_workflow_status(conn):
         return {}  # no Worker ever launched on this database
+    workflows = dbos_internals.workflow_status(conn)
     prefix = step_queue_name("")
     query = (
         sa.select(workflows.c.queue_name, sa.func.count())

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import InvalidInput
-from .runner import ToolPolicy
+from .errors import InvalidInputError, InvalidToolEffectError
 from .types import ToolEffect
 from .validation import identifier, path_segment_problem
 
@@ -20,17 +19,27 @@ TOOL_EFFECTS: tuple[ToolEffect, ...] = (
 
 @dataclass(frozen=True)
 class EffectRule:
+    """The Step that runs a call of the effect (its attempts are that Step's own option, 3 for
+    CallTool and 1 for CallSingleAttemptTool), and whether it needs approval by default."""
+
     step_type: str
-    max_attempts: int
     default_requires_approval: bool
 
 
 EFFECT_TABLE: Mapping[ToolEffect, EffectRule] = {
-    "read": EffectRule("CallTool", 3, False),
-    "idempotent_write": EffectRule("CallTool", 3, False),
-    "non_idempotent_write": EffectRule("CallSingleAttemptTool", 1, True),
-    "unclassified": EffectRule("CallSingleAttemptTool", 1, True),
+    "read": EffectRule("CallTool", False),
+    "idempotent_write": EffectRule("CallTool", False),
+    "non_idempotent_write": EffectRule("CallSingleAttemptTool", True),
+    "unclassified": EffectRule("CallSingleAttemptTool", True),
 }
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """Per-tool override of the effect table. `None` fields fall back to the defaults."""
+
+    effect: ToolEffect | None = None
+    requires_approval: bool | None = None
 
 
 def resolve_tool_policy(
@@ -63,6 +72,30 @@ def hint_effect(read_only: bool | None, idempotent: bool | None) -> ToolEffect |
     return None
 
 
+def declared_effect(
+    tool_name: str,
+    effect: object,
+    *,
+    read_only_hint: object = None,
+    idempotent_hint: object = None,
+) -> ToolEffect | None:
+    """The effect a framework's tool declares, the one rule of every adapter: its `effect`
+    metadata when it has one, else its MCP hints (`hint_effect`; only a hint that is `True`
+    counts), else None (the session's policies and default decide).
+
+    An `effect` that is not one of `TOOL_EFFECTS` raises `InvalidToolEffectError` naming the tool
+    and the valid values: a misspelt effect is never dropped in favour of the hints or the
+    session's default, which would run the tool under a policy nobody chose."""
+    if effect is not None:
+        if isinstance(effect, str) and effect in TOOL_EFFECTS:
+            return effect
+        raise InvalidToolEffectError(
+            f"tool {tool_name!r} declares effect {effect!r}, which is not one of "
+            f"{', '.join(TOOL_EFFECTS)}: correct the effect in the tool's metadata"
+        )
+    return hint_effect(read_only_hint is True, idempotent_hint is True)
+
+
 def idempotency_key(flow_id: str, turn_id: str, tool_call_id: str) -> str:
     return f"{flow_id}/{turn_id}/{tool_call_id}"
 
@@ -72,7 +105,7 @@ def stored_name_problem(name: str, what: str) -> str | None:
     at most 255 characters, no control characters), or None."""
     try:
         identifier(name, what)
-    except InvalidInput as error:
+    except InvalidInputError as error:
         return f"{error} (it begins {name[:40]!r})"
     return None
 

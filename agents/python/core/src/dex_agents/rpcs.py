@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from . import store, texts
 from .clock import now_text, parse_time, utc_now
-from .errors import ChannelMessageNotFound, SessionExists
+from .errors import ChannelMessageNotFoundError, SessionExistsError
 from .store import (
     INTERRUPT_RESOLUTIONS,
     PLAN_EXECUTIONS,
@@ -68,7 +68,7 @@ def start_session(
     enqueue: Enqueue,
 ) -> str:
     if store.session_exists(conn, session_id):
-        raise SessionExists(f"a session with ID {session_id!r} already exists", "session_id")
+        raise SessionExistsError(f"a session with ID {session_id!r} already exists", "session_id")
     session = store.create_session(conn, session_id, flow_type, start)
     step = store.schedule_step(conn, session, "StartAgentSession", None).step_execution_id
     store.save_session(conn, session)
@@ -328,7 +328,7 @@ def _queued_message(
 
 def _take_queued(conn: Connection, message: store.ChannelMessage) -> None:
     if store.delete_channel_messages(conn, [message.message_id]) != 1:
-        raise ChannelMessageNotFound(
+        raise ChannelMessageNotFoundError(
             f"CHANNEL_MESSAGE_NOT_FOUND: queued message {message.message_id} was consumed"
         )
 

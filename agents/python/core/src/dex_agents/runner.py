@@ -16,6 +16,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from typing_extensions import TypeVar
 
+from .errors import DexAgentsError
+from .policy import ToolPolicy, resolve_tool_policy
 from .types import (
     AgentMessage,
     AgentPlan,
@@ -28,10 +30,48 @@ from .types import (
     ToolEffect,
 )
 
+__all__ = [
+    "AgentFrameworkRunner",
+    "AgentTurnContext",
+    "AgentTurnOutcome",
+    "BuiltInToolName",
+    "ContextCompactionRunner",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
+    "DeferredToolCall",
+    "DeferredToolExecution",
+    "DeferredToolOutcome",
+    "EventWriter",
+    "FrameworkItemCache",
+    "FrameworkMessage",
+    "ModelCallMetadata",
+    "PlanModeRunner",
+    "PolicyResolver",
+    "ToolCallsRequested",
+    "ToolExecutionError",
+    "ToolExecutionResult",
+    "ToolInputRequested",
+    "ToolPolicy",
+    "ToolStepsReadTurn",
+    "ToolTaskCancellation",
+    "ToolTaskCanceller",
+    "ToolTaskPending",
+    "ToolTaskPoll",
+    "ToolTaskPollOutcome",
+    "ToolTaskPoller",
+    "ToolTaskStarted",
+    "TurnCompleted",
+    "TurnContinued",
+    "UnfinishedTurnMessageBuilder",
+    "WarmUpRunner",
+    "earliest_cut_within_budget",
+    "messages_left_out",
+]
+
 log = logging.getLogger("dex_agents")
 
 
-class ToolExecutionError(Exception):
+class ToolExecutionError(DexAgentsError):
     """A tool failure the model should see. Recorded `failed` and never retried."""
 
 
@@ -49,14 +89,6 @@ class FrameworkMessage:
     tool_name: str | None = None
     tool_arguments: str | None = None
     tool_output: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolPolicy:
-    """Per-tool override of the effect table. `None` fields fall back to the defaults."""
-
-    effect: ToolEffect | None = None
-    requires_approval: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +240,9 @@ class AgentTurnContext:
     framework_run_state: str | None
     tool_calls: Sequence[AgentToolCall]
     events: EventWriter
+    # The contract's heartbeat. This engine fences each attempt by its Step-execution row and
+    # each Worker by its lease, so a heartbeat renews nothing here: a runner may call it and
+    # none needs to.
     heartbeat: Callable[[], None]
     tool_policies: Mapping[str, ToolPolicy]
     default_tool_effect: ToolEffect
@@ -242,8 +277,6 @@ class AgentTurnContext:
     ) -> ToolPolicy:
         """The complete policy of a tool: explicit ToolPolicy, then framework metadata, then
         the session's default effect; approval defaults to the effect's default."""
-        from .policy import resolve_tool_policy
-
         return resolve_tool_policy(
             tool_name,
             self.tool_policies,

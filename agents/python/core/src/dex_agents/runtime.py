@@ -16,10 +16,8 @@ import asyncio
 import contextlib
 import functools
 import logging
-import threading
 import time
-from bisect import bisect_right
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -32,15 +30,16 @@ from sqlalchemy.engine import Connection
 from . import store
 from .balance import Balancer
 from .clock import now_text
-from .db import WAKE_CHANNEL, Database, dbos_workflow_status
+from .db import Database
+from .dbos_internals import has_workflow_status, workflow_status
 from .dequeue import queue_wake_key
-from .errors import SessionNotFound
+from .errors import SessionNotFoundError
 from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
 from .logs import current_step
+from .message_cache import MessageCache
 from .parking import DEFAULT_HOT_WINDOW_SECONDS, DUE_SCAN_SECONDS, wake_due
 from .routing import STEP_WORKFLOW, step_queue_name, step_workflow_id, wake_workflow_id
-from .runner import FrameworkItemCache
 from .stepkit import (
     Recovery,
     StepContext,
@@ -48,8 +47,7 @@ from .stepkit import (
     StepTx,
     Transition,
 )
-from .types import AgentMessage
-from .wake_socket import FALLBACK_POLL_SECONDS, TURN_KEY_PREFIX, WakeListener
+from .waker import WAKE_POLL_SECONDS, Waker
 
 if TYPE_CHECKING:
     from .metrics import Metrics
@@ -72,17 +70,26 @@ MAX_INLINE_STEPS = 256
 PARK_ON_STOP_SECONDS = 5.0
 # Rows of just-scheduled Steps kept for their drivers (see Runtime._done).
 MAX_FRESH_ROWS = 4096
-# How often a SQLite process probes `PRAGMA data_version` for other processes' commits.
-WAKE_POLL_SECONDS = 0.005
 
 
+# DBOS registers `run_step_workflow` when this module is imported, and runs one DBOS per
+# process: the workflow bodies find the Runtime of the Worker that launched it here.
 _runtime: Runtime | None = None
 
 
 def current_runtime() -> Runtime:
+    """The Runtime of the Worker running in this process."""
     if _runtime is None:
         raise RuntimeError("no dex-agents Worker is running in this process")
     return _runtime
+
+
+def set_current_runtime(runtime: Runtime | None) -> None:
+    """The Worker's Runtime while it runs (None once it stopped): one per process, as DBOS."""
+    global _runtime
+    if runtime is not None and _runtime is not None and _runtime is not runtime:
+        raise RuntimeError("another dex-agents Worker is running in this process")
+    _runtime = runtime
 
 
 @DBOS.workflow(name=STEP_WORKFLOW)
@@ -167,7 +174,7 @@ async def _moved(runtime: Runtime, session_id: str, done: StepDone, next_step: s
 
 
 def _workflow_exists(conn: Connection, workflow_id: str) -> bool:
-    workflows = dbos_workflow_status(conn)
+    workflows = workflow_status(conn)
     found = conn.execute(
         sa.select(workflows.c.workflow_uuid).where(workflows.c.workflow_uuid == workflow_id)
     ).first()
@@ -195,7 +202,7 @@ async def _enqueue_step_workflows(
 
 
 def _stamp_queue(conn: Connection, workflow_ids: list[str], queue_name: str) -> None:
-    workflows = dbos_workflow_status(conn)
+    workflows = workflow_status(conn)
     conn.execute(
         workflows.update()
         .where(workflows.c.workflow_uuid.in_(workflow_ids), workflows.c.queue_name.is_(None))
@@ -207,9 +214,9 @@ def route_step_workflows(conn: Connection, executor_ids: Sequence[str]) -> int:
     """Stamps the unfinished Step workflows of these Workers that were started without a queue
     with their flow type's queue; call it before DBOS recovery re-enqueues them. Returns how
     many it stamped."""
-    workflows = dbos_workflow_status(conn)
-    if not executor_ids or not sa.inspect(conn).has_table("workflow_status", workflows.schema):
+    if not executor_ids or not has_workflow_status(conn):
         return 0  # DBOS never opened this database: nothing to recover
+    workflows = workflow_status(conn)
     unqueued = conn.execute(
         sa.select(workflows.c.workflow_uuid).where(
             workflows.c.name == STEP_WORKFLOW,
@@ -225,349 +232,11 @@ def route_step_workflows(conn: Connection, executor_ids: Sequence[str]) -> int:
     for session_id, workflow_ids in by_session.items():
         try:
             flow_type = store.read_session(conn, session_id).flow_type
-        except SessionNotFound:
+        except SessionNotFoundError:
             continue
         _stamp_queue(conn, workflow_ids, step_queue_name(flow_type))
         stamped += len(workflow_ids)
     return stamped
-
-
-class Waker:
-    """Wakes the Steps (and client waits) that wait on a session when a commit changes it.
-
-    Commits in this process wake at once. Commits in other processes wake by their commit:
-    on Postgres a NOTIFY sent in the committing transaction reaches a dedicated LISTEN
-    connection; on SQLite a datagram that the committing process sends right after its
-    commit (wake_socket.py), with a probe of `PRAGMA data_version` (which changes only when
-    another connection committed) that reads the wake-up table when the file changed, once a
-    second as a fallback, or every few milliseconds where no socket can be bound.
-    Generations make a wake between a check and its wait impossible to miss.
-    """
-
-    def __init__(
-        self,
-        database: Database,
-        poll_interval: float,
-        *,
-        prune: bool = True,
-        turns_only: bool = False,
-    ) -> None:
-        """`turns_only` (a client's): until something waits on or listens to another key,
-        hear from other SQLite processes only the commits that wake a turn key
-        (`store.turn_wake_key`), so a turn's other commits cost this process nothing."""
-        self._database = database
-        self._poll_interval = poll_interval
-        self._prune = prune
-        self._turns_only = turns_only
-        self._hear_everything: Callable[[], None] | None = None
-        self._generation: defaultdict[str, int] = defaultdict(int)
-        # Bumped by `wake_all`: every generation changes at once.
-        self._epoch = 0
-        self._events: dict[str, asyncio.Event] = {}
-        self._listeners: list[Callable[[set[str]], None]] = []
-        self._remote_listeners: list[Callable[[set[str]], None]] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._last_id = 0
-        self._seen: set[int] = set()
-
-    def add_listener(self, listener: Callable[[set[str]], None]) -> None:
-        self._want("")
-        self._listeners.append(listener)
-
-    def add_remote_listener(self, listener: Callable[[set[str]], None]) -> None:
-        """Called only for commits of other processes (this Worker never cancels its own
-        Steps)."""
-        self._want("")
-        self._remote_listeners.append(listener)
-
-    def _want(self, key: str) -> None:
-        """Something waits on `key` (or, with "", listens to every key): a turns-only Waker
-        that would not hear of it hears everything from now on."""
-        if not self._turns_only or key.startswith(TURN_KEY_PREFIX):
-            return
-        self._turns_only = False
-        if self._hear_everything is not None:
-            self._hear_everything()
-
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-
-    def notify_threadsafe(self, sessions: set[str]) -> None:
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            # A commit on the loop itself (an inline SQLite write): no self-pipe wake-up.
-            loop.call_soon(self.notify, set(sessions))
-        else:
-            loop.call_soon_threadsafe(self.notify, set(sessions))
-
-    def notify(self, sessions: set[str], *, remote: bool = False) -> None:
-        for session_id in sessions:
-            self._generation[session_id] += 1
-            event = self._events.pop(session_id, None)
-            if event is not None:
-                event.set()
-        for listener in self._listeners:
-            listener(sessions)
-        if remote:
-            for listener in self._remote_listeners:
-                listener(sessions)
-
-    def wake_all(self) -> None:
-        """Wakes every wait as if each session had changed: after the wake-up feed was down
-        (a lost LISTEN connection) or a notification too large to name its sessions."""
-        self._epoch += 1
-        sessions = set(self._generation) | set(self._events)
-        for event in self._events.values():
-            event.set()
-        self._events.clear()
-        self.notify(sessions, remote=True)
-
-    def generation(self, session_id: str) -> int:
-        return self._generation[session_id] + self._epoch
-
-    async def wait(self, session_id: str, generation: int, timeout: float) -> None:
-        self._want(session_id)
-        if self.generation(session_id) != generation:
-            return
-        event = self._events.setdefault(session_id, asyncio.Event())
-        # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that
-        # arrives as the event is set.
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(max(timeout, 0.0)):
-                await event.wait()
-
-    async def poll_forever(self) -> None:
-        """Delivers other processes' wake-ups until cancelled."""
-        if self._database.sqlite:
-            await self._poll_sqlite()
-            return
-        tasks = [asyncio.create_task(self._listen_postgres())]
-        if self._prune:
-            tasks.append(asyncio.create_task(self._prune_forever()))
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
-
-    async def _poll_sqlite(self) -> None:
-        self._last_id = await self._database.read(store.last_wakeup_id)
-        changes = self._database.change_counter()
-        assert changes is not None
-        loop = asyncio.get_running_loop()
-        changed = asyncio.Event()
-        # Other processes' commits arrive by datagram (wake_socket.py); the probe then only
-        # catches a commit whose datagram never came, and runs seldom.
-        directory = self._database.wake_directory
-        origin = self._database.origin
-        listener = (
-            WakeListener.open(directory, origin, turns_only=self._turns_only) if directory else None
-        )
-        interval = self._poll_interval
-        if listener is not None:
-            interval = max(interval, FALLBACK_POLL_SECONDS)
-            loop.add_reader(listener.fileno(), self._on_datagrams, listener, changed)
-
-        def hear_everything() -> None:
-            # The socket for every wake-up is bound before the turns-only one goes, and every
-            # wait looks again: nothing sent in between is missed.
-            nonlocal listener
-            assert directory is not None
-            old, listener = listener, WakeListener.open(directory, origin)
-            if listener is not None:
-                loop.add_reader(listener.fileno(), self._on_datagrams, listener, changed)
-            if old is not None:
-                loop.remove_reader(old.fileno())
-                old.close()
-            self.wake_all()
-
-        if listener is not None and self._turns_only:
-            self._hear_everything = hear_everything
-        # Set from the probe's scheduling of a look until the loop takes it, so a loop that
-        # does not run for a while (a SyncAgentClient between calls) gets one callback.
-        scheduled = threading.Event()
-        stop = threading.Event()
-
-        def probe() -> None:
-            # A thread, not the event loop: a probe costs microseconds, a loop wake-up more.
-            seen = None
-            while not stop.wait(interval):
-                try:
-                    version = changes()
-                except Exception:
-                    version = None  # a locked or busy file: the next probe tells
-                if version is None or version == seen:
-                    continue  # idle: nobody committed since the last look
-                seen = version
-                if scheduled.is_set():
-                    continue  # a look is already due: it will read this commit's rows too
-                scheduled.set()
-                try:
-                    loop.call_soon_threadsafe(changed.set)
-                except RuntimeError:
-                    return  # the loop closed
-
-        thread = threading.Thread(target=probe, name="dex-wake-probe", daemon=True)
-        thread.start()
-        # Commits made before the probe took its first look woke nobody: look again.
-        self.wake_all()
-        pruned_at = time.monotonic()
-        try:
-            while True:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(60):
-                        await changed.wait()
-                changed.clear()
-                scheduled.clear()
-                try:
-                    await self._poll_once()
-                    if self._prune and time.monotonic() - pruned_at > 60:
-                        await self._database.write(lambda conn: store.prune_wakeups(conn, 300))
-                        pruned_at = time.monotonic()
-                except Exception:
-                    log.exception("polling for wake-ups failed; trying again")
-        finally:
-            stop.set()
-            self._hear_everything = None
-            if listener is not None:
-                loop.remove_reader(listener.fileno())
-                listener.close()
-
-    def _on_datagrams(self, listener: WakeListener, changed: asyncio.Event) -> None:
-        notes, lost = listener.receive()
-        sessions: set[str] = set()
-        for note in notes:
-            if note.sessions is None:
-                self.wake_all()
-            else:
-                sessions |= note.sessions
-        if sessions:
-            self.notify(sessions, remote=True)
-        if lost:
-            changed.set()  # read the wake-up rows: a datagram may have been dropped
-
-    async def _listen_postgres(self) -> None:
-        import psycopg
-
-        delay = 0.05
-        failing = False
-        while True:
-            try:
-                async with await psycopg.AsyncConnection.connect(
-                    self._database.libpq_url(),
-                    autocommit=True,
-                    keepalives=1,
-                    keepalives_idle=10,
-                    keepalives_interval=5,
-                    keepalives_count=3,
-                ) as conn:
-                    await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-                    if failing:
-                        log.warning("listening for wake-ups again")
-                    failing, delay = False, 0.05
-                    # Commits made before LISTEN took effect notified nobody: look again.
-                    self.wake_all()
-                    async for note in conn.notifies():
-                        self._on_notification(note.payload)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                if not failing:
-                    log.warning("listening for wake-ups failed (%s); reconnecting", error)
-                    failing = True
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 2.0)
-
-    def _on_notification(self, payload: str) -> None:
-        origin, _, names = payload.partition("\n")
-        if origin == self._database.origin:
-            return  # delivered at commit, in this process
-        if names == "*":
-            self.wake_all()
-        elif names:
-            self.notify(set(names.split("\n")), remote=True)
-
-    async def _prune_forever(self) -> None:
-        while True:
-            await asyncio.sleep(60)
-            try:
-                await self._database.write(lambda conn: store.prune_wakeups(conn, 300))
-            except Exception:
-                log.exception("pruning wake-ups failed; trying again")
-
-    async def _poll_once(self) -> None:
-        # On Postgres, IDs can commit out of order: look a little behind the newest ID seen.
-        # SQLite has one writer at a time, so its IDs commit in order.
-        floor = self._last_id if self._database.sqlite else max(self._last_id - 256, 0)
-        origin = self._database.origin
-        rows = await self._database.read(lambda conn: store.wakeups_after(conn, floor, origin))
-        fresh = [(i, s) for i, s in rows if i not in self._seen]
-        if not fresh:
-            return
-        self._seen.update(i for i, _ in fresh)
-        self._last_id = max(self._last_id, max(i for i, _ in fresh))
-        self._seen = {i for i in self._seen if i > self._last_id - 512}
-        sessions = {s for _, s in fresh if s}
-        if sessions:
-            self.notify(sessions, remote=True)
-
-
-class MessageCache:
-    """Stored messages never change, so a Worker keeps each session's list and loads only
-    what was appended since: a Step costs the same at message 10 and at message 100,000."""
-
-    def __init__(self, capacity: int = 256) -> None:
-        self._capacity = capacity
-        # session -> (the sequence the list starts after, the messages in order)
-        self._sessions: OrderedDict[str, tuple[int, list[AgentMessage]]] = OrderedDict()
-        # session -> what its runner parsed of those messages; evicted with them
-        self._parsed: dict[str, FrameworkItemCache] = {}
-
-    def framework_items(self, session_id: str) -> FrameworkItemCache:
-        """The parsed framework items of a session the cache holds; a new, empty memo for
-        one it does not (it then lives only as long as its caller keeps it)."""
-        if session_id not in self._sessions:
-            return FrameworkItemCache()
-        items = self._parsed.get(session_id)
-        if items is None:
-            items = self._parsed[session_id] = FrameworkItemCache()
-        return items
-
-    def load(
-        self, conn: Connection, session_id: str, through: int, after: int = 0
-    ) -> list[AgentMessage]:
-        """The stored messages with sequences in (after, through]."""
-        start, cached = self._sessions.pop(session_id, (after, []))
-        if start > after:  # the cache begins later than asked: load the whole range
-            start, cached = after, []
-        # Sequences are sorted: trimming is a bisection, not a scan of a long history.
-        sequences = (
-            [m.sequence for m in cached]
-            if cached and (cached[0].sequence <= after or cached[-1].sequence > through)
-            else None
-        )
-        if sequences is not None:
-            cached = cached[bisect_right(sequences, after) : bisect_right(sequences, through)]
-        last = cached[-1].sequence if cached else after
-        if last < through:
-            cached = cached + [
-                m
-                for m in store.load_messages(conn, session_id, after_sequence=last)
-                if m.sequence <= through
-            ]
-        self._sessions[session_id] = (after, cached)
-        if (parsed := self._parsed.get(session_id)) is not None:
-            parsed.retain(after, through)
-        while len(self._sessions) > self._capacity:
-            evicted, _ = self._sessions.popitem(last=False)
-            self._parsed.pop(evicted, None)
-        return list(cached)
 
 
 @dataclass

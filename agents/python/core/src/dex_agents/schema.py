@@ -7,7 +7,7 @@ second migrating process wait and then find the work done: Postgres takes a tran
 advisory lock, SQLite the write lock of `BEGIN IMMEDIATE` (the engine of `db.create_engine`
 begins every writer that way). A database that holds dex tables but no version table was
 written by dex-agents before versioning (0.2) and is adopted as version 1. A database newer
-than this code is refused with `SchemaTooNew` before anything is written.
+than this code is refused with `SchemaTooNewError` before anything is written.
 
 A migration never changes once released: the baseline below is a frozen copy of the tables,
 not `db.metadata`, and a test checks that the migrations build exactly what `db.py` declares.
@@ -23,7 +23,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from .clock import now_text
-from .errors import SchemaTooNew
+from .errors import SchemaTooNewError
+from .logs import redacted_url
 
 VERSION_TABLE = "dex_schema_version"
 # Steps went through this one DBOS queue before version 2, and through one queue per flow
@@ -60,7 +61,7 @@ def flow_type_queue(flow_type: str) -> str:
 def migrate(engine: Engine) -> int:
     """Brings the database to `LATEST_VERSION`; returns the version it found (0: empty).
 
-    Raises `SchemaTooNew`, having changed nothing, when the database is newer than this code.
+    Raises `SchemaTooNewError`, having changed nothing, when the database is newer than this code.
     """
     with engine.connect() as conn:
         conn = conn.execution_options(dex_readonly=True)
@@ -106,8 +107,8 @@ def _record(conn: Connection, version: int, description: str) -> None:
 
 def _refuse_newer(version: int, engine: Engine) -> None:
     if version > LATEST_VERSION:
-        url = engine.url.render_as_string(hide_password=True)
-        raise SchemaTooNew(
+        url = redacted_url(engine.url)
+        raise SchemaTooNewError(
             f"the database at {url} has schema version {version}, but this dex-agents knows "
             f"versions up to {LATEST_VERSION}: upgrade dex-agents to use this database"
         )

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from . import db, fastsql
 from .clock import now_text
-from .errors import SessionNotFound as SessionNotFound  # re-exported: its old home
+from .errors import SessionNotFoundError as SessionNotFoundError  # re-exported: its old home
 from .runner import FrameworkMessage
 from .types import (
     AgentInterrupt,
@@ -245,7 +245,7 @@ def lock_session(conn: Connection, session_id: str) -> Session:
     query = _SESSION_LOCKED if conn.dialect.name == "postgresql" else _SESSION
     row = fastsql.first(conn, query, {"sid": session_id})
     if row is None:
-        raise SessionNotFound(session_id)
+        raise SessionNotFoundError(session_id)
     return _session_from_row(row)
 
 
@@ -260,7 +260,7 @@ def read_session(conn: Connection, session_id: str) -> Session:
     """Loads the session row without locking it (for reads and wait conditions)."""
     row = fastsql.first(conn, _SESSION, {"sid": session_id})
     if row is None:
-        raise SessionNotFound(session_id)
+        raise SessionNotFoundError(session_id)
     return _session_from_row(row)
 
 

@@ -10,6 +10,8 @@ OUTCOME_UNKNOWN_TEXT = (
     "or may not have taken effect. It will not be retried automatically."
 )
 DEFAULT_REJECTION_TEXT = "The user rejected this tool call."
+# A call the runner held back behind a sequential one, when the turn ended first.
+TOOL_CALL_HELD_NOT_RUN = "The tool call was not run: the turn ended before its turn came."
 APPROVAL_DEADLINE_PASSED = "approval deadline passed"
 QUESTION_DEADLINE_PASSED = "question deadline passed"
 QUESTION_DECLINED = "The user declined to answer."

@@ -11,7 +11,7 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .errors import NotInToolStep
+from .errors import NotInToolStepError
 from .runner import DeferredToolExecution
 
 _current: contextvars.ContextVar[DeferredToolExecution] = contextvars.ContextVar(
@@ -23,12 +23,12 @@ def current_tool_execution() -> DeferredToolExecution:
     """The DeferredToolExecution of the running tool Step: its idempotency key (the same on
     every attempt), the tool call record, answers to the tool's questions.
 
-    Raises NotInToolStep (a LookupError) anywhere else, such as in a tool the framework runs
+    Raises NotInToolStepError (a LookupError) anywhere else, such as in a tool the framework runs
     on its own, outside dex-agents."""
     try:
         return _current.get()
     except LookupError:
-        raise NotInToolStep(
+        raise NotInToolStepError(
             "current_tool_execution() is only available inside a tool call that dex-agents "
             "runs as a tool Step (CallTool or CallSingleAttemptTool)"
         ) from None

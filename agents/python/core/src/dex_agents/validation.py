@@ -1,7 +1,7 @@
 """The checks every Client RPC runs on its arguments before any transaction begins.
 
 One function per kind of value, so the same kind gets the same rule and the same limit
-everywhere. A refused argument raises `InvalidInput` (or `MessageTooLarge`), naming the
+everywhere. A refused argument raises `InvalidInputError` (or `MessageTooLargeError`), naming the
 argument and what is allowed; nothing is read or written first. README's "Input rules"
 lists every field.
 """
@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from . import texts
-from .errors import InvalidInput, MessageTooLarge
+from .errors import InvalidInputError, MessageTooLargeError
 from .types import AgentUserMessage
 
 # Identifiers share the 255-character columns they are stored in (Postgres counts characters).
@@ -37,7 +37,7 @@ def _type_name(value: object) -> str:
 
 def _require_str(value: object, argument: str) -> str:
     if not isinstance(value, str):
-        raise InvalidInput(f"{argument} must be a str, not {_type_name(value)}", argument)
+        raise InvalidInputError(f"{argument} must be a str, not {_type_name(value)}", argument)
     return value
 
 
@@ -46,15 +46,15 @@ def identifier(value: object, argument: str) -> str:
     surrogates (session, interrupt, turn and message IDs, Flow types)."""
     text = _require_str(value, argument)
     if not text.strip():
-        raise InvalidInput(f"{argument} must not be blank", argument)
+        raise InvalidInputError(f"{argument} must not be blank", argument)
     if len(text) > MAX_IDENTIFIER_CHARS:
-        raise InvalidInput(
+        raise InvalidInputError(
             f"{argument} is {len(text):,} characters; an ID holds at most "
             f"{MAX_IDENTIFIER_CHARS} characters",
             argument,
         )
     if _CONTROL.search(text) or _SURROGATE.search(text):
-        raise InvalidInput(
+        raise InvalidInputError(
             f"{argument} must not contain control characters or unpaired surrogates", argument
         )
     return text
@@ -81,7 +81,7 @@ def path_identifier(value: object, argument: str) -> str:
     text = identifier(value, argument)
     problem = path_segment_problem(text, argument)
     if problem:
-        raise InvalidInput(problem, argument)
+        raise InvalidInputError(problem, argument)
     return text
 
 
@@ -91,7 +91,7 @@ def free_text(value: object, argument: str) -> str:
     text = _require_str(value, argument)
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_TEXT_BYTES:
-        raise MessageTooLarge(
+        raise MessageTooLargeError(
             f"the {argument} is {size:,} bytes; a text holds at most {MAX_TEXT_BYTES:,} bytes "
             "(send large content as a file reference)",
             argument,
@@ -108,7 +108,7 @@ def user_message(value: object, argument: str = "message") -> AgentUserMessage:
     if isinstance(value, str):
         return AgentUserMessage(text=free_text(value, argument))
     if not isinstance(value, AgentUserMessage):
-        raise InvalidInput(
+        raise InvalidInputError(
             f"{argument} must be a str or an AgentUserMessage, not {_type_name(value)}",
             argument,
         )
@@ -119,16 +119,16 @@ def user_message(value: object, argument: str = "message") -> AgentUserMessage:
 
 def flag(value: object, argument: str) -> bool:
     if not isinstance(value, bool):
-        raise InvalidInput(f"{argument} must be a bool, not {_type_name(value)}", argument)
+        raise InvalidInputError(f"{argument} must be a bool, not {_type_name(value)}", argument)
     return value
 
 
 def integer(value: object, argument: str, *, minimum: int = -MAX_INTEGER) -> int:
     """An int (not a bool) from `minimum` up that fits the database's 32-bit columns."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{argument} must be an int, not {_type_name(value)}", argument)
+        raise InvalidInputError(f"{argument} must be an int, not {_type_name(value)}", argument)
     if not minimum <= value <= MAX_INTEGER:
-        raise InvalidInput(
+        raise InvalidInputError(
             f"{argument} is {value:,}; it must be between {minimum:,} and {MAX_INTEGER:,}",
             argument,
         )
@@ -143,14 +143,14 @@ def session_settings(value: object, argument: str = "session_settings") -> dict[
     """A strict JSON object whose compact UTF-8 JSON text is at most
     MAX_SESSION_SETTINGS_BYTES bytes."""
     if not isinstance(value, dict):
-        raise InvalidInput(
+        raise InvalidInputError(
             f"{argument} must be a JSON object (a dict), not {_type_name(value)}", argument
         )
     strict_json(value, argument)
     size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
     limit = texts.MAX_SESSION_SETTINGS_BYTES
     if size > limit:
-        raise InvalidInput(
+        raise InvalidInputError(
             f"{argument} are {size:,} bytes of JSON; at most {limit:,} bytes are allowed",
             argument,
         )
@@ -162,34 +162,36 @@ def strict_json(value: object, argument: str, depth: int = 0) -> None:
     unpaired surrogates, finite floats (no NaN or Infinity), 64-bit integers (and floats within
     their range, as JSON reads 1e19 as an integer), bool, None."""
     if depth > MAX_JSON_DEPTH:
-        raise InvalidInput(f"{argument} nests deeper than {MAX_JSON_DEPTH} levels", argument)
+        raise InvalidInputError(f"{argument} nests deeper than {MAX_JSON_DEPTH} levels", argument)
     if value is None or isinstance(value, bool):
         return
     if isinstance(value, str):
         _json_string(value, argument)
     elif isinstance(value, int):
         if abs(value) > MAX_JSON_INTEGER:
-            raise InvalidInput(f"{argument} holds an integer beyond 64 bits", argument)
+            raise InvalidInputError(f"{argument} holds an integer beyond 64 bits", argument)
     elif isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidInput(f"{argument} holds {value}; JSON has no NaN or Infinity", argument)
+            raise InvalidInputError(
+                f"{argument} holds {value}; JSON has no NaN or Infinity", argument
+            )
         # JSON (and JSON Schema) reads 1e19 as the integer it is: the same range as an int's.
         if abs(value) > MAX_JSON_INTEGER:
-            raise InvalidInput(f"{argument} holds {value}, beyond 64-bit integers", argument)
+            raise InvalidInputError(f"{argument} holds {value}, beyond 64-bit integers", argument)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             strict_json(item, f"{argument}[{index}]", depth + 1)
     elif isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise InvalidInput(
+                raise InvalidInputError(
                     f"{argument} has a key of type {_type_name(key)}; JSON keys are str",
                     argument,
                 )
             _json_string(key, argument)
             strict_json(item, f"{argument}[{key!r}]", depth + 1)
     else:
-        raise InvalidInput(
+        raise InvalidInputError(
             f"{argument} holds a {_type_name(value)}; JSON holds dict, list, str, int, "
             "finite float, bool and None",
             argument,
@@ -198,4 +200,4 @@ def strict_json(value: object, argument: str, depth: int = 0) -> None:
 
 def _json_string(value: str, argument: str) -> None:
     if _SURROGATE.search(value):
-        raise InvalidInput(f"{argument} holds a str with an unpaired surrogate", argument)
+        raise InvalidInputError(f"{argument} holds a str with an unpaired surrogate", argument)

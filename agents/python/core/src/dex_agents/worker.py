@@ -38,12 +38,14 @@ from .db import (
 from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
+from .logs import redacted_url
 from .otel import make_tracer
 from .parking import DEFAULT_HOT_WINDOW_SECONDS
 from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name
 from .runner import warm_up_runners
 from .runtime import Runtime, route_step_workflows
 from .steps import STEP_HANDLERS
+from .waker import WAKE_POLL_SECONDS
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -73,7 +75,7 @@ class Worker:
     """Runs the Steps of every session of its flows, on the SQLite default or Postgres.
 
     One Worker per process (DBOS keeps one instance per process). A Worker ID names one live
-    Worker: a second Worker with the ID of a live one refuses to start (WorkerIdInUse). A
+    Worker: a second Worker with the ID of a live one refuses to start (WorkerIdInUseError). A
     restarted Worker with the same `worker_id` recovers every Step execution that was in
     flight at once; without one (nor DEX_AGENTS_WORKER_ID), each process takes an ID of its own.
     """
@@ -84,7 +86,7 @@ class Worker:
         *,
         database_url: str | None = None,
         worker_id: str | None = None,
-        wake_poll_interval: float = runtime_module.WAKE_POLL_SECONDS,
+        wake_poll_interval: float = WAKE_POLL_SECONDS,
         queue_poll_interval: float | None = None,
         lease_seconds: float | None = None,
         drain_seconds: float | None = None,
@@ -113,7 +115,7 @@ class Worker:
         types = [flow.flow_type for flow in self.flows]
         if len(set(types)) != len(types):
             raise ValueError(f"flow types must be unique, got {types}")
-        self.database_url = _database_url(database_url)
+        self.database_url = resolve_database_url(database_url)
         _check_sqlite_directory(self.database_url)
         self.worker_id = worker_id or os.environ.get(WORKER_ID_ENV) or default_worker_id()
         self.wake_poll_interval = wake_poll_interval
@@ -185,7 +187,8 @@ class Worker:
         )
         runtime.waker.bind(asyncio.get_running_loop())
         runtime.metrics = self.metrics
-        self.runtime = runtime_module._runtime = runtime
+        runtime_module.set_current_runtime(runtime)
+        self.runtime = runtime
         dequeuer = Dequeuer(runtime.queues)
         lease = liveness.WorkerLease(
             database,
@@ -199,7 +202,7 @@ class Worker:
             await lease.claim()
             await database.write(lambda conn: route_step_workflows(conn, [self.worker_id]))
         except BaseException:
-            runtime_module._runtime = None
+            runtime_module.set_current_runtime(None)
             database.close()
             raise
         DBOS(
@@ -244,7 +247,7 @@ class Worker:
             log.info(
                 "dex-agents Worker %s on %s hosts %s",
                 self.worker_id,
-                _display_url(self.database_url),
+                redacted_url(self.database_url),
                 ", ".join(flow.flow_type for flow in self.flows),
             )
             _announce_ready()
@@ -263,7 +266,7 @@ class Worker:
             # DBOS made its executor, now shut down, this loop's default one: give the loop a
             # fresh one, so that it goes on (and can run a Worker again).
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
-            runtime_module._runtime = None
+            runtime_module.set_current_runtime(None)
             # Only now that nothing runs here may the other Workers take the Steps over.
             try:
                 await lease.release()
@@ -368,7 +371,7 @@ async def _wait_for_database(database: Database, stopped: asyncio.Event) -> bool
             if not logged:
                 log.warning(
                     "database unreachable at %s, retrying every %g s (%s)",
-                    _display_url(database.url),
+                    redacted_url(database.url),
                     DATABASE_RETRY_SECONDS,
                     one_line_error(error),
                 )
@@ -507,13 +510,6 @@ def _unclaimed(sig: signal.Signals) -> bool:
 
 def _quiet_shutdown_cancellations(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("Asyncio task cancelled for workflow or step")
-
-
-_database_url = resolve_database_url
-
-
-def _display_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def _announce_ready() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dex_agents.errors import FlowLoadError, RemoteRunnerError, RunnerUnavailable
+from dex_agents.errors import FlowLoadError, RemoteRunnerError, RunnerUnavailableError
 from dex_agents.model_errors import model_call_retry_advice
 from dex_agents.remote import RemoteCapabilities, RemoteRunner, select_cutoff
 from dex_agents.runner import (
@@ -180,7 +180,7 @@ async def test_a_providers_http_error_is_judged_as_a_model_error_in_this_process
 async def test_a_refused_connection_is_runner_unavailable() -> None:
     with ScriptedRunnerServer([FLOW]) as server:
         url = server.base_url
-    with pytest.raises(RunnerUnavailable, match="cannot be reached"):
+    with pytest.raises(RunnerUnavailableError, match="cannot be reached"):
         await RemoteRunner(url, FLOW).execute_deferred_tool_call(_execution([]))
 
 
@@ -203,7 +203,7 @@ async def test_a_second_need_history_is_runner_unavailable(server: ScriptedRunne
     server.script("execute_deferred_tool_call", need, need)
     turn = _turn([_message(1, "a"), _message(2, "b")], RecordingEvents(), Beats())
     execution = dataclasses.replace(_execution([]), turn=turn)
-    with pytest.raises(RunnerUnavailable, match="asked twice"):
+    with pytest.raises(RunnerUnavailableError, match="asked twice"):
         await RemoteRunner(server.base_url, FLOW).execute_deferred_tool_call(execution)
     _, second = server.bodies("execute_deferred_tool_call")
     assert [m["sequence"] for m in second["turn"]["messages"]] == [1, 2]

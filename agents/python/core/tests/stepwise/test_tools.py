@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from dex_agents.errors import NotInToolStep
+from dex_agents.errors import NotInToolStepError
 from dex_agents.runner import (
     ToolExecutionError,
     ToolExecutionResult,
@@ -242,7 +242,7 @@ async def test_tool_errors() -> None:
         await run(broken, "{}")
     with pytest.raises(RuntimeError, match="bug"):
         await run(crashing, "")
-    with pytest.raises(NotInToolStep, match="only available inside"):
+    with pytest.raises(NotInToolStepError, match="only available inside"):
         current_tool_execution()
 
 

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from dex_agents import AgentClient
-from dex_agents.errors import InvalidInput
+from dex_agents.errors import InvalidInputError
 from dex_agents.policy import tool_call_id_problem
 from dex_agents.testing import ServeProcess
 from dex_agents.web import create_app, mint_session_token
@@ -227,7 +227,7 @@ async def test_minting_takes_the_server_token_a_known_session_and_a_bounded_life
         error_of(refused, 422, "invalid_request")
     error_of(await http.post("/api/sessions/no-such/tokens"), 404, "session_not_found")
     error_of(await bare.post(f"/api/sessions/{session}/tokens"), 401, "unauthorized")
-    with pytest.raises(InvalidInput, match="at most 86,400 seconds"):
+    with pytest.raises(InvalidInputError, match="at most 86,400 seconds"):
         mint_session_token("secret", session, expires_in=86_401)
 
 
@@ -256,7 +256,7 @@ async def test_a_session_id_no_route_could_address_is_refused(
         assert response.json()["error"]["field"] == "session_id"
     async with AgentClient(db_url) as client:
         for session_id in UNADDRESSABLE:
-            with pytest.raises(InvalidInput) as refused:
+            with pytest.raises(InvalidInputError) as refused:
                 await client.start_session("Assistant", session_id=session_id)
             assert refused.value.argument == "session_id"
     for session_id in ("a/b", ".."):

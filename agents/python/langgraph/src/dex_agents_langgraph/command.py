@@ -21,6 +21,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 
+from . import _compat
+
 UPDATE_KEY: Final = "langgraph_command_update"
 """The framework data's key for a Command's update, without the call's own ToolMessage."""
 MESSAGES: Final = "messages"
@@ -39,7 +41,7 @@ NO_TOOL_MESSAGE = (
 def command_result(command: Command[Any], tool_name: str, call_id: str) -> ToolExecutionResult:
     """The call's result (its ToolMessage's text) and the rest of the update as framework data."""
     _refuse_control_flow(command, tool_name)
-    update = dict(command._update_as_tuples())
+    update = dict(_compat.command_update(command))
     messages = list(update.pop(MESSAGES, None) or [])
     own = next((m for m in messages if _answers(m, call_id)), None)
     if own is None:

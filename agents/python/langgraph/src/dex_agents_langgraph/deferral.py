@@ -18,6 +18,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest, ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, interrupt
 
+from . import _compat
 from .command import recorded_update, resumed_result
 from .offer import runner_owns
 
@@ -55,7 +56,7 @@ AsyncWrapper = Callable[
 
 
 def _deferring_wrapper(node: ToolNode) -> AsyncWrapper:
-    user_async, user_sync = node._awrap_tool_call, node._wrap_tool_call
+    user_async, user_sync = _compat.tool_call_wrappers(node)
 
     async def wrapper(request: ToolCallRequest, _execute: Any) -> ToolMessage | Command[Any]:
         if runner_owns(request.tool_call["name"]):
@@ -107,8 +108,8 @@ def deferring_graph(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any, Any, Any, 
         list(original.tools_by_name.values()),
         name=original.name or TOOLS_NODE,
         tags=list(original.tags or ()),
-        handle_tool_errors=original._handle_tool_errors,
-        messages_key=original._messages_key,
+        handle_tool_errors=_compat.handle_tool_errors(original),
+        messages_key=_compat.messages_key(original),
         awrap_tool_call=_deferring_wrapper(original),
     )
     nodes = dict(graph.nodes)

@@ -2,28 +2,27 @@
 
 `create_agent`'s model node keeps the chat model in its closure and sends every request through
 one innermost function, `_execute_model_async(request)`, which the application's
-`wrap_model_call` middleware chain wraps. The runner's copy of the graph gets a model node whose
-innermost function passes the request through a `prepare` function first: it adds the session's
-offer (offer.py) and runs the request on a copy of `request.model` without client retries, so a
-model that middleware picks per request is covered too. The application's model is not changed:
+`wrap_model_call` middleware chain wraps (_compat.py reaches both). The runner's copy of the
+graph gets a model node whose innermost function passes the request through a `prepare`
+function first: it adds the session's offer (offer.py) and runs the request on a copy of
+`request.model` without client retries, so a model that middleware picks per request is
+covered too. The application's model is not changed:
 an OpenAI chat model's copy shares its HTTP connection pool (`with_options(max_retries=0)`).
 """
 
 from __future__ import annotations
 
-import copy
 import inspect
-import types
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from langgraph.pregel import Pregel
 
+from . import _compat
 from .deferral import UnsupportedGraphError
 
 MODEL_NODE = "model"
-_EXECUTE = {"afunc": "_execute_model_async", "func": "_execute_model_sync"}
 
 
 def without_client_retries(model: Any) -> Any:
@@ -73,14 +72,13 @@ def prepared_model_node(
     `prepare` before sending it (after the application's `wrap_model_call` middleware); None
     when the graph's model node is not `create_agent`'s."""
     node = graph.nodes.get(MODEL_NODE)
-    bound = node.bound if node is not None else None
-    functions = {a: getattr(bound, a, None) for a in _EXECUTE}
-    rebuilt = {a: _with_inner(f, _EXECUTE[a], prepare) if f else None for a, f in functions.items()}
-    if node is None or rebuilt["afunc"] is None:
+    if node is None:
         return None
-    replaced = copy.copy(bound)
-    for attribute, function in rebuilt.items():
-        setattr(replaced, attribute, function)
+    replaced = _compat.with_wrapped_execute(
+        node.bound, lambda execute: _prepared_execute(execute, prepare)
+    )
+    if replaced is None:
+        return None
     nodes = dict(graph.nodes)
     nodes[MODEL_NODE] = node.copy({"bound": replaced})
     return graph.copy({"nodes": nodes})
@@ -105,32 +103,7 @@ def agent_model(graph: Pregel[Any, Any, Any, Any]) -> Any | None:
     """The chat model `create_agent` was given (kept in its model node's closure); None for a
     graph whose model node is not `create_agent`'s."""
     node = graph.nodes.get(MODEL_NODE)
-    return _closure_model(getattr(node.bound, "afunc", None) if node is not None else None)
-
-
-def _closure_model(function: Any) -> Any | None:
-    code = getattr(function, "__code__", None)
-    if code is None or "model" not in code.co_freevars or function.__closure__ is None:
-        return None
-    return function.__closure__[code.co_freevars.index("model")].cell_contents
-
-
-def _with_inner(
-    function: Callable[..., Any], inner: str, prepare: Prepare
-) -> Callable[..., Any] | None:
-    """`function` with the closure cell named `inner` (the innermost model call) wrapped so its
-    request goes through `prepare`; None when it has no such cell."""
-    code = getattr(function, "__code__", None)
-    if code is None or inner not in code.co_freevars or function.__closure__ is None:
-        return None
-    cells = list(function.__closure__)
-    index = code.co_freevars.index(inner)
-    cells[index] = types.CellType(_prepared_execute(cells[index].cell_contents, prepare))
-    rebuilt = types.FunctionType(
-        code, function.__globals__, function.__name__, function.__defaults__, tuple(cells)
-    )
-    rebuilt.__kwdefaults__ = function.__kwdefaults__
-    return rebuilt
+    return _compat.agent_model(node.bound) if node is not None else None
 
 
 def _prepared_execute(execute: Callable[[Any], Any], prepare: Prepare) -> Callable[[Any], Any]:

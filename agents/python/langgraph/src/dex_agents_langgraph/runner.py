@@ -66,7 +66,7 @@ from .custom import CUSTOM_EVENT, custom_payload, event_stream_writer
 from .deferral import UnsupportedGraphError, deferring_graph, is_deferred_call, tool_node_of
 from .messages import project_messages, stored_messages, user_message
 from .offer import TurnOffer, offered_request, offering
-from .policy import framework_effect
+from .policy import check_framework_effects, framework_effect
 from .retries import (
     NOT_CREATE_AGENT,
     agent_model,
@@ -202,6 +202,7 @@ class LangGraphRunner:
     ) -> None:
         self.agent = agent
         self._tools = tool_node_of(agent)
+        check_framework_effects(self._tools.tools_by_name.values())
         self._sources = SourceTools(tool_sources)
         self._context_factory = context_factory
         self._carried = carried_channels(agent)

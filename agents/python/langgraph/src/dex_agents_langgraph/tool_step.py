@@ -20,10 +20,8 @@ from langgraph.prebuilt.tool_node import ToolNode, ToolRuntime
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from . import _compat
 from .custom import event_stream_writer
-
-CONFIG_KEY_RUNTIME = "__pregel_runtime"
-"""Where LangGraph's `get_stream_writer()` and `get_runtime()` find the node's runtime."""
 
 StateReader = Callable[[DeferredToolExecution], Awaitable[dict[str, Any]]]
 ContextReader = Callable[[DeferredToolExecution], Any]
@@ -41,7 +39,7 @@ def tool_config(
     graph runtime that `get_stream_writer()` and `get_runtime()` read, when given."""
     configurable: dict[str, Any] = {"thread_id": execution.turn_id}
     if runtime is not None:
-        configurable[CONFIG_KEY_RUNTIME] = runtime
+        configurable[_compat.CONFIG_KEY_RUNTIME] = runtime
     return {
         "configurable": configurable,
         "metadata": {
@@ -62,7 +60,7 @@ async def injected_call(
 ) -> ToolCall:
     """`call` with the tool's injected arguments filled in; unchanged for a tool that takes
     none (`InjectedToolCallId` alone is filled in by the tool itself from the call)."""
-    injected = node._injected_args.get(tool.name)
+    injected = _compat.injected_args(node, tool.name)
     if injected is None or not (injected.state or injected.store or injected.runtime):
         return call
     state: dict[str, Any] = {}
@@ -80,6 +78,6 @@ async def injected_call(
         tools=list(node.tools_by_name.values()),
     )
     try:
-        return node._inject_tool_args(call, runtime, tool)
+        return _compat.inject_tool_args(node, call, runtime, tool)
     except (ValueError, KeyError, AttributeError) as error:
         raise ToolExecutionError(f"tool {tool.name!r}: {error}") from error

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from agents import Agent, FunctionTool, Handoff, RunContextWrapper
 from agents.tool_context import ToolContext
 
+from . import _compat
 from .recorded import recorded_result
 
 KEPT_TOOL_SETS = 16
@@ -41,7 +41,7 @@ def gate_function_tool(tool: FunctionTool) -> FunctionTool:
     gated.tool_output_guardrails = None
     gated.timeout_seconds = None
     gated.output_json_schema = None
-    gated._output_type_adapter = None
+    _compat.drop_output_type_adapter(gated)
     gated.custom_data_extractor = None
     return gated
 
@@ -51,9 +51,8 @@ def _handoff_targets(agent: Agent[Any]) -> Iterator[Agent[Any]]:
         if isinstance(item, Agent):
             yield item
         elif isinstance(item, Handoff):
-            ref = item._agent_ref
-            target = ref() if ref is not None else None
-            if isinstance(target, Agent):
+            target = _compat.handoff_target(item)
+            if target is not None:
                 yield target
 
 
@@ -157,10 +156,9 @@ class GatedAgentGraph:
             return self._gated(target)
 
         gated_handoff = dataclasses.replace(item, on_invoke_handoff=invoke)
-        ref = item._agent_ref
-        target = ref() if ref is not None else None
-        if isinstance(target, Agent):
-            gated_handoff._agent_ref = weakref.ref(self._gated(target))
+        target = _compat.handoff_target(item)
+        if target is not None:
+            _compat.set_handoff_target(gated_handoff, self._gated(target))
         return gated_handoff
 
     def variant(

@@ -26,6 +26,7 @@ from dex_agents.runner import DeferredToolExecution, ToolExecutionResult
 from dex_agents.tool_context import running_tool
 from mcp.types import Tool as MCPTool
 
+from . import _compat
 from .gating import graph_agents
 from .tool_step import run_function_tool
 
@@ -112,7 +113,7 @@ class AgentMcpServers:
         run_config: RunConfig | None,
     ) -> ToolExecutionResult:
         """The call in its tool Step, through the agent's server, with the idempotency key."""
-        binding = tool._mcp_tool_binding
+        binding = _compat.mcp_tool_binding(tool)
         assert binding is not None
         _, name, index = binding
         server = agent.mcp_servers[index or 0]
@@ -134,5 +135,7 @@ class AgentMcpServers:
 def _failure_error_function(agent: Agent[Any], server: MCPServer) -> Any:
     """The application's error formatter, or None (an error fails the Step, whose effect then
     decides about a retry, as for the agent's function tools)."""
-    formatter = server._get_failure_error_function(agent.mcp_config.get("failure_error_function"))
+    formatter = _compat.server_failure_error_function(
+        server, agent.mcp_config.get("failure_error_function")
+    )
     return None if formatter is default_tool_error_function else formatter

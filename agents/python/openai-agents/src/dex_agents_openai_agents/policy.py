@@ -7,19 +7,22 @@ import json
 from typing import Any
 
 from agents import FunctionTool, RunContextWrapper
-from dex_agents.policy import hint_effect
+from dex_agents.policy import declared_effect
 from dex_agents.types import ToolEffect
 
 
 def framework_effect(tool: FunctionTool) -> ToolEffect | None:
-    """The effect an MCP tool's annotations declare: readOnlyHint is read, idempotentHint is
-    idempotent_write whatever destructiveHint says."""
+    """The effect an MCP tool's annotations declare, by the core's rule (`declared_effect`):
+    readOnlyHint is read, idempotentHint is idempotent_write whatever destructiveHint says. A
+    FunctionTool has no metadata of its own to declare an effect in."""
     annotations = tool.mcp_annotations
     if annotations is None:
         return None
-    return hint_effect(
-        _hint(annotations, "read_only_hint", "readOnlyHint"),
-        _hint(annotations, "idempotent_hint", "idempotentHint"),
+    return declared_effect(
+        tool.name,
+        None,
+        read_only_hint=_hint(annotations, "read_only_hint", "readOnlyHint"),
+        idempotent_hint=_hint(annotations, "idempotent_hint", "idempotentHint"),
     )
 
 

@@ -58,6 +58,7 @@ from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
 from dex_agents.warm_up import load_openai_client_async
 
+from . import _compat
 from .builtin_tools import (
     BUILT_IN_POLICY,
     built_in_tools,
@@ -203,7 +204,7 @@ class OpenAIAgentsRunner:
         """Loads what the first model call would (`WarmUpRunner`): the root agent's model as
         the run config's provider makes it, the OpenAI SDK resources of its client, and the
         HTTP client's connection stack. No request is sent."""
-        await load_openai_client_async(getattr(self._root_model(), "_client", None))
+        await load_openai_client_async(_compat.model_openai_client(self._root_model()))
 
     def _root_model(self) -> object:
         config = self._step_run_config({})
@@ -283,7 +284,7 @@ class OpenAIAgentsRunner:
                 f"agent {agent_name!r} has no function tool named {record.tool_name!r}"
             )
         agent, tool = found
-        if tool._mcp_tool_binding is not None:
+        if _compat.mcp_tool_binding(tool) is not None:
             return await self._mcp.run(agent, tool, execution, context, self._run_config)
         with running_tool(execution):
             return await run_function_tool(agent, tool, execution, context, self._run_config)

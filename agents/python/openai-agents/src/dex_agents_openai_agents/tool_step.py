@@ -20,11 +20,13 @@ from agents.tool_context import ToolContext
 from dex_agents.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult
 from openai.types.responses import ResponseFunctionToolCall
 
+from . import _compat
+
 
 def _raising_copy(tool: FunctionTool) -> FunctionTool:
     """The tool without the SDK's default error formatter, so an exception fails the Step and
     the effect table decides about a retry. A formatter the application chose stays."""
-    if not tool._use_default_failure_error_function:
+    if not _compat.uses_default_failure_error_function(tool):
         return tool
     return set_function_tool_failure_error_function(copy.copy(tool), None)
 
@@ -71,7 +73,7 @@ def _model_visible_output(tool: FunctionTool, call: ResponseFunctionToolCall, ou
         call,
         output,
         output_json_schema=tool.output_json_schema,
-        output_type_adapter=tool._output_type_adapter,
+        output_type_adapter=_compat.output_type_adapter(tool),
     )
     converted = item["output"]
     if isinstance(converted, str):

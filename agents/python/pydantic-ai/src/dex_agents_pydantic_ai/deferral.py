@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, get_args
+from typing import Any
 
+from dex_agents.policy import declared_effect
 from dex_agents.runner import AgentTurnContext, DeferredToolCall
 from dex_agents.types import ToolEffect
 from pydantic_ai import DeferredToolRequests, RunContext, ToolDefinition
@@ -19,8 +20,6 @@ from pydantic_ai.capabilities import AbstractCapability
 
 SourceCall = Callable[[str, str, str], DeferredToolCall | None]
 """(tool_call_id, tool_name, arguments) -> a tool source's DeferredToolCall, or None."""
-
-TOOL_EFFECTS: frozenset[str] = frozenset(get_args(ToolEffect))
 
 
 @dataclass(kw_only=True)
@@ -39,6 +38,8 @@ class ToolCatalog(AbstractCapability[Any]):
         if self.only is not None:
             tool_defs = [tool_def for tool_def in tool_defs if tool_def.name in self.only]
         self.tools = {tool_def.name: tool_def for tool_def in tool_defs}
+        for tool_def in tool_defs:  # a misspelt effect fails before the model is called
+            framework_effect(tool_def)
         if not self.defer:
             return tool_defs
         return [
@@ -54,18 +55,20 @@ class ToolCatalog(AbstractCapability[Any]):
 
 
 def framework_effect(tool_def: ToolDefinition | None) -> ToolEffect | None:
-    """The effect the tool's metadata declares: `effect`, or MCP read-only/idempotent hints."""
-    metadata: Mapping[str, Any] = (tool_def.metadata if tool_def else None) or {}
-    effect = metadata.get("effect")
-    if isinstance(effect, str) and effect in TOOL_EFFECTS:
-        return effect  # type: ignore[return-value]  # checked against ToolEffect above
+    """The effect the tool's metadata declares, by the core's rule (`declared_effect`): its
+    `effect`, else an MCP tool's read-only/idempotent hints. An effect that is not one raises
+    `InvalidToolEffectError`, naming the tool."""
+    if tool_def is None:
+        return None
+    metadata: Mapping[str, Any] = tool_def.metadata or {}
     annotations = metadata.get("annotations")
-    if isinstance(annotations, Mapping):
-        if annotations.get("readOnlyHint") is True:
-            return "read"
-        if annotations.get("idempotentHint") is True:
-            return "idempotent_write"
-    return None
+    hints: Mapping[str, Any] = annotations if isinstance(annotations, Mapping) else {}
+    return declared_effect(
+        tool_def.name,
+        metadata.get("effect"),
+        read_only_hint=hints.get("readOnlyHint"),
+        idempotent_hint=hints.get("idempotentHint"),
+    )
 
 
 def deferred_tool_calls(

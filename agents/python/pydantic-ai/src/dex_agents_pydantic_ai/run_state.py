@@ -1,7 +1,8 @@
 """The framework run state a turn keeps between its model Steps.
 
 It holds the turn's native messages after its user messages, as ModelMessagesTypeAdapter JSON,
-plus the tool calls the last model response deferred. The session stores nothing of the turn
+plus the tool calls the last model response deferred, and those of them held back behind a
+sequential tool (sequential.py). The session stores nothing of the turn
 until it ends, so the run state is the turn's whole transcript so far.
 """
 
@@ -13,6 +14,8 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from .sequential import HeldCall
+
 RUN_STATE_VERSION = 1
 
 
@@ -22,6 +25,8 @@ class RunState:
     pending_tool_call_ids: tuple[str, ...] = ()
     # Model calls in a row that ended in a retry request (invalid arguments, output retries).
     retry_rounds: int = 0
+    # Deferred calls not handed to the session yet: the groups behind a sequential call.
+    held: tuple[HeldCall, ...] = ()
 
     def to_json(self) -> str:
         payload: dict[str, Any] = {
@@ -29,6 +34,7 @@ class RunState:
             "messages": json.loads(ModelMessagesTypeAdapter.dump_json(self.messages)),
             "pending_tool_call_ids": list(self.pending_tool_call_ids),
             "retry_rounds": self.retry_rounds,
+            "held": list(self.held),
         }
         return json.dumps(payload, separators=(",", ":"))
 
@@ -44,4 +50,5 @@ class RunState:
             messages=ModelMessagesTypeAdapter.validate_json(json.dumps(payload["messages"])),
             pending_tool_call_ids=tuple(payload["pending_tool_call_ids"]),
             retry_rounds=int(payload["retry_rounds"]),
+            held=tuple(payload.get("held", ())),
         )

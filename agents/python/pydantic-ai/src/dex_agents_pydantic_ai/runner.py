@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+from dex_agents import texts
 from dex_agents.results import model_visible_result
 from dex_agents.runner import (
     AgentTurnContext,
@@ -46,7 +47,7 @@ from pydantic_ai.models import Model, infer_model
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
 
-from . import compaction
+from . import _compat, compaction
 from .deferral import ToolCatalog, deferred_tool_calls
 from .features import (
     built_in_call,
@@ -56,10 +57,10 @@ from .features import (
     planning,
     with_turn_notes,
 )
-from .heartbeat import heartbeat_every
 from .messages import extend_history, to_framework_messages, user_message
 from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
 from .run_state import RunState
+from .sequential import barrier_groups, hold, next_group
 from .tool_results import DEFAULT_MAX_TOOL_RESULT_BYTES, decode_tool_result, readable_output
 from .tool_sources import SourceOffer, SourceTools
 from .tool_step import ToolStepRun
@@ -101,7 +102,6 @@ class PydanticAiRunner(Generic[DepsT]):
         model: Model | str | None = None,
         stream: bool = True,
         max_retry_rounds: int = 3,
-        heartbeat_interval_seconds: float = 30.0,
         framework_retries: bool = False,
         tool_sources: Sequence[ToolSource] = (),
         resolve_model: ModelResolver | None = None,
@@ -116,7 +116,6 @@ class PydanticAiRunner(Generic[DepsT]):
             stream: Stream the model call, writing text_delta and reasoning_delta events.
             max_retry_rounds: Model calls in a row that may end in a retry request (invalid
                 tool arguments, output that fails validation) before the turn fails.
-            heartbeat_interval_seconds: How often a long model or tool call heartbeats.
             framework_retries: Let the model's SDK client retry a failed request by itself
                 inside one RunModel attempt. Off by default: each model call is run with
                 `ModelSettings(max_retries=0)` (run settings win over the agent's and the
@@ -142,7 +141,6 @@ class PydanticAiRunner(Generic[DepsT]):
         self._model = model
         self._stream = stream
         self._max_retry_rounds = max_retry_rounds
-        self._heartbeat_interval = heartbeat_interval_seconds
         self._framework_retries = framework_retries
         self._output_type = deferrable_output_type(agent)
         self._sources = SourceTools(tool_sources)
@@ -169,6 +167,9 @@ class PydanticAiRunner(Generic[DepsT]):
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         state = RunState.from_json(turn.framework_run_state)
+        if state.held:  # the next group behind a sequential call: no model call
+            group, held = next_group(state.held)
+            return ToolCallsRequested(replace(state, held=held).to_json(), group)
         deps = await self._deps(
             DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
@@ -186,28 +187,26 @@ class PydanticAiRunner(Generic[DepsT]):
         offer = SourceOffer() if planning(turn) else await self._sources.offer()
         built_ins = built_in_toolset(turn)
         toolsets = [*offer.toolsets, *([built_ins] if built_ins else [])]
-        async with heartbeat_every(turn.heartbeat, self._heartbeat_interval):
-            call = await run_model_call(
-                self._agent,
-                history=history,
-                deferred_tool_results=_tool_results(state, turn.tool_calls),
-                output_type=self._output_type,
-                deps=deps,
-                model=model,
-                conversation_id=turn.flow_id,
-                catalog=catalog,
-                events=turn.events,
-                stream=self._stream,
-                model_settings=self._run_model_settings(),
-                toolsets=toolsets,
-            )
+        call = await run_model_call(
+            self._agent,
+            history=history,
+            deferred_tool_results=_tool_results(state, turn.tool_calls),
+            output_type=self._output_type,
+            deps=deps,
+            model=model,
+            conversation_id=turn.flow_id,
+            catalog=catalog,
+            events=turn.events,
+            stream=self._stream,
+            model_settings=self._run_model_settings(),
+            toolsets=toolsets,
+        )
         return self._outcome(turn, state, call, catalog, offer, model)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         source = self._sources.owner(call.tool_call)
         if source is not None:
-            async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
-                return await run_source_call(source, call)
+            return await run_source_call(source, call)
         deps = await self._deps(DepsContext(call.flow_id, call.turn_id, tool_call=call.tool_call))
         # No model is called; Pydantic AI needs one to run. Tool Steps get no session
         # settings, so the default choice serves.
@@ -221,9 +220,8 @@ class PydanticAiRunner(Generic[DepsT]):
             self._max_tool_result_bytes,
         )
         with running_tool(call):
-            async with heartbeat_every(call.heartbeat, self._heartbeat_interval):
-                # dex-agents ran the approval the policy asked for; the tool sees it as approved.
-                return await run.call(call.tool_call, approved=call.tool_call.requires_approval)
+            # dex-agents ran the approval the policy asked for; the tool sees it as approved.
+            return await run.call(call.tool_call, approved=call.tool_call.requires_approval)
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
@@ -232,10 +230,13 @@ class PydanticAiRunner(Generic[DepsT]):
         state = RunState.from_json(turn.framework_run_state)
         messages = list(state.messages)
         records = {record.tool_call_id: record for record in turn.tool_calls}
+        held = {entry["tool_call_id"]: entry["tool_name"] for entry in state.held}
         results = [
             _result_parts(records[tool_call_id])
-            for tool_call_id in state.pending_tool_call_ids
             if tool_call_id in records
+            else (_not_run_part(tool_call_id, held[tool_call_id]), None)
+            for tool_call_id in state.pending_tool_call_ids
+            if tool_call_id in records or tool_call_id in held
         ]
         # As Pydantic AI orders them: the tool results, then ToolReturn.content's user parts.
         parts: list[ModelRequestPart] = [part for part, _ in results]
@@ -278,9 +279,10 @@ class PydanticAiRunner(Generic[DepsT]):
             source_call = partial(_deferred_call, offer, turn)
             tool_calls = deferred_tool_calls(call.output, catalog.tools, turn, order, source_call)
             pending = tuple(tool_call.tool_call_id for tool_call in tool_calls)
+            groups = barrier_groups(tool_calls, partial(_is_sequential, catalog))
             return ToolCallsRequested(
-                framework_run_state=RunState(items, pending).to_json(),
-                tool_calls=tool_calls,
+                framework_run_state=RunState(items, pending, held=hold(groups)).to_json(),
+                tool_calls=groups[0],
                 usage=usage,
                 model_call_metadata=metadata,
             )
@@ -372,8 +374,7 @@ class PydanticAiRunner(Generic[DepsT]):
         model = self._model_for(request.session_settings) or self._agent.model
         if model is None:
             raise UserError("dex-agents-pydantic-ai: compaction needs a model to summarize with")
-        async with heartbeat_every(request.heartbeat, self._heartbeat_interval):
-            response = await compaction.summarize(model, request, self._run_model_settings())
+        response = await compaction.summarize(model, request, self._run_model_settings())
         return ContextSummaryResult(
             text=compaction.response_text(response),
             usage=usage_of(response),
@@ -388,7 +389,7 @@ def deferrable_output_type(agent: Agent[Any, Any]) -> OutputSpec[Any] | None:
     if DeferredToolRequests in items:
         return None
     # Pydantic AI refuses a run output type when the agent has output validators.
-    if getattr(agent, "_output_validators", None):
+    if _compat.has_output_validators(agent):
         raise UserError(
             "dex-agents-pydantic-ai: an agent with output validators must list "
             "DeferredToolRequests in its output_type, e.g. output_type=[MyOutput, "
@@ -436,6 +437,18 @@ def _tool_results(state: RunState, records: Sequence[AgentToolCall]) -> Deferred
         else:
             results.calls[tool_call_id] = text
     return results
+
+
+def _is_sequential(catalog: ToolCatalog, tool_name: str) -> bool:
+    tool_def = catalog.tools.get(tool_name)
+    return tool_def is not None and tool_def.sequential
+
+
+def _not_run_part(tool_call_id: str, tool_name: str) -> ToolReturnPart:
+    """A held call's result when the turn ended before it was handed over."""
+    return ToolReturnPart(
+        tool_name=tool_name, content=texts.TOOL_CALL_HELD_NOT_RUN, tool_call_id=tool_call_id
+    )
 
 
 def _result_parts(record: AgentToolCall) -> tuple[ToolReturnPart, UserPromptPart | None]:

@@ -180,3 +180,26 @@ def build_files_agent(model: OpenAIChatModel) -> Agent[AppDeps, str]:
         return f"{item}: 3 EUR"
 
     return agent
+
+
+def build_sequential_agent(model: OpenAIChatModel) -> Agent[AppDeps, str]:
+    """A `sequential=True` tool between plain ones; each logs when it starts and finishes."""
+    agent = Agent(model, deps_type=AppDeps, instructions="Do the steps.")
+
+    async def step(ctx: RunContext[AppDeps], name: str, label: str) -> str:
+        ctx.deps.run_log.record(name, label=label, phase="started")
+        await asyncio.sleep(0.3)
+        ctx.deps.run_log.record(name, label=label, phase="finished")
+        return f"{label} done"
+
+    @agent.tool(metadata={"effect": "read"})
+    async def fetch(ctx: RunContext[AppDeps], label: str) -> str:
+        """Fetches something."""
+        return await step(ctx, "fetch", label)
+
+    @agent.tool(metadata={"effect": "idempotent_write"}, sequential=True)
+    async def migrate(ctx: RunContext[AppDeps], label: str) -> str:
+        """Migrates the database: nothing else may run meanwhile."""
+        return await step(ctx, "migrate", label)
+
+    return agent

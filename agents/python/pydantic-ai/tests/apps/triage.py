@@ -15,6 +15,7 @@ from dex_agents_pydantic_ai import PydanticAiRunner
 
 from .agents import (
     build_files_agent,
+    build_sequential_agent,
     build_ticket_agent,
     build_triage_agent,
     deps_factory,
@@ -43,5 +44,9 @@ flows = [
         # A small stored-result limit, so one test can pass it.
         PydanticAiRunner(build_files_agent(model), deps_factory=deps, max_tool_result_bytes=4096),
         flow_type="FilesAgent",
+    ),
+    AgentSessionFlow(
+        PydanticAiRunner(build_sequential_agent(model), deps_factory=deps),
+        flow_type="SequentialAgent",
     ),
 ]

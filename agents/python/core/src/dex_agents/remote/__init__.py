@@ -6,7 +6,7 @@ The engine (every Step, RPC and retry) stays in the Python Worker; the runner's 
 calls to the URL, one POST each, answered with a stream of NDJSON lines.
 """
 
-from ..errors import RemoteRunnerError, RunnerUnavailable
+from ..errors import RemoteRunnerError, RunnerUnavailableError
 from .flows import (
     PROTOCOL_MAJOR_VERSION,
     TOKEN_ENV,
@@ -24,7 +24,7 @@ __all__ = [
     "RemoteCapabilities",
     "RemoteRunner",
     "RemoteRunnerError",
-    "RunnerUnavailable",
+    "RunnerUnavailableError",
     "describe",
     "options_from_table",
     "parse_remote",

@@ -1,7 +1,7 @@
 """One runner call over HTTP: the POST, its NDJSON stream, and what each line means here.
 
 A call is "not started" until the runner's `accepted` line arrives: anything that goes wrong
-before it (connection refused, a 5xx, a stream without `accepted`) raises RunnerUnavailable,
+before it (connection refused, a 5xx, a stream without `accepted`) raises RunnerUnavailableError,
 which a Step retries without counting a started attempt. After `accepted` the call has
 started, and a stream that ends without `result` is an ordinary failure of the attempt.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import RemoteRunnerError, RunnerUnavailable
+from ..errors import RemoteRunnerError, RunnerUnavailableError
 from ..runner import EventWriter, ToolExecutionError
 
 # A runner that sends no line (no event, no heartbeat) for this long is treated as gone.
@@ -75,7 +75,7 @@ async def post(
             await _check_status(response, url)
             return await _follow(response.aiter_lines(), url, handlers)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as error:
-        raise RunnerUnavailable(f"the runner at {url} cannot be reached: {error}") from error
+        raise RunnerUnavailableError(f"the runner at {url} cannot be reached: {error}") from error
 
 
 async def _check_status(response: httpx.Response, url: str) -> None:
@@ -84,11 +84,11 @@ async def _check_status(response: httpx.Response, url: str) -> None:
         raise _status_error(url, response.status_code, text)
 
 
-def _status_error(url: str, status: int, text: str) -> RunnerUnavailable | RemoteRunnerError:
+def _status_error(url: str, status: int, text: str) -> RunnerUnavailableError | RemoteRunnerError:
     """A refusal before the call started: a 5xx may pass (the runner is unavailable), any
     other status will not."""
     message = f"the runner at {url} answered HTTP {status}: {text[:500]}"
-    return RunnerUnavailable(message) if status >= 500 else RemoteRunnerError(message)
+    return RunnerUnavailableError(message) if status >= 500 else RemoteRunnerError(message)
 
 
 async def _follow(lines: Any, url: str, handlers: LineHandlers) -> Any | NeedHistory:
@@ -102,7 +102,9 @@ async def _follow(lines: Any, url: str, handlers: LineHandlers) -> Any | NeedHis
                 if "need_history" in line:
                     return NeedHistory(int(line["need_history"]["after_sequence"]))
                 if line.get("accepted") is not True:
-                    raise RunnerUnavailable(f"the runner at {url} did not accept the call: {raw}")
+                    raise RunnerUnavailableError(
+                        f"the runner at {url} did not accept the call: {raw}"
+                    )
                 accepted = True
                 continue
             if "result" in line:
@@ -110,14 +112,14 @@ async def _follow(lines: Any, url: str, handlers: LineHandlers) -> Any | NeedHis
             await _dispatch(line, url, handlers)
     except httpx.TransportError as error:
         if not accepted:
-            raise RunnerUnavailable(
+            raise RunnerUnavailableError(
                 f"the runner at {url} did not accept the call: {error}"
             ) from error
         raise RemoteRunnerError(
             f"the call to {url} broke off after it started: {error!r}"
         ) from error
     if not accepted:
-        raise RunnerUnavailable(f"the runner at {url} closed the call before accepting it")
+        raise RunnerUnavailableError(f"the runner at {url} closed the call before accepting it")
     raise RemoteRunnerError(f"the call to {url} ended after it started, without a result")
 
 
@@ -174,12 +176,12 @@ def _runner_error(error: Mapping[str, Any]) -> RemoteRunnerError:
 
 def get_json(endpoint: Endpoint, method: str) -> Any:
     """A plain GET (`describe`), synchronous: flows are built before a Worker's loop runs.
-    RunnerUnavailable while the runner cannot be reached or answers a 5xx."""
+    RunnerUnavailableError while the runner cannot be reached or answers a 5xx."""
     url = endpoint.method_url(method)
     try:
         response = httpx.get(url, headers=endpoint.headers(), timeout=endpoint.timeout())
     except httpx.TransportError as error:
-        raise RunnerUnavailable(f"the runner at {url} cannot be reached: {error}") from error
+        raise RunnerUnavailableError(f"the runner at {url} cannot be reached: {error}") from error
     if response.status_code != 200:
         raise _status_error(url, response.status_code, response.text)
     return response.json()

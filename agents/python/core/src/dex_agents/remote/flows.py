@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import DexAgentsError, FlowLoadError, RunnerUnavailable
+from ..errors import DexAgentsError, FlowLoadError, RunnerUnavailableError
 from ..flow import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
 from ..runner import ToolPolicy
 from .call import Endpoint, get_json
@@ -35,10 +35,10 @@ def describe(url: str, flow_type: str, *, token: str | None = None) -> RemoteCap
     """The capabilities the runner at `url` serves `flow_type` with.
 
     FlowLoadError (naming the URL) for another protocol major version or a flow type the
-    runner does not serve; RunnerUnavailable while it cannot be reached."""
+    runner does not serve; RunnerUnavailableError while it cannot be reached."""
     try:
         answer = get_json(Endpoint(url, token), "describe")
-    except RunnerUnavailable:
+    except RunnerUnavailableError:
         raise
     except (DexAgentsError, ValueError) as error:
         raise FlowLoadError(f"the runner at {url} did not describe itself: {error}") from error
@@ -77,7 +77,7 @@ def remote_flow(
         try:
             capabilities = describe(url, flow_type, token=token)
             break
-        except RunnerUnavailable as error:
+        except RunnerUnavailableError as error:
             if attempt == attempts:
                 raise FlowLoadError(
                     f"the runner of flow type {flow_type!r} at {url} is not reachable: {error}"

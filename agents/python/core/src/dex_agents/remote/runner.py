@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any, ClassVar
 
-from ..errors import RunnerUnavailable
+from ..errors import RunnerUnavailableError
 from ..runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -176,7 +176,7 @@ class RemoteRunner:
         while True:
             try:
                 return await self._with_history(method, session_id, messages, body, handlers)
-            except RunnerUnavailable as error:
+            except RunnerUnavailableError as error:
                 logger.warning("%s: calling again in %g s: %s", method, delay, error)
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX_SECONDS, delay * 2)
@@ -200,7 +200,7 @@ class RemoteRunner:
             resend = answer.after_sequence if answer.after_sequence >= first else 0
             answer = await post(self.endpoint, method, body(resend), handlers)
             if isinstance(answer, NeedHistory):
-                raise RunnerUnavailable(
+                raise RunnerUnavailableError(
                     f"the runner at {self.endpoint.method_url(method)} asked twice for the "
                     f"history of session {session_id!r}"
                 )
@@ -266,7 +266,7 @@ class _ToolStepsReadTurn(RemoteRunner):
 
 def _no_history_answer(answer: Any) -> Any:
     if isinstance(answer, NeedHistory):
-        raise RunnerUnavailable("a runner asked for history in a call that carries none")
+        raise RunnerUnavailableError("a runner asked for history in a call that carries none")
     return answer
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..errors import DexAgentsError
 from ..runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -44,7 +45,7 @@ _LOCAL_FIELDS = frozenset(
 )
 
 
-class WireFormatError(ValueError):
+class WireFormatError(DexAgentsError, ValueError):
     """A runner answered a body this side cannot read."""
 
 

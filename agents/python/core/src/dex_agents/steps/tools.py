@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from .. import store, texts
 from ..clock import parse_time
-from ..errors import RunnerUnavailable
+from ..errors import RunnerUnavailableError
 from ..policy import idempotency_key
 from ..runner import (
     DeferredToolExecution,
@@ -73,7 +73,7 @@ class ToolFailed:
 
 @dataclass(frozen=True)
 class RunnerWasUnavailable:
-    """The runner was not reached (RunnerUnavailable): the call never started there."""
+    """The runner was not reached (RunnerUnavailableError): the call never started there."""
 
     error: str
 
@@ -86,7 +86,7 @@ _unavailable_streak: dict[tuple[str, str], int] = {}
 
 
 async def _after_runner_unavailable(
-    ctx: StepContext[Any], record: AgentToolCall, error: RunnerUnavailable
+    ctx: StepContext[Any], record: AgentToolCall, error: RunnerUnavailableError
 ) -> RunnerWasUnavailable:
     """Waits out the backoff, then hands the commit a result that schedules the call again.
 
@@ -178,7 +178,7 @@ class CallTool(StepHandler[LoadedCall]):
                 outcome = await runner.execute_deferred_tool_call(execution)
         except ToolExecutionError as error:
             return ToolFailed(str(error) or type(error).__name__)
-        except RunnerUnavailable as error:
+        except RunnerUnavailableError as error:
             return await _after_runner_unavailable(ctx, record, error)
         finally:
             await writer.close()

@@ -497,7 +497,7 @@ class MatrixSuite(SharedWorkerSuite):
         assert sorted((e["city"], e["phase"]) for e in weather) == sorted(
             (c, p) for c in cities for p in ("started", "finished")
         )
-        assert [e["phase"] for e in weather][:2] == ["started", "started"]  # reads overlapped
+        assert _most_at_once(weather) >= 2  # reads overlapped
         assert len(run.requests) == 2 * CONCURRENT_SESSIONS
         seen = {
             sessions[run.user_texts(i)[-1]]: run.tool_outputs(i)
@@ -584,6 +584,15 @@ class MatrixSuite(SharedWorkerSuite):
         first, second = run.requests[-2:]
         assert second.received_at - first.received_at >= 2.0
         assert await _run_model_attempts(client, limited.session_id) == [("succeeded", 2)]
+
+
+def _most_at_once(runs: list[dict[str, Any]]) -> int:
+    """The most runs of a tool in progress at one time, from its started/finished log."""
+    running = most = 0
+    for entry in runs:
+        running += 1 if entry["phase"] == "started" else -1
+        most = max(most, running)
+    return most
 
 
 async def _run_model_attempts(client: AgentClient, session_id: str) -> list[tuple[str, int]]:

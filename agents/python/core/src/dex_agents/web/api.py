@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import validation
-from ..errors import InvalidInput
+from ..errors import InvalidInputError
 from ..types import AgentUserMessage, SessionSummary, StepExecution, WorkerInfo
 from . import rules, sse
 from .deps import Client
@@ -128,7 +128,7 @@ def _fields_named(names: Mapping[str, str]) -> Iterator[None]:
     """Names a refused argument by its field in the request (`message.text` -> `text`)."""
     try:
         yield
-    except InvalidInput as error:
+    except InvalidInputError as error:
         error.argument = names.get(error.argument or "", error.argument)
         raise
 
@@ -137,7 +137,7 @@ def _not_blank(text: str | None, field: str) -> None:
     """A user message that is only whitespace is refused as bad input (the RPC itself
     answers false for it)."""
     if text is not None and not text.strip():
-        raise InvalidInput(f"{field} must not be blank", field)
+        raise InvalidInputError(f"{field} must not be blank", field)
 
 
 @router.get("/sessions", response_model=list[SessionSummary], summary="List sessions")

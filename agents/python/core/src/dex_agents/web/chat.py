@@ -25,7 +25,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..client import AgentClient
-from ..errors import InvalidInput, InvalidResumeToken
+from ..errors import InvalidInputError, InvalidResumeTokenError
 from ..types import AgentUserMessage
 from .deps import Client, HeartbeatSeconds
 from .guards import GuardedRoute
@@ -72,9 +72,11 @@ async def chat(
     """A last user message starts (or queues) a turn; a last assistant message answers the
     active turn's approvals. Either way the response streams that turn."""
     if body.id != session_id:
-        raise InvalidInput(f"id {body.id!r} is not this session's ID (the chat ID)", "id")
+        raise InvalidInputError(f"id {body.id!r} is not this session's ID (the chat ID)", "id")
     if body.trigger == "regenerate-message":
-        raise InvalidInput("a session's turns cannot be regenerated; send a new message", "trigger")
+        raise InvalidInputError(
+            "a session's turns cannot be regenerated; send a new message", "trigger"
+        )
     last = body.messages[-1]
     role = last.get("role")
     if role == "user":
@@ -82,7 +84,9 @@ async def chat(
     elif role == "assistant":
         plan = await _approvals_plan(client, session_id, last)
     else:
-        raise InvalidInput("the last message must be a user or an assistant message", "messages")
+        raise InvalidInputError(
+            "the last message must be a user or an assistant message", "messages"
+        )
     return _stream(client, plan, heartbeat_seconds)
 
 
@@ -143,10 +147,10 @@ async def _user_message_plan(
     texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
     text = "".join(t for t in texts if isinstance(t, str))
     if not text.strip():
-        raise InvalidInput("the last message has no text", "messages")
+        raise InvalidInputError("the last message has no text", "messages")
     queued = await client.send_user_message_for_turn(session_id, AgentUserMessage(text=text))
     if queued is None:
-        raise InvalidInput("the session did not take the message", "messages")
+        raise InvalidInputError("the session did not take the message", "messages")
     after = queued.event_offset
     return StreamPlan(session_id, after=after, message_id=queued.message_id, emit_after=after)
 
@@ -159,7 +163,7 @@ async def _approvals_plan(
     state = read.snapshot.state
     turn_id = state.active_turn_id if state else None
     if turn_id is None:
-        raise InvalidInput("no turn is active: there is no approval to answer", "messages")
+        raise InvalidInputError("no turn is active: there is no approval to answer", "messages")
     interrupts = read.snapshot.pending_interrupts
     pending = {i.interrupt_id for i in interrupts if i.kind == "tool_approval"}
     for approval_id, approved, reason in answers:
@@ -167,7 +171,7 @@ async def _approvals_plan(
             await client.resolve_interrupt(session_id, approval_id, approved, reason)
     start = await client.turn_start_offset(session_id, turn_id)
     if start is None:
-        raise InvalidInput(f"turn {turn_id} has no start event", "messages")
+        raise InvalidInputError(f"turn {turn_id} has no start event", "messages")
     return StreamPlan(
         session_id,
         after=start,
@@ -186,16 +190,16 @@ def _approval_responses(message: dict[str, Any]) -> list[tuple[str, bool, str | 
             continue
         approval = part.get("approval")
         if not isinstance(approval, dict):
-            raise InvalidInput("an approval-responded part has no approval", "messages")
+            raise InvalidInputError("an approval-responded part has no approval", "messages")
         approval_id, approved = approval.get("id"), approval.get("approved")
         reason = approval.get("reason")
         if not isinstance(approval_id, str) or not isinstance(approved, bool):
-            raise InvalidInput("an approval needs an id (str) and approved (bool)", "messages")
+            raise InvalidInputError("an approval needs an id (str) and approved (bool)", "messages")
         if reason is not None and not isinstance(reason, str):
-            raise InvalidInput("an approval's reason must be a string", "messages")
+            raise InvalidInputError("an approval's reason must be a string", "messages")
         answers.append((approval_id, approved, reason))
     if not answers:
-        raise InvalidInput(
+        raise InvalidInputError(
             "the last message is an assistant message without approval responses", "messages"
         )
     return answers
@@ -217,7 +221,7 @@ async def _resume_plan(
 ) -> StreamPlan:
     start = await _turn_start(client, session_id, token)
     if start is None:
-        raise InvalidResumeToken(f"{field} names a turn this session does not have", field)
+        raise InvalidResumeTokenError(f"{field} names a turn this session does not have", field)
     read = await client.get_agent_snapshot_with_resume_token(session_id)
     if not exact or start != token.start or token.o > read.resume_token:
         return _replay(session_id, token.turn, start)

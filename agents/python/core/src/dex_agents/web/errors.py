@@ -19,12 +19,12 @@ from starlette.responses import Response
 from ..errors import (
     DatabaseError,
     DexAgentsError,
-    InvalidInput,
-    InvalidResumeToken,
-    MessageTooLarge,
-    NotFound,
-    SessionExists,
-    SessionNotFound,
+    InvalidInputError,
+    InvalidResumeTokenError,
+    MessageTooLargeError,
+    NotFoundError,
+    SessionExistsError,
+    SessionNotFoundError,
 )
 from .wire import WireJSONResponse
 
@@ -73,12 +73,12 @@ class BodyTooLarge(StarletteHTTPException):
 
 # Most specific first: each dex-agents error and the status and code it answers with.
 _DEX_ERRORS: Sequence[tuple[type[DexAgentsError], int, str]] = (
-    (MessageTooLarge, 413, "message_too_large"),
-    (SessionExists, 409, "session_exists"),
-    (InvalidResumeToken, 400, "invalid_resume_token"),
-    (InvalidInput, 400, "invalid_input"),
-    (SessionNotFound, 404, "session_not_found"),
-    (NotFound, 404, "not_found"),
+    (MessageTooLargeError, 413, "message_too_large"),
+    (SessionExistsError, 409, "session_exists"),
+    (InvalidResumeTokenError, 400, "invalid_resume_token"),
+    (InvalidInputError, 400, "invalid_input"),
+    (SessionNotFoundError, 404, "session_not_found"),
+    (NotFoundError, 404, "not_found"),
     (DatabaseError, 503, "database_unavailable"),
 )
 
@@ -116,8 +116,8 @@ async def _dex_error(_request: Request, error: Exception) -> Response:
         ((status, code) for kind, status, code in _DEX_ERRORS if isinstance(error, kind)),
         (500, "internal_error"),
     )
-    field = error.argument if isinstance(error, InvalidInput) else None
-    if isinstance(error, SessionNotFound):
+    field = error.argument if isinstance(error, InvalidInputError) else None
+    if isinstance(error, SessionNotFoundError):
         field = "session_id"
     return error_response(status_code, code, str(error), field)
 

@@ -7,7 +7,7 @@ request may carry (`?after=` for events, `?token=` for the UI message stream).
 
 from __future__ import annotations
 
-from ..errors import InvalidResumeToken
+from ..errors import InvalidResumeTokenError
 from ..validation import MAX_INTEGER
 
 # An event offset is at most MAX_INTEGER (10 digits); longer text is refused before int().
@@ -26,12 +26,12 @@ def chosen_token(
 
 def event_offset(text: str, field: str) -> int:
     """The event offset `text` spells: ASCII digits only (no sign, space or `_`), at most
-    MAX_OFFSET_DIGITS of them, and at most MAX_INTEGER; else InvalidResumeToken."""
+    MAX_OFFSET_DIGITS of them, and at most MAX_INTEGER; else InvalidResumeTokenError."""
     if not (0 < len(text) <= MAX_OFFSET_DIGITS and text.isascii() and text.isdigit()):
-        raise InvalidResumeToken(not_an_offset(text), field)
+        raise InvalidResumeTokenError(not_an_offset(text), field)
     offset = int(text)
     if offset > MAX_INTEGER:
-        raise InvalidResumeToken(not_an_offset(text), field)
+        raise InvalidResumeTokenError(not_an_offset(text), field)
     return offset
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from .. import validation
-from ..errors import InvalidInput
+from ..errors import InvalidInputError
 
 PREFIX = "dxs1"
 VERSION = 1
@@ -65,11 +65,11 @@ def mint_session_token(
     with `secret`: the server's token (`create_app(token=...)`, `dex-agents serve --token`),
     or the `session_token_secret` it was given."""
     if not secret:
-        raise InvalidInput("the secret must not be empty", "secret")
+        raise InvalidInputError("the secret must not be empty", "secret")
     validation.identifier(session_id, "session_id")
     expires_in = validation.integer(expires_in, "expires_in", minimum=1)
     if expires_in > MAX_EXPIRES_IN:
-        raise InvalidInput(
+        raise InvalidInputError(
             f"expires_in is {expires_in:,} seconds; a session token lives at most "
             f"{MAX_EXPIRES_IN:,} seconds (mint a new one before it expires)",
             "expires_in",

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..client import AgentClient
-from ..errors import InvalidResumeToken
+from ..errors import InvalidResumeTokenError
 from .deps import Client, HeartbeatSeconds
 from .guards import GuardedRoute
 from .resume import chosen_token, event_offset
@@ -73,10 +73,10 @@ async def _resume_offset(client: AgentClient, session_id: str, token: str, field
     if offset == 0 or (first and first[0].offset in (offset, offset + 1)):
         return offset
     if not first:
-        raise InvalidResumeToken(
+        raise InvalidResumeTokenError(
             f"the resume token {offset} is beyond this session's last event", field
         )
-    raise InvalidResumeToken(trimmed_token(offset, first[0].offset), field)
+    raise InvalidResumeTokenError(trimmed_token(offset, first[0].offset), field)
 
 
 def trimmed_token(offset: int, oldest: int) -> str:

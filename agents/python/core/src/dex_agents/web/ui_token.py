@@ -19,7 +19,7 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import InvalidResumeToken
+from ..errors import InvalidResumeTokenError
 from ..validation import MAX_INTEGER
 
 MAX_TOKEN_LENGTH = 8_192
@@ -44,17 +44,17 @@ class UIStreamToken(BaseModel):
 
     @classmethod
     def decode(cls, text: str, field: str = "token") -> UIStreamToken:
-        """The token, or InvalidResumeToken (a 400) for text that is not one this server
+        """The token, or InvalidResumeTokenError (a 400) for text that is not one this server
         wrote."""
         problem = f"{field} is not a UI stream resume token (an `id` of a chunk of this stream)"
         if len(text) > MAX_TOKEN_LENGTH:
-            raise InvalidResumeToken(problem, field)
+            raise InvalidResumeTokenError(problem, field)
         try:
             padded = text + "=" * (-len(text) % 4)
             raw = base64.b64decode(padded, altchars=b"-_", validate=True)
             token = cls.model_validate_json(raw)
         except (binascii.Error, ValueError, ValidationError, UnicodeDecodeError):
-            raise InvalidResumeToken(problem, field) from None
+            raise InvalidResumeTokenError(problem, field) from None
         if token.v != 1 or token.o < token.start:
-            raise InvalidResumeToken(problem, field)
+            raise InvalidResumeTokenError(problem, field)
         return token

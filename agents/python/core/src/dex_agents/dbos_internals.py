@@ -1,0 +1,78 @@
+"""Every part of DBOS that is not its public API, in one place.
+
+dex-agents uses DBOS's public API (`DBOS`, `Queue`, `SetWorkflowID`, `DBOSClient`) wherever
+one exists. Three things have none:
+
+- claiming a queue's enqueued workflows at once, when a commit says they are there, instead
+  of on the queue thread's next poll (dequeue.py): `SystemDatabase.start_queued_workflows`
+  and `execute_dequeued_workflow`, the calls DBOS's own queue thread makes;
+- how many workflows this process runs (the claim delay that spreads new sessions);
+- DBOS's `workflow_status` table, which the Worker reads (metrics, the balancer, recovery)
+  and stamps (the queue of a Step workflow started outside its queue).
+
+The `dbos` requirement is pinned to a minor version for this reason, and
+tests/test_dbos_internals.py checks every signature, attribute and column used here, so an
+upgrade that changes one fails in that one test, by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import sqlalchemy as sa
+from dbos import Queue
+from dbos._core import execute_dequeued_workflow
+from dbos._dbos import _get_dbos_instance
+from dbos._utils import GlobalParams, generate_uuid
+from sqlalchemy.engine import Connection
+
+# On Postgres DBOS keeps its tables in a schema of its own (the Worker keeps DBOS's default).
+DBOS_SCHEMA: Final = "dbos"
+WORKFLOW_STATUS_TABLE: Final = "workflow_status"
+# The columns of DBOS's table of workflows that dex-agents reads and stamps.
+WORKFLOW_STATUS_COLUMNS: Final[dict[str, type[sa.types.TypeEngine[Any]]]] = {
+    "workflow_uuid": sa.Text,
+    "status": sa.Text,
+    "queue_name": sa.Text,
+    "name": sa.Text,
+    "executor_id": sa.Text,
+    "created_at": sa.BigInteger,
+}
+
+
+def workflow_status(conn: Connection) -> sa.TableClause:
+    """DBOS's table of workflows, as far as dex-agents reads and stamps it."""
+    schema_name = DBOS_SCHEMA if conn.dialect.name == "postgresql" else None
+    columns: list[sa.ColumnClause[Any]] = [
+        sa.column(name, kind) for name, kind in WORKFLOW_STATUS_COLUMNS.items()
+    ]
+    return sa.table(WORKFLOW_STATUS_TABLE, *columns, schema=schema_name)
+
+
+def has_workflow_status(conn: Connection) -> bool:
+    """Whether DBOS ever opened this database (its table of workflows exists)."""
+    schema_name = DBOS_SCHEMA if conn.dialect.name == "postgresql" else None
+    return sa.inspect(conn).has_table(WORKFLOW_STATUS_TABLE, schema=schema_name)
+
+
+def claim_and_start(queue: Queue) -> None:
+    """Claims the queue's enqueued workflows this process may run and starts them, as DBOS's
+    queue thread does on its poll: one atomic ENQUEUED -> PENDING claim, then dispatch."""
+    dbos = _get_dbos_instance()
+    owner_xid = generate_uuid()
+    workflow_ids, _ = dbos._sys_db.start_queued_workflows(
+        queue,
+        GlobalParams.executor_id,
+        GlobalParams.app_version,
+        None,
+        dbos._active_workflows_set.count_for_queue(queue.name),
+        owner_xid=owner_xid,
+    )
+    if workflow_ids:
+        for status in dbos._sys_db.get_workflow_statuses(workflow_ids):
+            execute_dequeued_workflow(dbos, status, owner_xid)
+
+
+def running_workflow_count() -> int:
+    """How many workflows this process runs now."""
+    return len(_get_dbos_instance()._workflow_tasks)
