@@ -1,0 +1,26 @@
+/**
+ * The one place this package imports the dex-agents runner contract from: the core package,
+ * `@superdurable/dex-agents`.
+ */
+export {
+  type AgentFrameworkRunner,
+  type AgentMessage,
+  type AgentToolCall,
+  type AgentTurnContext,
+  type AgentTurnOutcome,
+  type AgentUsage,
+  currentToolExecution,
+  type DeferredToolCall,
+  type DeferredToolExecution,
+  type DeferredToolOutcome,
+  type EventWriter,
+  type FrameworkMessage,
+  isFinal,
+  type MessageRole,
+  type ModelCallMetadata,
+  modelVisibleResult,
+  type ToolEffect,
+  ToolExecutionError,
+  type ToolPolicy,
+  texts,
+} from "@superdurable/dex-agents";
