@@ -72,6 +72,12 @@ export interface ClaudeAgentRunnerOptions {
    * calls run as tool Steps, their reads inside the CLI run.
    */
   toolServers?: Record<string, ToolServer>;
+  /**
+   * Let the CLI retry a failed model request by itself inside one RunModel attempt. Off by
+   * default (`CLAUDE_CODE_MAX_RETRIES=0` unless `options.env` sets it): RunModel's attempts,
+   * recorded in the Step history, are the model call's only retries.
+   */
+  frameworkRetries?: boolean;
   /** How often a long CLI run or tool call heartbeats, in milliseconds (default 20 s). */
   heartbeatIntervalMs?: number;
 }
@@ -87,6 +93,7 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
   readonly #options: Options;
   readonly #tools: SdkTools;
   readonly #heartbeatMs: number;
+  readonly #retries: Record<string, string>;
 
   constructor(options: ClaudeAgentRunnerOptions = {}) {
     const given = options.options ?? {};
@@ -103,6 +110,7 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     this.#options = given;
     this.#tools = new SdkTools(options.toolServers ?? {});
     this.#heartbeatMs = options.heartbeatIntervalMs ?? 20_000;
+    this.#retries = options.frameworkRetries === true ? {} : { CLAUDE_CODE_MAX_RETRIES: "0" };
   }
 
   parseItem(frameworkItem: string): Item {
@@ -183,7 +191,7 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     if (turn.signal.aborted) abortController.abort(turn.signal.reason);
     return {
       ...given,
-      env: { ...process.env, ...QUIET_CLI_ENV, ...given.env, CLAUDE_CONFIG_DIR: run.configDir },
+      env: { ...process.env, ...QUIET_CLI_ENV, ...this.#retries, ...given.env, CLAUDE_CONFIG_DIR: run.configDir },
       hooks: { ...given.hooks, PreToolUse: [gate, ...(given.hooks?.PreToolUse ?? [])] },
       mcpServers: { ...given.mcpServers, ...this.#tools.serving(run.handed) },
       sessionStore: run.store,

@@ -1,0 +1,111 @@
+"""The adapters' spec matrix through a real Python Worker that calls the Claude Agent SDK runner
+in a real Node process (flows.py), the real Claude Code CLI and the scripted Anthropic server,
+on SQLite and on Postgres; then what only a runner in its own process can do (the suites of
+`dex_agents.testing.node_runner`).
+
+The suites script OpenAI-shaped replies with the tools' plain names; `MatrixAnthropicServer`
+answers the CLI with them as Anthropic messages whose tool calls carry the names the model sees
+(`mcp__matrix__<tool>`), and `AnthropicView` reads the CLI's requests back in the suites' terms.
+The rows a whole-turn harness cannot produce are skipped with the reason (README, Limits).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dex_agents.testing.anthropic_server import (
+    AnthropicReply,
+    AnthropicToolUse,
+    ScriptedAnthropicServer,
+    no_tools,
+)
+from dex_agents.testing.model_server import ScriptedReply
+from dex_agents.testing.node_runner import (
+    NodeRunnerMatrixSuite,
+    RunnerOfItsOwnSuite,
+    node_matrix_app,
+    runner_of_its_own_app,
+)
+
+E2E = Path(__file__).resolve().parent
+APP = E2E.parent / "dist-test" / "e2e" / "matrix-app.js"
+REMINDER = "<system-reminder>"
+"""The CLI's own context in a user message (environment, date, model) or after a tool result."""
+RESUME_PROMPT = "Continue."
+"""The runner's prompt of a run that resumes a deferred call (src/texts.ts), not a user's text."""
+
+
+class MatrixAnthropicServer(ScriptedAnthropicServer):
+    """The scripted Anthropic server that also takes the suites' OpenAI-shaped replies."""
+
+    def enqueue(self, *replies: AnthropicReply | ScriptedReply) -> None:  # type: ignore[override]
+        super().enqueue(*(_anthropic(reply) for reply in replies))
+
+    def discard_pending(self) -> int:
+        with self._lock:
+            count = len(self._replies)
+            self._replies.clear()
+            return count
+
+
+def _anthropic(reply: AnthropicReply | ScriptedReply) -> AnthropicReply:
+    if isinstance(reply, AnthropicReply):
+        return reply
+    uses = tuple(
+        AnthropicToolUse(call.id, f"mcp__matrix__{call.name}", json.loads(call.arguments))
+        for call in reply.tool_calls
+    )
+    return AnthropicReply(text=reply.text, tool_uses=uses, hang=reply.hang, status=reply.status)
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _text(content: Any) -> str:
+    return "".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text")
+
+
+class AnthropicView:
+    """What the model saw in one Messages API request, as the suites read it."""
+
+    def tool_outputs(self, request: Any) -> dict[str, str]:
+        return {
+            b["tool_use_id"]: _text(b.get("content") or "").split(REMINDER, 1)[0].rstrip()
+            for m in request.body["messages"]
+            if m["role"] == "user"
+            for b in _blocks(m["content"])
+            if b.get("type") == "tool_result"
+        }
+
+    def user_texts(self, request: Any) -> list[str]:
+        return [
+            b["text"]
+            for m in request.body["messages"]
+            if m["role"] == "user"
+            for b in _blocks(m["content"])
+            if b.get("type") == "text"
+            and not b["text"].startswith(REMINDER)
+            and b["text"] != RESUME_PROMPT
+        ]
+
+
+class _AnthropicModel:
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared_model(cls, shared_database: str) -> Iterator[MatrixAnthropicServer]:  # type: ignore[override]
+        with MatrixAnthropicServer(side=no_tools) as server:
+            yield server
+
+
+class TestMatrix(_AnthropicModel, NodeRunnerMatrixSuite):
+    app = node_matrix_app(E2E, AnthropicView())  # type: ignore[arg-type]
+
+
+class TestRunnerOfItsOwn(_AnthropicModel, RunnerOfItsOwnSuite):
+    runner_app = APP
+    app = runner_of_its_own_app(E2E, AnthropicView())  # type: ignore[arg-type]
