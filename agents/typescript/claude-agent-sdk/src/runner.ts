@@ -55,9 +55,6 @@ export const QUIET_CLI_ENV: Readonly<Record<string, string>> = {
   DISABLE_TELEMETRY: "1",
   DISABLE_AUTOUPDATER: "1",
   DISABLE_ERROR_REPORTING: "1",
-  // The in-process tool servers connect before the run starts: a resumed deferred call finds
-  // its tool (connecting in the background, the CLI may resume before it is there).
-  MCP_CONNECTION_NONBLOCKING: "false",
 };
 
 export interface ClaudeAgentRunnerOptions {
