@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# What CI runs for this package: a locked install, the strict type check, lint and format,
+# the build, and the tests. The runner contract comes from the TypeScript core beside it
+# (`file:../core`), built first; the tests start the Python core's scripted Anthropic server, so
+# the Python core's environment is synced too. The Claude Code CLI comes with the locked install
+# as the platform package of `@anthropic-ai/claude-agent-sdk` (about 409 MB, kept in npm's
+# cache between runs; never `--omit=optional`, which drops it). Then the end-to-end tests
+# (e2e/): the spec's matrix through a real Python Worker calling this runner in a Node process,
+# on SQLite, and on Postgres when DEX_AGENTS_TEST_POSTGRES_URL is set.
+set -euo pipefail
+cd "$(dirname "$0")"
+command -v uv >/dev/null || python3 -m pip install --quiet uv
+(cd ../../python/core && uv sync --locked --all-extras --quiet)
+(cd ../core && npm ci --no-audit --no-fund --loglevel=error && npm run build)
+npm ci --no-audit --no-fund --loglevel=error
+npx tsc --noEmit
+npx biome check .
+npm run build
+npm test
+core=(uv run --project "$(cd ../../python/core && pwd)" --no-sync)
+"${core[@]}" ruff check --config e2e/ruff.toml e2e test
+"${core[@]}" ruff format --config e2e/ruff.toml --check e2e test
+"${core[@]}" mypy --strict e2e test/anthropic_server.py
+(cd e2e && "${core[@]}" pytest -c pytest.ini -q -p no:cacheprovider .)

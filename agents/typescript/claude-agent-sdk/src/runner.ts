@@ -1,0 +1,294 @@
+/**
+ * ClaudeAgentRunner: the Claude Agent SDK (the Claude Code CLI) as a whole-turn harness.
+ *
+ * The CLI runs a turn's model calls and tools itself, so a RunModel Step is one whole CLI run:
+ * `runModelStep` runs one `query()` to the turn's final answer, or to the write call the runner's
+ * PreToolUse hook defers. The CLI's transcript goes to a `RecordSessionStore` filled with the
+ * entries of the earlier turns (and of the turn's earlier runs, kept in the run state); the
+ * entries the CLI appended during the turn are stored with the turn's final message, and the
+ * next turn resumes the CLI session by its ID from them. Each run gets its own empty
+ * `CLAUDE_CONFIG_DIR`, so the CLI resumes from the session's records only, on any host.
+ *
+ * A write call of the runner's in-process tools (effect not `read`) is deferred by the hook:
+ * the run ends before the tool runs, the turn asks for the call as a tool Step, and
+ * `executeDeferredToolCall` runs the tool's handler; the next RunModel resumes the CLI session,
+ * whose call of the tool gets the recorded result. Every other tool runs inside the CLI and is
+ * at-least-once: a retried or rerun RunModel Step runs it again.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type HookCallbackMatcher,
+  type Options,
+  query,
+  type SDKResultMessage,
+  type SDKUserMessage,
+} from "@anthropic-ai/claude-agent-sdk";
+import type {
+  AgentFrameworkRunner,
+  AgentTurnContext,
+  AgentTurnOutcome,
+  DeferredToolExecution,
+  DeferredToolOutcome,
+  FrameworkMessage,
+} from "./dex.js";
+import { ToolExecutionError, withToolExecution } from "./dex.js";
+import { WriteGate } from "./gate.js";
+import { type Entries, merged, RecordSessionStore } from "./store.js";
+import { TurnRecorder } from "./stream.js";
+import { RESUME_PROMPT } from "./texts.js";
+import { RecordedResults, resultText, SdkTools, type ToolServer } from "./tools.js";
+import {
+  historyOf,
+  loadRunState,
+  type RunState,
+  TURN_KIND,
+  type TurnTranscript,
+  USER_KIND,
+  withoutPromptSnapshots,
+} from "./transcript.js";
+
+/** Environment that turns off the CLI's non-essential traffic, telemetry and auto-update. */
+export const QUIET_CLI_ENV: Readonly<Record<string, string>> = {
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  DISABLE_TELEMETRY: "1",
+  DISABLE_AUTOUPDATER: "1",
+  DISABLE_ERROR_REPORTING: "1",
+};
+
+export interface ClaudeAgentRunnerOptions {
+  /**
+   * The SDK's options of every CLI run, used as given except: `sessionStore`, `resume`,
+   * `includePartialMessages`, `abortController` and `CLAUDE_CONFIG_DIR` (the runner's own), the
+   * runner's PreToolUse hook (first), and the servers of `toolServers` added to `mcpServers`.
+   */
+  options?: Options;
+  /**
+   * The in-process MCP tools, by server key (the model sees `mcp__<key>__<tool>`): their write
+   * calls run as tool Steps, their reads inside the CLI run.
+   */
+  toolServers?: Record<string, ToolServer>;
+  /**
+   * Let the CLI retry a failed model request by itself inside one RunModel attempt. Off by
+   * default (`CLAUDE_CODE_MAX_RETRIES=0` unless `options.env` sets it): RunModel's attempts,
+   * recorded in the Step history, are the model call's only retries.
+   */
+  frameworkRetries?: boolean;
+  /** How often a long CLI run or tool call heartbeats, in milliseconds (default 20 s). */
+  heartbeatIntervalMs?: number;
+}
+
+/** A CLI run ended with an error result, or with none: the RunModel attempt fails. */
+export class HarnessTurnError extends Error {
+  override name = "HarnessTurnError";
+}
+
+type Item = Record<string, unknown>;
+
+export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
+  readonly #options: Options;
+  readonly #tools: SdkTools;
+  readonly #heartbeatMs: number;
+  readonly #retries: Record<string, string>;
+
+  constructor(options: ClaudeAgentRunnerOptions = {}) {
+    const given = options.options ?? {};
+    if (given.sessionStore !== undefined || given.resume !== undefined || given.continue) {
+      throw new Error(
+        "ClaudeAgentRunner keeps the transcript itself: leave sessionStore, resume and continue unset in the options",
+      );
+    }
+    for (const key of Object.keys(options.toolServers ?? {})) {
+      if (given.mcpServers !== undefined && Object.hasOwn(given.mcpServers, key)) {
+        throw new Error(`the tool server key ${JSON.stringify(key)} is also in options.mcpServers: give it once`);
+      }
+    }
+    this.#options = given;
+    this.#tools = new SdkTools(options.toolServers ?? {});
+    this.#heartbeatMs = options.heartbeatIntervalMs ?? 20_000;
+    this.#retries = options.frameworkRetries === true ? {} : { CLAUDE_CODE_MAX_RETRIES: "0" };
+  }
+
+  parseItem(frameworkItem: string): Item {
+    return JSON.parse(frameworkItem) as Item;
+  }
+
+  buildUserMessage(text: string): Item {
+    return { kind: USER_KIND, text };
+  }
+
+  async runModelStep(turn: AgentTurnContext<Item>): Promise<AgentTurnOutcome> {
+    const history = historyOf(turn.messages);
+    const state = loadRunState(turn.frameworkRunState);
+    const sessionId = state?.session_id ?? history.sessionId;
+    const store = storeOf(sessionId, history.entries, state);
+    const recorder = new TurnRecorder(turn);
+    const handed = new RecordedResults();
+    const gate = new WriteGate(turn, this.#tools, handed);
+    const configDir = mkdtempSync(join(tmpdir(), "dex-claude-config-"));
+    const timer = setInterval(() => turn.heartbeat(), this.#heartbeatMs);
+    timer.unref();
+    try {
+      const options = this.#runOptions(turn, { sessionId, store, gate, handed, configDir });
+      // A resumed run sends a text of its own: an empty input fails to resume.
+      await run(state !== null ? [RESUME_PROMPT] : history.prompts, options, recorder, turn);
+    } finally {
+      clearInterval(timer);
+      rmSync(configDir, { recursive: true, force: true });
+    }
+    const result = answer(recorder);
+    if (state !== null && !handed.allTaken()) {
+      throw new HarnessTurnError(
+        "Claude Code resumed the turn without finishing its deferred call (the call's recorded result was not handed to the CLI)",
+      );
+    }
+    const entries = merged(state?.entries ?? {}, store.appended());
+    const messages = [...(state?.messages ?? []), ...recorder.messages];
+    if (result.terminal_reason === "tool_deferred") {
+      return deferred(result, gate, entries, messages, recorder);
+    }
+    const transcript: TurnTranscript = {
+      kind: TURN_KIND,
+      session_id: result.session_id,
+      entries,
+      cost_usd: result.total_cost_usd,
+      result: { num_turns: result.num_turns, stop_reason: result.stop_reason },
+    };
+    const final: FrameworkMessage = {
+      role: "assistant",
+      frameworkItem: JSON.stringify(transcript),
+      text: recorder.finalText(),
+    };
+    return { kind: "turn_completed", newMessages: [...messages, final], usage: recorder.usage() };
+  }
+
+  /** Runs a deferred write call's tool handler, once per tool Step attempt; an error result
+   *  fails the call (the model sees its text). */
+  async executeDeferredToolCall(call: DeferredToolExecution<Item>): Promise<DeferredToolOutcome> {
+    const timer = setInterval(() => call.heartbeat(), this.#heartbeatMs);
+    timer.unref();
+    try {
+      const result = await withToolExecution(call, () =>
+        this.#tools.call(call.toolCall.toolName, call.toolCall.arguments),
+      );
+      const text = resultText(result);
+      if (result.isError) throw new ToolExecutionError(text);
+      return { kind: "tool_execution_result", output: text };
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  #runOptions(turn: AgentTurnContext<Item>, run: RunSetup): Options {
+    const given = this.#options;
+    const gate: HookCallbackMatcher = { hooks: [run.gate.hook] };
+    const abortController = new AbortController();
+    turn.signal.addEventListener("abort", () => abortController.abort(turn.signal.reason), { once: true });
+    if (turn.signal.aborted) abortController.abort(turn.signal.reason);
+    return {
+      ...given,
+      env: { ...process.env, ...QUIET_CLI_ENV, ...this.#retries, ...given.env, CLAUDE_CONFIG_DIR: run.configDir },
+      hooks: { ...given.hooks, PreToolUse: [gate, ...(given.hooks?.PreToolUse ?? [])] },
+      mcpServers: { ...given.mcpServers, ...this.#tools.serving(run.handed) },
+      sessionStore: run.store,
+      sessionStoreFlush: "eager",
+      ...(run.sessionId === null ? {} : { resume: run.sessionId }),
+      includePartialMessages: true,
+      abortController,
+    };
+  }
+}
+
+interface RunSetup {
+  sessionId: string | null;
+  store: RecordSessionStore;
+  gate: WriteGate;
+  handed: RecordedResults;
+  configDir: string;
+}
+
+/** The earlier turns' entries (without their prompt snapshots: a turn's first run records the
+ *  prompt and tools of its own options), then those the turn's earlier runs wrote (whole: the
+ *  CLI finishes a deferred call with the run's own snapshot). */
+function storeOf(sessionId: string | null, earlier: Entries, state: RunState | null): RecordSessionStore {
+  const store = new RecordSessionStore();
+  if (sessionId === null) return store;
+  const cleaned: Entries = {};
+  for (const [subpath, entries] of Object.entries(earlier)) cleaned[subpath] = withoutPromptSnapshots(entries);
+  store.preload(sessionId, merged(cleaned, state?.entries ?? {}));
+  return store;
+}
+
+/** The turn's prompt: one user message whose text blocks are each user text since the last
+ *  completed turn, the input kept open until the run's result (in-process tool servers answer
+ *  the CLI through that stream: an input that ends early leaves a deferred call's tool
+ *  unavailable). */
+async function* userMessage(texts: readonly string[], done: Promise<void>): AsyncGenerator<SDKUserMessage> {
+  yield {
+    type: "user",
+    message: { role: "user", content: texts.map((text) => ({ type: "text" as const, text })) },
+    parent_tool_use_id: null,
+  };
+  await done;
+}
+
+async function run(
+  texts: readonly string[],
+  options: Options,
+  recorder: TurnRecorder,
+  turn: AgentTurnContext<Item>,
+): Promise<void> {
+  let finish = (): void => {};
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  try {
+    for await (const message of query({ prompt: userMessage(texts, done), options })) {
+      recorder.observe(message);
+      turn.heartbeat();
+      if (message.type === "result") finish();
+    }
+  } catch (error) {
+    if (turn.signal.aborted) throw error;
+    throw new HarnessTurnError(`Claude Code turn failed: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
+  } finally {
+    finish();
+  }
+}
+
+/** The run's result; an error result, or none, fails the attempt. */
+function answer(recorder: TurnRecorder): SDKResultMessage {
+  const result = recorder.result;
+  if (result === undefined) throw new HarnessTurnError("Claude Code turn failed: no result");
+  if (result.is_error) {
+    const detail = result.subtype === "success" ? [result.result] : result.errors;
+    throw new HarnessTurnError(`Claude Code turn failed: ${detail.join("; ") || result.subtype}`);
+  }
+  return result;
+}
+
+/** The run stopped before a write call: the call becomes a tool Step, and what the run wrote
+ *  waits in the run state for the run that resumes it. */
+function deferred(
+  result: SDKResultMessage,
+  gate: WriteGate,
+  entries: Entries,
+  messages: FrameworkMessage[],
+  recorder: TurnRecorder,
+): AgentTurnOutcome {
+  if (gate.deferred.length === 0) {
+    throw new HarnessTurnError(
+      `Claude Code deferred a tool call the runner does not run as a tool Step (${("deferred_tool_use" in result ? result.deferred_tool_use?.name : undefined) ?? "unknown"}); only the runner's own hook may answer "defer"`,
+    );
+  }
+  const state: RunState = { session_id: result.session_id, entries, messages };
+  return {
+    kind: "tool_calls_requested",
+    frameworkRunState: JSON.stringify(state),
+    toolCalls: gate.deferred,
+    usage: recorder.usage(),
+  };
+}
