@@ -21,4 +21,4 @@ core=(uv run --project "$(cd ../../python/core && pwd)" --no-sync)
 "${core[@]}" ruff check --config e2e/ruff.toml e2e test
 "${core[@]}" ruff format --config e2e/ruff.toml --check e2e test
 "${core[@]}" mypy --strict e2e test/anthropic_server.py
-(cd e2e && "${core[@]}" pytest -c pytest.ini -q -p no:cacheprovider .)
+../../../scripts/e2e-by-backend.sh e2e  # SQLite and Postgres at once
