@@ -145,10 +145,17 @@ function checkedArguments(tool: DurablePiTool, argumentsText: string, id: string
     return validateToolArguments(tool as PiToolSchema, call);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    // pi-ai's message ends with the arguments, which the model has already.
-    const detail = message.split("\n\nReceived arguments")[0] ?? message;
-    throw new ToolExecutionError(texts.invalidArgumentsText(tool.name, detail));
+    throw new ToolExecutionError(texts.invalidArgumentsText(tool.name, validationDetail(message)));
   }
+}
+
+/** pi-ai's validation message without its heading and the arguments the model has already:
+ *  "text: must have required properties text; ...". */
+function validationDetail(message: string): string {
+  const [problems = message] = message.split("\n\nReceived arguments");
+  const lines = problems.split("\n").filter((line) => !line.startsWith("Validation failed for tool"));
+  const detail = lines.map((line) => line.trim().replace(/^- /, "")).filter(Boolean);
+  return detail.length > 0 ? detail.join("; ") : message;
 }
 
 /** What the model reads: the result's text blocks, an image as a note of what it was. */
