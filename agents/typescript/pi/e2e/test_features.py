@@ -37,6 +37,7 @@ class TestFeatures(FeatureSuite):
         self, run: SessionRun
     ) -> None:
         (WORKSPACE / "notes.txt").write_text("Lisbon: sunny\n")
+        (WORKSPACE / "reply.txt").unlink(missing_ok=True)  # the other backend's run wrote it
         run.model.enqueue(
             reply_tools(("c1", "read", {"path": "notes.txt"})),
             reply_tools(("c2", "write", {"path": "reply.txt", "content": "Sunny in Lisbon."})),
