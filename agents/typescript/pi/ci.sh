@@ -20,4 +20,4 @@ core=(uv run --project "$(cd ../../python/core && pwd)" --no-sync)
 "${core[@]}" ruff check e2e
 "${core[@]}" ruff format --check e2e
 "${core[@]}" mypy --strict e2e
-(cd e2e && "${core[@]}" pytest -c pytest.ini -q -p no:cacheprovider .)
+../../../scripts/e2e-by-backend.sh e2e  # SQLite and Postgres at once
