@@ -123,8 +123,9 @@ class NodeRunner:
 
     def _supervise(self) -> None:
         while not self._stopping:
-            self.process.wait()
-            if self._stopping:
+            code = self.process.wait()
+            # A SIGTERM is the Worker's process group stopping: the runner goes with it.
+            if self._stopping or code in (-signal.SIGTERM, 128 + signal.SIGTERM):
                 return
             for _ in range(50):  # the port may take a moment to free
                 try:
@@ -132,6 +133,8 @@ class NodeRunner:
                     break
                 except RuntimeError:
                     time.sleep(0.1)
+            if self._stopping:  # stopped while this one started: it must not outlive us
+                self.process.kill()
 
     def stop(self) -> None:
         self._stopping = True
