@@ -422,8 +422,9 @@ def test_the_server_runs_on_its_own_from_a_script_and_loops_over_it(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "dex_agents", "model-server"]
+    log = tmp_path / "requests.jsonl"
     process = subprocess.Popen(
-        [*command, "--script", str(script), "--port", str(port)],
+        [*command, "--script", str(script), "--port", str(port), "--log", str(log)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -441,6 +442,9 @@ def test_the_server_runs_on_its_own_from_a_script_and_loops_over_it(tmp_path):
         "arguments": '{"city": "Oslo"}',
     }
     assert [a["content"] for a in answers[1:]] == ["Cold in Oslo.", None]  # then from the top
+    # --log: each request as the server received it, one JSON line each.
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert logged == [{"path": "/v1/chat/completions", "body": body}] * 3
 
     script.write_text('[{"txt": "typo"}]')
     bad = subprocess.run([*command, "--script", str(script)], capture_output=True, text=True)

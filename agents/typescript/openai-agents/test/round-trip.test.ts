@@ -98,5 +98,8 @@ describe("a run state restored in a fresh Node process", () => {
       "the same items as without the pause",
     );
     assert.equal(paused.requests.length, 2, "the first process made no further request");
+    // At the scripted server: what the two processes sent is what the run without a pause sent.
+    assert.deepEqual(paused.received(), uninterrupted.received(), "the server saw the same requests");
+    assert.equal(paused.received().length, 3);
   });
 });

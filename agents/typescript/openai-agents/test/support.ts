@@ -4,7 +4,7 @@
  * copy of each request body it sends), and hand-built turn contexts whose events land in memory.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -41,6 +41,8 @@ export interface ModelServer {
   baseUrl: string;
   /** The JSON bodies the provider sent, in order. */
   requests: Record<string, unknown>[];
+  /** The JSON bodies the server received, in order, from every process (its request log). */
+  received(): Record<string, unknown>[];
   /** The server's Chat Completions endpoint through the SDK's model (the client keeps its retries). */
   model: OpenAIChatCompletionsModel;
   /** The server's Responses endpoint through the SDK's Responses model. */
@@ -54,6 +56,7 @@ export interface ModelServer {
 export async function startModelServer(replies: ScriptedReply[]): Promise<ModelServer> {
   const dir = mkdtempSync(join(tmpdir(), "dex-openai-agents-"));
   const script = join(dir, "script.json");
+  const log = join(dir, "requests.jsonl");
   writeFileSync(script, JSON.stringify(replies));
   const port = await freePort();
   const child = spawn(
@@ -70,6 +73,8 @@ export async function startModelServer(replies: ScriptedReply[]): Promise<ModelS
       "--port",
       String(port),
       "--once",
+      "--log",
+      log,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -88,8 +93,19 @@ export async function startModelServer(replies: ScriptedReply[]): Promise<ModelS
     model: new OpenAIChatCompletionsModel(client, "scripted-model"),
     responsesModel: new OpenAIResponsesModel(client, "scripted-model"),
     client,
+    received: () => receivedBodies(log),
     stop: () => stopProcess(child),
   };
+}
+
+function receivedBodies(log: string): Record<string, unknown>[] {
+  if (!existsSync(log)) {
+    return [];
+  }
+  const lines = readFileSync(log, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "");
+  return lines.map((line) => (JSON.parse(line) as { body: Record<string, unknown> }).body);
 }
 
 function waitForLine(child: ChildProcess): Promise<string> {

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pathlib
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -325,7 +326,14 @@ def _exit_with_parent() -> None:
 )
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
 @click.option("--once", is_flag=True, help="Answer the script once, then 500s [default: loop].")
-def model_server(script_path: str, port: int, once: bool) -> None:
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Append each request received to this file, one JSON line (path, body) each.",
+)
+def model_server(script_path: str, port: int, once: bool, log_path: str | None) -> None:
     """Serve scripted replies as an OpenAI-compatible model on 127.0.0.1.
 
     An agent whose model client points at the printed URL runs without a model key."""
@@ -336,7 +344,9 @@ def model_server(script_path: str, port: int, once: bool) -> None:
     except (ValueError, KeyError) as error:
         raise CliError(str(error)) from None
     try:
-        serve_script(replies, port=port, once=once)
+        serve_script(
+            replies, port=port, once=once, request_log=pathlib.Path(log_path) if log_path else None
+        )
     except OSError as error:
         raise CliError(f"cannot listen on 127.0.0.1:{port}: {error}") from None
 

@@ -35,6 +35,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ._loopback import (
@@ -175,12 +176,21 @@ class ScriptedModelServer(LoopbackServer):
     _thread_name = "scripted-model-server"
     _url_path = "/v1"
 
-    def __init__(self, *, port: int = 0, loop: Sequence[ScriptedReply] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        loop: Sequence[ScriptedReply] = (),
+        request_log: Path | None = None,
+    ) -> None:
+        """`request_log`: a file each request is appended to as it arrives (a JSON line of its
+        path and body), for a test in another process to read what the server received."""
         super().__init__(port)
         self._loop = tuple(loop)
         self._replies: deque[ScriptedReply] = deque()
         self._requests: list[RecordedRequest] = []
         self._item_counter = 0
+        self._request_log = request_log
 
     # -- scripting and inspection ----------------------------------------------------------
 
@@ -264,6 +274,9 @@ class ScriptedModelServer(LoopbackServer):
             self._requests.append(
                 RecordedRequest(path=path, body=body, stream=stream, received_at=time.monotonic())
             )
+            if self._request_log is not None:
+                with self._request_log.open("a", encoding="utf-8") as log:
+                    log.write(json.dumps({"path": path, "body": body}) + "\n")
             number = len(self._requests)
             if not self._replies:
                 self._replies.extend(self._loop)
@@ -737,9 +750,12 @@ def _reply(item: dict[str, Any], where: str) -> ScriptedReply:
     )
 
 
-def serve_script(replies: Sequence[ScriptedReply], *, port: int, once: bool) -> None:
-    """Serves `replies` until Ctrl-C: over and over, or once (then every request gets a 500)."""
-    server = ScriptedModelServer(port=port, loop=() if once else replies)
+def serve_script(
+    replies: Sequence[ScriptedReply], *, port: int, once: bool, request_log: Path | None = None
+) -> None:
+    """Serves `replies` until Ctrl-C: over and over, or once (then every request gets a 500);
+    each request received is appended to `request_log` when given."""
+    server = ScriptedModelServer(port=port, loop=() if once else replies, request_log=request_log)
     if once:
         server.enqueue(*replies)
     server.start()
