@@ -5,7 +5,8 @@
 # Usage: scripts/test.sh [package-dir ...]   (default: every agents/python/*/ with a pyproject,
 # then every agents/typescript/*/ with a ci.sh)
 # Takes some 30 minutes for everything on 2 cores (the Python packages' tests in parallel
-# processes); one package's directory (agents/python/core) or a few make it shorter.
+# processes, the packages after the core in two lanes: see lane below); one package's
+# directory (agents/python/core) or a few make it shorter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null || python3 -m pip install --quiet uv
@@ -62,24 +63,92 @@ parallel_args() {
   fi
 }
 
-status=0
-for dir in "${packages[@]}"; do
-  echo "=== $dir"
+run_package() {
+  local dir="$1"
   if [ -f "$dir/ci.sh" ] && [ ! -f "$dir/pyproject.toml" ]; then
-    step "$dir/ci.sh" || status=1
-    continue
+    "$dir/ci.sh"
+    return
   fi
-  # Chained with && : errexit does not apply inside a command tested with ||.
-  step bash -c '
-    cd "$1" &&
+  (
+    cd "$dir" &&
       uv sync --locked --all-extras --quiet --compile-bytecode &&
       uv run --quiet python -m compileall -q src >/dev/null &&
       uv run --quiet ruff check . &&
       uv run --quiet ruff format --check . &&
       uv run --quiet mypy &&
-      uv run pytest -q -p no:cacheprovider $2
-  ' step "$dir" "$(parallel_args "$dir")" || status=1
+      uv run pytest -q -p no:cacheprovider $(parallel_args "$dir")
+  )
+}
+
+# With every package and DEX_AGENTS_TEST_LANES unset or 2: the Python core first, alone (its
+# 3 test processes keep both cores busy), then the other Python packages and the TypeScript
+# packages in two lanes at once, each lane one package after another. A TypeScript package's
+# time is mostly installs, builds and waits on processes, which a Python package's tests fill
+# (34.8 minutes in one lane, 2026-12-06). Each package's output is kept and printed whole
+# when it ends. DEX_AGENTS_TEST_LANES=1: one package after another, output as it comes.
+lane() {
+  local logs="$1" failed="$2"
+  shift 2
+  for dir in "$@"; do
+    local log="$logs/$(echo "$dir" | tr / _)"
+    local code=0
+    run_package "$dir" >"$log" 2>&1 || code=$?
+    [ "$code" -eq 0 ] || echo "$dir" >>"$failed"
+    (
+      flock 9
+      echo "=== $dir"
+      cat "$log"
+      [ "$code" -eq 0 ] || echo "=== $dir failed (exit $code)"
+    ) 9>"$logs/print.lock"
+  done
+}
+
+status=0
+python_rest=()
+typescript=()
+first=()
+for dir in "${packages[@]}"; do
+  if [ "$dir" = agents/python/core ]; then
+    first+=("$dir")
+  elif [ -f "$dir/pyproject.toml" ]; then
+    python_rest+=("$dir")
+  else
+    typescript+=("$dir")
+  fi
 done
+if [ "${DEX_AGENTS_TEST_LANES:-2}" = 1 ] || [ ${#python_rest[@]} -eq 0 ] ||
+  [ ${#typescript[@]} -eq 0 ]; then
+  for dir in "${packages[@]}"; do
+    echo "=== $dir"
+    step run_package "$dir" || status=1
+  done
+else
+  for dir in "${first[@]}"; do
+    echo "=== $dir"
+    step run_package "$dir" || status=1
+  done
+  logs="$(mktemp -d)"
+  lane "$logs" "$logs/failed" "${python_rest[@]}" &
+  lane_pids=("$!")
+  lane "$logs" "$logs/failed" "${typescript[@]}" &
+  lane_pids+=("$!")
+  step_pid=""
+  stop_lanes() {
+    trap - TERM INT
+    for pid in "${lane_pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    exit "$1"
+  }
+  trap 'stop_lanes 143' TERM
+  trap 'stop_lanes 130' INT
+  for pid in "${lane_pids[@]}"; do wait "$pid" || status=1; done
+  trap 'stop_step 143' TERM
+  trap 'stop_step 130' INT
+  if [ -s "$logs/failed" ]; then
+    echo "=== failed: $(tr '\n' ' ' <"$logs/failed")"
+    status=1
+  fi
+  rm -rf "$logs"
+fi
 # The examples (examples/) live outside the packages: the core's lint settings check them.
 # The session viewer's committed build must be what its sources build (needs Node and npm).
 if [[ " ${packages[*]} " == *" agents/python/core "* ]]; then
