@@ -793,6 +793,8 @@ class Runtime:
             store.update_step(
                 conn, ctx.session_id, ctx.step_execution_id, attempts=row.attempts + 1, **started
             )
+        if transition.error is not None:
+            return self._finish(tx, transition, "failed", error=transition.error)
         return self._finish(tx, transition, "succeeded")
 
     def _finish(

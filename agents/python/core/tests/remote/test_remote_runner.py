@@ -117,8 +117,21 @@ async def test_a_single_attempt_tool_waits_out_a_runner_that_is_down(
     assert runner.bodies("run_model_step")[1]["tool_calls"][0]["output"] == "refunded"
     assert tool_log.count("refund") == 1
     types = await step_types(client, session)
-    assert types.count("CallSingleAttemptTool") == 3
     assert "RecordToolOutcomeUnknown" not in types
+    # Each call the runner refused is a failed Step with the runner's answer; the last ran.
+    calls = [
+        s for s in await client.get_step_history(session) if s.step_type == "CallSingleAttemptTool"
+    ]
+    assert [(s.status, s.attempts) for s in calls] == [
+        ("failed", 1),
+        ("failed", 1),
+        ("succeeded", 1),
+    ]
+    assert "did not start" in (calls[0].error or "") and "HTTP 503" in (calls[0].error or "")
+    assert "HTTP 502" in (calls[1].error or "") and calls[2].error is None
+    # tool_call_started only for the call that reached the runner.
+    started = await events_of(client, session, "tool_call_started")
+    assert started == [{"tool_call_id": "w1", "tool_name": "refund"}]
 
 
 async def test_a_runner_that_dies_inside_a_single_attempt_write_gives_outcome_unknown(

@@ -37,6 +37,8 @@ class LineHandlers:
     events: EventWriter | None = None
     heartbeat: Callable[[], None] | None = None
     checkpoint: Callable[[str], Awaitable[None]] | None = None
+    # Called once the runner accepted the call (it started there).
+    accepted: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,8 @@ async def _follow(lines: Any, url: str, handlers: LineHandlers) -> Any | NeedHis
                         f"the runner at {url} did not accept the call: {raw}"
                     )
                 accepted = True
+                if handlers.accepted is not None:
+                    handlers.accepted()
                 continue
             if "result" in line:
                 return line["result"]

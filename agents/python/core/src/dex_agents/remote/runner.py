@@ -98,6 +98,9 @@ class RemoteRunner:
     """
 
     capabilities: ClassVar[RemoteCapabilities] = RemoteCapabilities()
+    # `tool_call_started` is written when the runner accepts the call, not when the tool Step
+    # begins: a call that never reached the runner has none (see WritesToolCallStarted).
+    writes_tool_call_started: ClassVar[bool] = True
 
     def __new__(
         cls,
@@ -138,7 +141,14 @@ class RemoteRunner:
         return wire.turn_outcome(await self._turn_call("run_model_step", turn))
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
-        handlers = LineHandlers(call.events, call.heartbeat, call.save_heartbeat_checkpoint)
+        record = call.tool_call
+        started = {"tool_call_id": record.tool_call_id, "tool_name": record.tool_name}
+        handlers = LineHandlers(
+            call.events,
+            call.heartbeat,
+            call.save_heartbeat_checkpoint,
+            accepted=lambda: call.events.write("tool_call_started", started),
+        )
         turn = call.turn
         messages = () if turn is None else turn.messages
 
