@@ -6,13 +6,17 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from dex_agents import AgentClient, Worker
 from dex_agents.errors import FlowLoadError
-from dex_agents.remote import RemoteRunner, remote_flow
+from dex_agents.remote import (
+    PendingRemoteFlow,
+    RemoteRunner,
+    remote_flow,
+    remote_flow_or_pending,
+)
 from dex_agents.testing.remote_runner_server import (
     ScriptedRunnerServer,
     die_after_accept,
@@ -192,11 +196,33 @@ def test_describe_refuses_a_flow_type_not_served(runner: ScriptedRunnerServer) -
         remote_flow(runner.base_url, "Other")
 
 
-def test_an_unreachable_runner_is_a_flow_load_error_after_the_retries(tmp_path: Path) -> None:
+def test_an_unreachable_runner_is_a_flow_load_error_after_the_retries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with ScriptedRunnerServer([FLOW]) as server:
         url = server.base_url
     with pytest.raises(FlowLoadError, match="not reachable"):
-        remote_flow(url, FLOW, attempts=2, retry_seconds=0.01)
+        remote_flow(url, FLOW, attempts=3, retry_seconds=0.01)
+    waits = [r for r in caplog.records if r.getMessage().startswith("waiting for the runner")]
+    assert len(waits) == 1  # one line, not one per attempt
+
+
+async def test_a_pending_flow_whose_runner_comes_refusing_it_stops_the_worker(
+    database_url: str,
+) -> None:
+    with ScriptedRunnerServer([FLOW]) as server:
+        url, port = server.base_url, int(server.base_url.rsplit(":", 1)[1])
+    pending = remote_flow_or_pending(url, FLOW)
+    assert isinstance(pending, PendingRemoteFlow)
+    pending.retry_seconds = 0.05
+    with pytest.raises(FlowLoadError, match="version 2"):
+        async with Worker([pending], database_url=database_url) as worker:
+            assert worker.launched and worker.pending_flows == [pending]
+            with ScriptedRunnerServer([FLOW], port=port, protocol_version=2):
+                for _ in range(600):
+                    if not worker.launched:
+                        break
+                    await asyncio.sleep(0.05)
 
 
 def test_the_runner_class_has_exactly_the_advertised_capabilities() -> None:

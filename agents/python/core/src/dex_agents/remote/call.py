@@ -178,6 +178,19 @@ def _runner_error(error: Mapping[str, Any]) -> RemoteRunnerError:
     )
 
 
+async def get_json_async(endpoint: Endpoint, method: str) -> Any:
+    """`get_json` on the running event loop, for a Worker that waits for a runner."""
+    url = endpoint.method_url(method)
+    try:
+        async with httpx.AsyncClient(timeout=endpoint.timeout()) as client:
+            response = await client.get(url, headers=endpoint.headers())
+    except httpx.TransportError as error:
+        raise RunnerUnavailableError(f"the runner at {url} cannot be reached: {error}") from error
+    if response.status_code != 200:
+        raise _status_error(url, response.status_code, response.text)
+    return response.json()
+
+
 def get_json(endpoint: Endpoint, method: str) -> Any:
     """A plain GET (`describe`), synchronous: flows are built before a Worker's loop runs.
     RunnerUnavailableError while the runner cannot be reached or answers a 5xx."""
