@@ -4,6 +4,7 @@ tool, streamed events, the history delta, a runner that is down or dies, cancell
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator
 
@@ -155,8 +156,12 @@ async def test_a_runner_that_dies_inside_a_single_attempt_write_gives_outcome_un
 
 
 async def test_a_model_call_waits_out_a_runner_that_is_down(
-    runner: ScriptedRunnerServer, worker: Worker, client: AgentClient
+    runner: ScriptedRunnerServer,
+    worker: Worker,
+    client: AgentClient,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="dex_agents.remote")
     runner.script("run_model_step", refuse(503), refuse(503), refuse(503), final_text("Back."))
     session = await client.start_session(FLOW, "hello")
     snapshot = await client.wait_for(session, turns_done(1), timeout=30)
@@ -164,6 +169,9 @@ async def test_a_model_call_waits_out_a_runner_that_is_down(
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert [m.text for m in snapshot.messages][-1] == "Back."
     assert (await step_types(client, session)).count("RunModel") == 1
+    said = [r.getMessage() for r in caplog.records if r.name == "dex_agents.remote"]
+    assert sum("the runner is unavailable" in line for line in said) == 1  # not one per retry
+    assert sum("the runner answered" in line for line in said) == 1
 
 
 async def test_cancel_turn_closes_the_call(

@@ -181,15 +181,31 @@ class RemoteRunner:
     ) -> Any:
         """Calls again, with backoff, while the runner is unavailable: such a call never
         started, and these methods may run again, so a restarting runner costs the Step no
-        attempt. The Step's method timeout bounds the wait."""
+        attempt. The Step's method timeout bounds the wait. Logs the wait once per call, and
+        the runner's return."""
         delay = RETRY_FIRST_SECONDS
+        waited = False
         while True:
             try:
-                return await self._with_history(method, session_id, messages, body, handlers)
+                answer = await self._with_history(method, session_id, messages, body, handlers)
             except RunnerUnavailableError as error:
-                logger.warning("%s: calling again in %g s: %s", method, delay, error)
+                if not waited:
+                    logger.warning(
+                        "%s of session %s: the runner is unavailable; calling again with "
+                        "backoff (%g s doubling to %g s): %s",
+                        method,
+                        session_id,
+                        delay,
+                        RETRY_MAX_SECONDS,
+                        error,
+                    )
+                    waited = True
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX_SECONDS, delay * 2)
+                continue
+            if waited:
+                logger.info("%s of session %s: the runner answered", method, session_id)
+            return answer
 
     # -- the history delta -----------------------------------------------------------------
 
