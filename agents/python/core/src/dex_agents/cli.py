@@ -155,7 +155,8 @@ def worker(
 
     SIGTERM or Ctrl-C stops it cleanly: running model and tool calls finish first (up to
     DEX_AGENTS_WORKER_DRAIN_SECONDS, default 20); a second signal stops at once. A database
-    that does not answer yet is waited for.
+    that does not answer yet is waited for; so is a remote runner, whose flow is served once
+    it answers (the Worker serves its other flows meanwhile).
     """
     if target is None and not remotes and remote_config is None:
         raise click.UsageError("give TARGET (module:attribute), --remote or --remote-config")

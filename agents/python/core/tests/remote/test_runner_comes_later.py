@@ -5,7 +5,8 @@ Step with the reason, while `tool_call_started` counts the calls the runner real
 
 One Worker process serves the module (SQLite: the waiting is the same on either database).
 Its `Late` flow's runner is a scripted runner server on a port fixed in advance, which each
-test starts, stops and starts again; its `Up` flow's runner is up throughout.
+test starts, stops and starts again; its `Up` flow's runner is up throughout. The first test
+sees the Worker before any `Late` runner answered, so it runs first (file order).
 """
 
 from __future__ import annotations
