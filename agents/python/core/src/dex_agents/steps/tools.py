@@ -104,7 +104,8 @@ async def _after_runner_unavailable(
 ) -> RunnerWasUnavailable:
     """Waits out the backoff, then hands the commit a result that schedules the call again.
 
-    The Step ends instead of failing, so its attempt is not counted against the tool (a
+    The commit ends the Step (`failed`, with the reason, for the history) and schedules a
+    new one, instead of failing the attempt: no attempt is counted against the tool (a
     single-attempt tool would otherwise become outcome_unknown for a call that never ran)."""
     key = (ctx.session_id, record.tool_call_id)
     streak = _unavailable_streak.get(key, 0)
