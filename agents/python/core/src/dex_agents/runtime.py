@@ -704,7 +704,7 @@ class Runtime:
             store.update_step(
                 conn, ctx.session_id, ctx.step_execution_id, attempts=attempt, **started
             )
-            return Begun(next_steps=self._finish(tx, transition, "succeeded"))
+            return Begun(next_steps=self._finish_as_decided(tx, transition))
         if self.tracer is not None:
             ctx.trace_context = session.trace_context
         if tx.progress_started:
@@ -818,6 +818,11 @@ class Runtime:
             store.update_step(
                 conn, ctx.session_id, ctx.step_execution_id, attempts=row.attempts + 1, **started
             )
+        return self._finish_as_decided(tx, transition)
+
+    def _finish_as_decided(self, tx: StepTx, transition: Transition) -> list[str]:
+        """Ends the Step as its begin or commit decided: `failed` with the Transition's error
+        when it has one, else `succeeded`."""
         if transition.error is not None:
             return self._finish(tx, transition, "failed", error=transition.error)
         return self._finish(tx, transition, "succeeded")
