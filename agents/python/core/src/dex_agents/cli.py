@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         StepExecution,
         WorkerInfo,
     )
+    from .worker import PendingFlow
 
 COMMANDLINE = ParameterSource.COMMANDLINE
 # As dex_agents.db defines them (which imports SQLAlchemy); a test keeps them equal.
@@ -154,7 +155,8 @@ def worker(
 
     SIGTERM or Ctrl-C stops it cleanly: running model and tool calls finish first (up to
     DEX_AGENTS_WORKER_DRAIN_SECONDS, default 20); a second signal stops at once. A database
-    that does not answer yet is waited for.
+    that does not answer yet is waited for; so is a remote runner, whose flow is served once
+    it answers (the Worker serves its other flows meanwhile).
     """
     if target is None and not remotes and remote_config is None:
         raise click.UsageError("give TARGET (module:attribute), --remote or --remote-config")
@@ -172,17 +174,21 @@ def worker(
 
 def _worker_flows(
     target: str | None, remotes: Sequence[str], remote_config: str | None
-) -> list[AgentSessionFlow]:
-    """The flows of TARGET, then those of --remote and --remote-config (each described)."""
-    from .remote import parse_remote, remote_flow, remote_flows_from_config
+) -> list[AgentSessionFlow | PendingFlow]:
+    """The flows of TARGET, then those of --remote and --remote-config: each remote flow as
+    its runner describes it, or, when the runner is not up yet, pending (the Worker starts
+    anyway and serves the flow once the runner answers)."""
+    from .remote import parse_remote, read_remote_config, remote_flow_or_pending
     from .worker import load_flows
 
-    flows = load_flows(target) if target is not None else []
+    flows: list[AgentSessionFlow | PendingFlow] = []
+    flows.extend(load_flows(target) if target is not None else [])
     for value in remotes:
         flow_type, url = parse_remote(value)
-        flows.append(remote_flow(url, flow_type))
+        flows.append(remote_flow_or_pending(url, flow_type))
     if remote_config is not None:
-        flows.extend(remote_flows_from_config(remote_config))
+        for flow_type, url, options in read_remote_config(remote_config):
+            flows.append(remote_flow_or_pending(url, flow_type, options))
     return flows
 
 

@@ -223,8 +223,10 @@ class WorkerEndpoints:
             # SQLite in WAL mode reads while a lock keeps every write out: the Worker's own
             # failing transactions say so.
             health.check("database_writes", False, "unavailable: the Worker's writes fail")
-        flow_types = ", ".join(flow.flow_type for flow in worker.flows)
-        health.check("flows", True, f"hosts {flow_types}")
+        # A flow waiting for its runner does not make the Worker unready: it takes that flow
+        # type's Steps, which wait, and serves the others.
+        waiting = "".join(f"; waiting for {p.waiting_for}" for p in worker.pending_flows)
+        health.check("flows", True, f"hosts {', '.join(worker.flow_types)}{waiting}")
         return health
 
     def stop(self) -> None:

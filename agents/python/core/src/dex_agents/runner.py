@@ -352,6 +352,15 @@ class ToolStepsReadTurn(Protocol):
     tool_steps_read_turn: bool
 
 
+@runtime_checkable
+class WritesToolCallStarted(Protocol):
+    """A runner that writes `tool_call_started` itself (through the call's `events`), once the
+    call really started: a runner in another process, when it accepted the call. The tool Step
+    then leaves the event out of its begin, so a call that never reached the runner has none."""
+
+    writes_tool_call_started: bool
+
+
 @dataclass(frozen=True)
 class ToolTaskPoll:
     flow_id: str

@@ -291,6 +291,9 @@ class Runtime:
         hot_window: float = DEFAULT_HOT_WINDOW_SECONDS,
     ) -> None:
         self.flows = {flow.flow_type: flow for flow in flows}
+        # Flow types hosted before they can be served (a remote flow whose runner is not up
+        # yet): their Steps wait in `_flow_of` until `serve_flow` hands the flow over.
+        self._coming: dict[str, asyncio.Future[AgentSessionFlow]] = {}
         self.step_handlers = step_handlers
         # The DBOS queue of each hosted flow type, set by the Worker once DBOS launched.
         self.queues: dict[str, Queue] = {}
@@ -564,9 +567,31 @@ class Runtime:
             flow_type = self._flow_types[session_id] = session.flow_type
         return flow_type
 
+    def expect_flow(self, flow_type: str) -> None:
+        """Hosts `flow_type` before its flow can be served: its Steps wait for `serve_flow`.
+        Called in the Worker's event loop."""
+        self._coming[flow_type] = asyncio.get_running_loop().create_future()
+
+    def serve_flow(self, flow: AgentSessionFlow) -> None:
+        """Serves an expected flow type: the Steps that waited for it go on."""
+        self.flows[flow.flow_type] = flow
+        coming = self._coming.pop(flow.flow_type, None)
+        if coming is not None and not coming.done():
+            coming.set_result(flow)
+
+    @property
+    def flow_types(self) -> list[str]:
+        """Every hosted flow type, served or expected."""
+        return [*self.flows, *self._coming]
+
     async def _flow_of(self, session_id: str) -> AgentSessionFlow:
         flow_type = await self.flow_type_of(session_id)
         flow = self.flows.get(flow_type)
+        coming = self._coming.get(flow_type) if flow is None else None
+        if coming is not None:
+            # Nothing is written while it waits: a Worker that stops first leaves the Step as
+            # it found it, for whichever Worker takes it over.
+            flow = await asyncio.shield(coming)
         if flow is None:
             # Steps reach only the Workers that host their flow type (one queue per flow
             # type), so this is a defect; the Step waits for it to be fixed, intact.
@@ -632,7 +657,7 @@ class Runtime:
     async def wake_due_forever(self) -> None:
         """Wakes the parked Steps of the hosted flow types whose due time came, a few times a
         second; one indexed look for every session, whatever how many are parked."""
-        flow_types = list(self.flows)
+        flow_types = self.flow_types
         failing = False
         while True:
             await asyncio.sleep(DUE_SCAN_SECONDS)
@@ -679,7 +704,7 @@ class Runtime:
             store.update_step(
                 conn, ctx.session_id, ctx.step_execution_id, attempts=attempt, **started
             )
-            return Begun(next_steps=self._finish(tx, transition, "succeeded"))
+            return Begun(next_steps=self._finish_as_decided(tx, transition))
         if self.tracer is not None:
             ctx.trace_context = session.trace_context
         if tx.progress_started:
@@ -793,6 +818,13 @@ class Runtime:
             store.update_step(
                 conn, ctx.session_id, ctx.step_execution_id, attempts=row.attempts + 1, **started
             )
+        return self._finish_as_decided(tx, transition)
+
+    def _finish_as_decided(self, tx: StepTx, transition: Transition) -> list[str]:
+        """Ends the Step as its begin or commit decided: `failed` with the Transition's error
+        when it has one, else `succeeded`."""
+        if transition.error is not None:
+            return self._finish(tx, transition, "failed", error=transition.error)
         return self._finish(tx, transition, "succeeded")
 
     def _finish(

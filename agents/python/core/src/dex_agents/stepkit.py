@@ -41,10 +41,13 @@ class StepOptions:
 
 @dataclass(frozen=True)
 class Transition:
-    """What a commit decided: the next Step executions, or to wait again."""
+    """What a commit decided: the next Step executions, or to wait again. With `error`, the
+    Step ends `failed` with that text though it names its next Steps (an attempt that never
+    reached its runner: the history shows it failed, and a new Step tries again)."""
 
     next: Sequence[tuple[str, Any]] = ()
     wait_again: bool = False
+    error: str | None = None
 
 
 END = Transition()

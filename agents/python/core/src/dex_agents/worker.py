@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dbos import DBOS
 from sqlalchemy.engine import make_url
@@ -71,6 +71,24 @@ HTTP_HOST_ENV = "DEX_AGENTS_HTTP_HOST"
 METRICS_ENV = "DEX_AGENTS_METRICS"
 
 
+class PendingFlow(Protocol):
+    """A flow a Worker hosts before it can serve it, such as a remote flow whose runner is
+    not up yet (`dex_agents.remote.PendingRemoteFlow`): the Worker takes the flow type's Steps
+    from the start, and they wait, without writing anything, until `ready` returns the flow."""
+
+    @property
+    def flow_type(self) -> str: ...
+
+    @property
+    def waiting_for(self) -> str:
+        """What the flow waits for, as the log and /readyz say it."""
+        ...
+
+    async def ready(self) -> AgentSessionFlow:
+        """The flow once it can be served; FlowLoadError stops the Worker."""
+        ...
+
+
 class Worker:
     """Runs the Steps of every session of its flows, on the SQLite default or Postgres.
 
@@ -82,7 +100,7 @@ class Worker:
 
     def __init__(
         self,
-        flows: AgentSessionFlow | Sequence[AgentSessionFlow],
+        flows: AgentSessionFlow | Sequence[AgentSessionFlow | PendingFlow],
         *,
         database_url: str | None = None,
         worker_id: str | None = None,
@@ -96,7 +114,11 @@ class Worker:
         http_host: str | None = None,
         metrics: bool | None = None,
     ) -> None:
-        """`tracing`: OpenTelemetry GenAI spans of every activation, model call and tool
+        """`flows` may hold pending flows (`PendingFlow`, such as what
+        `dex_agents.remote.remote_flow_or_pending` returns for a runner that is not up yet):
+        the Worker hosts their flow types at once and serves each when it is ready.
+
+        `tracing`: OpenTelemetry GenAI spans of every activation, model call and tool
         call (the `otel` extra). True uses the global TracerProvider, a TracerProvider that
         one, False none; None (the default) turns it on when DEX_AGENTS_TRACING is 1.
 
@@ -109,10 +131,14 @@ class Worker:
         `http_host` (default 127.0.0.1; 0.0.0.0 for a container's probes); by default
         DEX_AGENTS_HTTP_PORT, else none. `metrics`: Prometheus metrics (the `metrics` extra)
         at /metrics; by default on when DEX_AGENTS_METRICS is 1."""
-        self.flows = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
-        if not self.flows:
+        given = [flows] if isinstance(flows, AgentSessionFlow) else list(flows)
+        if not given:
             raise ValueError("a Worker needs at least one AgentSessionFlow")
-        types = [flow.flow_type for flow in self.flows]
+        # The flows it serves; a pending flow moves here once it is ready.
+        self.flows = [flow for flow in given if isinstance(flow, AgentSessionFlow)]
+        self.pending_flows = [flow for flow in given if not isinstance(flow, AgentSessionFlow)]
+        types = [flow.flow_type for flow in given]
+        self.flow_types = types
         if len(set(types)) != len(types):
             raise ValueError(f"flow types must be unique, got {types}")
         self.database_url = resolve_database_url(database_url)
@@ -136,13 +162,15 @@ class Worker:
         self.hot_window = _hot_window(hot_window)
         self.http_port = http_port if http_port is not None else _env_port(HTTP_PORT_ENV)
         self.http_host = http_host or os.environ.get(HTTP_HOST_ENV) or "127.0.0.1"
-        self.metrics = _metrics(metrics, self.flows, self.database_url)
+        self.metrics = _metrics(metrics, types, self.database_url)
         self.endpoints: WorkerEndpoints | None = None
         self._stop_now = asyncio.Event()
         self._stopped = asyncio.Event()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.runtime: Runtime | None = None
+        # What stopped the Worker after it launched (a pending flow that could not be served).
+        self._failure: Exception | None = None
 
     async def run(self) -> None:
         """Runs until `stop()` is called or the task is cancelled.
@@ -185,6 +213,8 @@ class Worker:
             tracer=self.tracer,
             hot_window=self.hot_window,
         )
+        for pending in self.pending_flows:
+            runtime.expect_flow(pending.flow_type)
         runtime.waker.bind(asyncio.get_running_loop())
         runtime.metrics = self.metrics
         runtime_module.set_current_runtime(runtime)
@@ -193,7 +223,7 @@ class Worker:
         lease = liveness.WorkerLease(
             database,
             self.worker_id,
-            [flow.flow_type for flow in self.flows],
+            self.flow_types,
             functools.partial(_recover_workflows, database, dequeuer.kick_all_threadsafe),
             lease_seconds=self.lease_seconds,
         )
@@ -220,7 +250,7 @@ class Worker:
         # DBOS says an outage once per retry and per queue poll; the Database says it once.
         logging.getLogger("dbos").addFilter(QuietOutageFilter())
         # Only the Steps of hosted flow types: each flow type has a queue of its own.
-        queue_names = {flow.flow_type: step_queue_name(flow.flow_type) for flow in self.flows}
+        queue_names = {flow_type: step_queue_name(flow_type) for flow_type in self.flow_types}
         DBOS.listen_queues(list(queue_names.values()))
         try:
             DBOS.launch()
@@ -245,15 +275,24 @@ class Worker:
             dequeuer.excess = runtime.balancer.excess
             background.append(asyncio.create_task(runtime.balancer.run_forever()))
             log.info(
-                "dex-agents Worker %s on %s hosts %s",
+                "dex-agents Worker %s on %s hosts %s%s",
                 self.worker_id,
                 redacted_url(self.database_url),
-                ", ".join(flow.flow_type for flow in self.flows),
+                ", ".join(self.flow_types),
+                "".join(f"; waiting for {p.waiting_for}" for p in self.pending_flows),
             )
+            background += [
+                asyncio.create_task(self._serve_when_ready(runtime, pending))
+                for pending in self.pending_flows
+            ]
+            # Ready while a pending flow waits: the Worker takes every hosted flow type's
+            # Steps, and serves the others (see docs/remote-runners.md).
             _announce_ready()
             self._ready.set()
             await self._stopped.wait()
             await self._drain(runtime)
+            if self._failure is not None:
+                raise self._failure
         finally:
             for task in background:
                 task.cancel()
@@ -274,6 +313,26 @@ class Worker:
                 log.warning("could not hand this Worker's Steps over; they wait for its lease")
             database.close()
             log.info("dex-agents Worker %s stopped", self.worker_id)
+
+    async def _serve_when_ready(self, runtime: Runtime, pending: PendingFlow) -> None:
+        """Serves a pending flow once it is ready; one that cannot be served stops the Worker
+        with its error, as it would have stopped it from starting."""
+        try:
+            flow = await pending.ready()
+            if flow.flow_type != pending.flow_type:
+                raise FlowLoadError(
+                    f"{pending!r} became flow type {flow.flow_type!r}, not {pending.flow_type!r}"
+                )
+            await warm_up_runners([flow.runner])
+        except Exception as error:
+            log.error("cannot serve %s: %s; stopping", pending.flow_type, error)
+            self._failure = error
+            self.stop()
+            return
+        runtime.serve_flow(flow)
+        self.flows.append(flow)
+        self.pending_flows.remove(pending)
+        log.info("dex-agents Worker %s serves %s", self.worker_id, flow.flow_type)
 
     def _start_endpoints(self) -> WorkerEndpoints | None:
         if self.http_port is None:
@@ -431,7 +490,7 @@ def _env_port(name: str) -> int | None:
     return int(text)
 
 
-def _metrics(explicit: bool | None, flows: Sequence[AgentSessionFlow], url: str) -> Metrics | None:
+def _metrics(explicit: bool | None, flow_types: Sequence[str], url: str) -> Metrics | None:
     on = explicit if explicit is not None else os.environ.get(METRICS_ENV, "") in ("1", "true")
     if not on:
         return None
@@ -441,8 +500,8 @@ def _metrics(explicit: bool | None, flows: Sequence[AgentSessionFlow], url: str)
         raise WorkerError(
             f"metrics need the metrics extra ({error}): pip install 'dex-agents[metrics]'"
         ) from None
-    flow_types = [flow.flow_type for flow in flows]
-    return process_metrics(url, lambda: flow_types)
+    hosted = list(flow_types)
+    return process_metrics(url, lambda: hosted)
 
 
 def default_worker_id() -> str:

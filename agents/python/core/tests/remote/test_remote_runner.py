@@ -4,15 +4,20 @@ tool, streamed events, the history delta, a runner that is down or dies, cancell
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from dex_agents import AgentClient, Worker
 from dex_agents.errors import FlowLoadError
-from dex_agents.remote import RemoteRunner, remote_flow
+from dex_agents.remote import (
+    PendingRemoteFlow,
+    RemoteRunner,
+    remote_flow,
+    remote_flow_or_pending,
+)
 from dex_agents.testing.remote_runner_server import (
     ScriptedRunnerServer,
     die_after_accept,
@@ -117,8 +122,21 @@ async def test_a_single_attempt_tool_waits_out_a_runner_that_is_down(
     assert runner.bodies("run_model_step")[1]["tool_calls"][0]["output"] == "refunded"
     assert tool_log.count("refund") == 1
     types = await step_types(client, session)
-    assert types.count("CallSingleAttemptTool") == 3
     assert "RecordToolOutcomeUnknown" not in types
+    # Each call the runner refused is a failed Step with the runner's answer; the last ran.
+    calls = [
+        s for s in await client.get_step_history(session) if s.step_type == "CallSingleAttemptTool"
+    ]
+    assert [(s.status, s.attempts) for s in calls] == [
+        ("failed", 1),
+        ("failed", 1),
+        ("succeeded", 1),
+    ]
+    assert "did not start" in (calls[0].error or "") and "HTTP 503" in (calls[0].error or "")
+    assert "HTTP 502" in (calls[1].error or "") and calls[2].error is None
+    # tool_call_started only for the call that reached the runner.
+    started = await events_of(client, session, "tool_call_started")
+    assert started == [{"tool_call_id": "w1", "tool_name": "refund"}]
 
 
 async def test_a_runner_that_dies_inside_a_single_attempt_write_gives_outcome_unknown(
@@ -138,8 +156,12 @@ async def test_a_runner_that_dies_inside_a_single_attempt_write_gives_outcome_un
 
 
 async def test_a_model_call_waits_out_a_runner_that_is_down(
-    runner: ScriptedRunnerServer, worker: Worker, client: AgentClient
+    runner: ScriptedRunnerServer,
+    worker: Worker,
+    client: AgentClient,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="dex_agents.remote")
     runner.script("run_model_step", refuse(503), refuse(503), refuse(503), final_text("Back."))
     session = await client.start_session(FLOW, "hello")
     snapshot = await client.wait_for(session, turns_done(1), timeout=30)
@@ -147,6 +169,9 @@ async def test_a_model_call_waits_out_a_runner_that_is_down(
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert [m.text for m in snapshot.messages][-1] == "Back."
     assert (await step_types(client, session)).count("RunModel") == 1
+    said = [r.getMessage() for r in caplog.records if r.name == "dex_agents.remote"]
+    assert sum("the runner is unavailable" in line for line in said) == 1  # not one per retry
+    assert sum("the runner answered" in line for line in said) == 1
 
 
 async def test_cancel_turn_closes_the_call(
@@ -179,11 +204,33 @@ def test_describe_refuses_a_flow_type_not_served(runner: ScriptedRunnerServer) -
         remote_flow(runner.base_url, "Other")
 
 
-def test_an_unreachable_runner_is_a_flow_load_error_after_the_retries(tmp_path: Path) -> None:
+def test_an_unreachable_runner_is_a_flow_load_error_after_the_retries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with ScriptedRunnerServer([FLOW]) as server:
         url = server.base_url
     with pytest.raises(FlowLoadError, match="not reachable"):
-        remote_flow(url, FLOW, attempts=2, retry_seconds=0.01)
+        remote_flow(url, FLOW, attempts=3, retry_seconds=0.01)
+    waits = [r for r in caplog.records if r.getMessage().startswith("waiting for the runner")]
+    assert len(waits) == 1  # one line, not one per attempt
+
+
+async def test_a_pending_flow_whose_runner_comes_refusing_it_stops_the_worker(
+    database_url: str,
+) -> None:
+    with ScriptedRunnerServer([FLOW]) as server:
+        url, port = server.base_url, int(server.base_url.rsplit(":", 1)[1])
+    pending = remote_flow_or_pending(url, FLOW)
+    assert isinstance(pending, PendingRemoteFlow)
+    pending.retry_seconds = 0.05
+    with pytest.raises(FlowLoadError, match="version 2"):
+        async with Worker([pending], database_url=database_url) as worker:
+            assert worker.launched and worker.pending_flows == [pending]
+            with ScriptedRunnerServer([FLOW], port=port, protocol_version=2):
+                for _ in range(600):
+                    if not worker.launched:
+                        break
+                    await asyncio.sleep(0.05)
 
 
 def test_the_runner_class_has_exactly_the_advertised_capabilities() -> None:

@@ -37,6 +37,8 @@ class LineHandlers:
     events: EventWriter | None = None
     heartbeat: Callable[[], None] | None = None
     checkpoint: Callable[[str], Awaitable[None]] | None = None
+    # Called once the runner accepted the call (it started there).
+    accepted: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,8 @@ async def _follow(lines: Any, url: str, handlers: LineHandlers) -> Any | NeedHis
                         f"the runner at {url} did not accept the call: {raw}"
                     )
                 accepted = True
+                if handlers.accepted is not None:
+                    handlers.accepted()
                 continue
             if "result" in line:
                 return line["result"]
@@ -172,6 +176,19 @@ def _runner_error(error: Mapping[str, Any]) -> RemoteRunnerError:
             {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else None
         ),
     )
+
+
+async def get_json_async(endpoint: Endpoint, method: str) -> Any:
+    """`get_json` on the running event loop, for a Worker that waits for a runner."""
+    url = endpoint.method_url(method)
+    try:
+        async with httpx.AsyncClient(timeout=endpoint.timeout()) as client:
+            response = await client.get(url, headers=endpoint.headers())
+    except httpx.TransportError as error:
+        raise RunnerUnavailableError(f"the runner at {url} cannot be reached: {error}") from error
+    if response.status_code != 200:
+        raise _status_error(url, response.status_code, response.text)
+    return response.json()
 
 
 def get_json(endpoint: Endpoint, method: str) -> Any:

@@ -2,11 +2,15 @@
 
 `remote_flow` is synchronous, like `AgentSessionFlow(...)`: flows are built when a module is
 imported or a Worker starts, before any event loop runs, and a Worker must not start hosting
-a flow whose runner it has not heard from.
+a flow whose runner it has not heard from. A runner need not be up before the Worker, though:
+`remote_flow_or_pending` hands the Worker a `PendingRemoteFlow` instead, whose flow type the
+Worker hosts at once and serves once the runner answers `describe` (its sessions' Steps wait
+until then, and lose nothing).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -19,14 +23,14 @@ from typing import Any, Final
 from ..errors import DexAgentsError, FlowLoadError, RunnerUnavailableError
 from ..flow import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
 from ..runner import ToolPolicy
-from .call import Endpoint, get_json
+from .call import Endpoint, get_json, get_json_async
 from .runner import RemoteCapabilities, RemoteRunner
 
 logger = logging.getLogger("dex_agents.remote")
 
 PROTOCOL_MAJOR_VERSION: Final = 1
 TOKEN_ENV: Final = "DEX_AGENTS_RUNNER_TOKEN"
-# While a runner is not up yet: how often and how long a Worker's start-up asks again.
+# While a runner is not up yet: how often and how long `remote_flow` asks again.
 DESCRIBE_ATTEMPTS: Final = 10
 DESCRIBE_RETRY_SECONDS: Final = 1.0
 
@@ -42,6 +46,23 @@ def describe(url: str, flow_type: str, *, token: str | None = None) -> RemoteCap
         raise
     except (DexAgentsError, ValueError) as error:
         raise FlowLoadError(f"the runner at {url} did not describe itself: {error}") from error
+    return _capabilities(url, flow_type, answer)
+
+
+async def describe_async(
+    url: str, flow_type: str, *, token: str | None = None
+) -> RemoteCapabilities:
+    """`describe` on the running event loop (a Worker waiting for the runner)."""
+    try:
+        answer = await get_json_async(Endpoint(url, token), "describe")
+    except RunnerUnavailableError:
+        raise
+    except (DexAgentsError, ValueError) as error:
+        raise FlowLoadError(f"the runner at {url} did not describe itself: {error}") from error
+    return _capabilities(url, flow_type, answer)
+
+
+def _capabilities(url: str, flow_type: str, answer: Any) -> RemoteCapabilities:
     if not isinstance(answer, Mapping):
         raise FlowLoadError(f"the runner at {url} answered describe with a non-object")
     version = answer.get("protocol_version")
@@ -60,6 +81,24 @@ def describe(url: str, flow_type: str, *, token: str | None = None) -> RemoteCap
     return RemoteCapabilities.from_wire(flow.get("capabilities") or {})
 
 
+def _token(token: str | None) -> str | None:
+    return token if token is not None else os.environ.get(TOKEN_ENV) or None
+
+
+def _described_flow(
+    url: str,
+    flow_type: str,
+    options: AgentSessionOptions | None,
+    token: str | None,
+    capabilities: RemoteCapabilities,
+) -> AgentSessionFlow:
+    runner = RemoteRunner(url, flow_type, token=token, capabilities=capabilities)
+    try:
+        return AgentSessionFlow(runner, flow_type=flow_type, options=options)
+    except ValueError as error:  # options that need a capability the runner lacks
+        raise FlowLoadError(f"the flow type {flow_type!r} served at {url}: {error}") from error
+
+
 def remote_flow(
     url: str,
     flow_type: str,
@@ -71,8 +110,9 @@ def remote_flow(
 ) -> AgentSessionFlow:
     """An AgentSessionFlow whose runner is served at `url` (token: the argument, else
     DEX_AGENTS_RUNNER_TOKEN). Asks `describe` up to `attempts` times while the runner is not
-    up yet, then raises FlowLoadError."""
-    token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+    up yet (logging that once), then raises FlowLoadError. A Worker that need not wait for
+    the runner before it starts takes `remote_flow_or_pending` instead."""
+    token = _token(token)
     for attempt in range(1, attempts + 1):
         try:
             capabilities = describe(url, flow_type, token=token)
@@ -82,17 +122,91 @@ def remote_flow(
                 raise FlowLoadError(
                     f"the runner of flow type {flow_type!r} at {url} is not reachable: {error}"
                 ) from error
-            logger.warning(
-                "waiting for the runner of %s at %s (attempt %d of %d): %s",
-                flow_type,
-                url,
-                attempt,
-                attempts,
-                error,
-            )
+            if attempt == 1:
+                logger.warning(
+                    "waiting for the runner of %s at %s (up to %d attempts, %g s apart): %s",
+                    flow_type,
+                    url,
+                    attempts,
+                    retry_seconds,
+                    error,
+                )
             time.sleep(retry_seconds)
-    runner = RemoteRunner(url, flow_type, token=token, capabilities=capabilities)
-    return AgentSessionFlow(runner, flow_type=flow_type, options=options)
+    return _described_flow(url, flow_type, options, token, capabilities)
+
+
+class PendingRemoteFlow:
+    """A remote flow whose runner did not answer `describe` yet.
+
+    A Worker given one hosts its flow type from the start (it takes the flow type's Steps,
+    which wait for the runner and lose nothing) and serves it once `ready` returns: `ready`
+    asks `describe` every `retry_seconds`, logging one line while the runner is away and one
+    when it answers. A runner that then refuses the flow type (another protocol version, a
+    flow type it does not serve) raises FlowLoadError, which stops the Worker."""
+
+    def __init__(
+        self,
+        url: str,
+        flow_type: str,
+        options: AgentSessionOptions | None = None,
+        *,
+        token: str | None = None,
+        retry_seconds: float = DESCRIBE_RETRY_SECONDS,
+    ) -> None:
+        if not flow_type.strip():
+            raise FlowLoadError("flow_type must not be blank")
+        self.url = url
+        self.flow_type = flow_type
+        self.options = options
+        self.token = _token(token)
+        self.retry_seconds = retry_seconds
+
+    def __repr__(self) -> str:
+        return f"PendingRemoteFlow({self.url!r}, {self.flow_type!r})"
+
+    @property
+    def waiting_for(self) -> str:
+        """What the flow waits for, as the Worker's log and /readyz say it."""
+        return f"the runner of {self.flow_type} at {self.url}"
+
+    async def ready(self) -> AgentSessionFlow:
+        """The flow, once its runner answers `describe`."""
+        logged = False
+        while True:
+            try:
+                capabilities = await describe_async(self.url, self.flow_type, token=self.token)
+            except RunnerUnavailableError as error:
+                if not logged:
+                    logger.warning(
+                        "%s is not up yet; its sessions wait for it, asking every %g s (%s)",
+                        self.waiting_for,
+                        self.retry_seconds,
+                        error,
+                    )
+                    logged = True
+                await asyncio.sleep(self.retry_seconds)
+                continue
+            flow = _described_flow(self.url, self.flow_type, self.options, self.token, capabilities)
+            logger.info("%s answers: serving %s", self.waiting_for, self.flow_type)
+            return flow
+
+
+def remote_flow_or_pending(
+    url: str,
+    flow_type: str,
+    options: AgentSessionOptions | None = None,
+    *,
+    token: str | None = None,
+) -> AgentSessionFlow | PendingRemoteFlow:
+    """The flow when its runner answers `describe` now, else a PendingRemoteFlow that a
+    Worker hosts at once and serves when the runner comes (`dex-agents worker --remote`).
+    A runner that answers but refuses the flow type raises FlowLoadError at once."""
+    token = _token(token)
+    try:
+        capabilities = describe(url, flow_type, token=token)
+    except RunnerUnavailableError:
+        return PendingRemoteFlow(url, flow_type, options, token=token)
+    return _described_flow(url, flow_type, options, token, capabilities)
 
 
 # -- the command line's --remote and --remote-config ----------------------------------------
@@ -111,6 +225,15 @@ def parse_remote(value: str) -> tuple[str, str]:
 def remote_flows_from_config(path: str | Path, **describe_options: Any) -> list[AgentSessionFlow]:
     """The flows of a TOML file: `[flows.<FlowType>]` with `url` and AgentSessionOptions'
     plain-data fields (see the reference of `--remote-config`)."""
+    return [
+        remote_flow(url, flow_type, options, **describe_options)
+        for flow_type, url, options in read_remote_config(path)
+    ]
+
+
+def read_remote_config(path: str | Path) -> list[tuple[str, str, AgentSessionOptions]]:
+    """(flow type, URL, options) of each `[flows.<FlowType>]` table of a TOML file, checked
+    without asking any runner."""
     try:
         data = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
@@ -123,7 +246,7 @@ def remote_flows_from_config(path: str | Path, **describe_options: Any) -> list[
         if not isinstance(table, dict) or not isinstance(table.get("url"), str):
             raise FlowLoadError(f'{path}: [flows.{flow_type}] needs url = "http://..."')
         options = options_from_table(f"{path}: [flows.{flow_type}]", table)
-        result.append(remote_flow(table["url"], flow_type, options, **describe_options))
+        result.append((flow_type, table["url"], options))
     return result
 
 

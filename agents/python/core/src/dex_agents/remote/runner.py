@@ -98,6 +98,9 @@ class RemoteRunner:
     """
 
     capabilities: ClassVar[RemoteCapabilities] = RemoteCapabilities()
+    # `tool_call_started` is written when the runner accepts the call, not when the tool Step
+    # begins: a call that never reached the runner has none (see WritesToolCallStarted).
+    writes_tool_call_started: ClassVar[bool] = True
 
     def __new__(
         cls,
@@ -138,7 +141,14 @@ class RemoteRunner:
         return wire.turn_outcome(await self._turn_call("run_model_step", turn))
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
-        handlers = LineHandlers(call.events, call.heartbeat, call.save_heartbeat_checkpoint)
+        record = call.tool_call
+        started = {"tool_call_id": record.tool_call_id, "tool_name": record.tool_name}
+        handlers = LineHandlers(
+            call.events,
+            call.heartbeat,
+            call.save_heartbeat_checkpoint,
+            accepted=lambda: call.events.write("tool_call_started", started),
+        )
         turn = call.turn
         messages = () if turn is None else turn.messages
 
@@ -171,15 +181,31 @@ class RemoteRunner:
     ) -> Any:
         """Calls again, with backoff, while the runner is unavailable: such a call never
         started, and these methods may run again, so a restarting runner costs the Step no
-        attempt. The Step's method timeout bounds the wait."""
+        attempt. The Step's method timeout bounds the wait. Logs the wait once per call, and
+        the runner's return."""
         delay = RETRY_FIRST_SECONDS
+        waited = False
         while True:
             try:
-                return await self._with_history(method, session_id, messages, body, handlers)
+                answer = await self._with_history(method, session_id, messages, body, handlers)
             except RunnerUnavailableError as error:
-                logger.warning("%s: calling again in %g s: %s", method, delay, error)
+                if not waited:
+                    logger.warning(
+                        "%s of session %s: the runner is unavailable; calling again with "
+                        "backoff (%g s doubling to %g s): %s",
+                        method,
+                        session_id,
+                        delay,
+                        RETRY_MAX_SECONDS,
+                        error,
+                    )
+                    waited = True
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX_SECONDS, delay * 2)
+                continue
+            if waited:
+                logger.info("%s of session %s: the runner answered", method, session_id)
+            return answer
 
     # -- the history delta -----------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from ..runner import (
     ToolTaskPoll,
     ToolTaskPoller,
     ToolTaskStarted,
+    WritesToolCallStarted,
 )
 from ..stepkit import (
     END,
@@ -86,6 +87,8 @@ class RunnerWasUnavailable:
 # Backoff while a runner is unavailable: the first wait, and the longest.
 RUNNER_RETRY_FIRST_SECONDS = 0.5
 RUNNER_RETRY_MAX_SECONDS = 30.0
+# The error of a tool Step whose runner was unavailable (the Step history shows it).
+RUNNER_UNAVAILABLE_ERROR_PREFIX = "the call did not start (a new Step calls the runner again)"
 # Per (session, tool call): how many times in a row this Worker found the runner unavailable.
 _unavailable_streak: dict[tuple[str, str], int] = {}
 
@@ -101,7 +104,8 @@ async def _after_runner_unavailable(
 ) -> RunnerWasUnavailable:
     """Waits out the backoff, then hands the commit a result that schedules the call again.
 
-    The Step ends instead of failing, so its attempt is not counted against the tool (a
+    The commit ends the Step (`failed`, with the reason, for the history) and schedules a
+    new one, instead of failing the attempt: no attempt is counted against the tool (a
     single-attempt tool would otherwise become outcome_unknown for a call that never ran)."""
     key = (ctx.session_id, record.tool_call_id)
     streak = _unavailable_streak.get(key, 0)
@@ -115,6 +119,15 @@ async def _after_runner_unavailable(
     )
     await asyncio.sleep(delay)
     return RunnerWasUnavailable(str(error) or type(error).__name__)
+
+
+def _unavailable_error(tx: StepTx, step_execution_id: str, result: RunnerWasUnavailable) -> str:
+    """The error a Step whose runner was unavailable ends with; an earlier attempt's failure
+    (a runner that died during the call, then was not reachable) stays in front of it."""
+    text = f"{RUNNER_UNAVAILABLE_ERROR_PREFIX}: {result.error}"
+    row = store.load_step(tx.conn, tx.session.session_id, step_execution_id)
+    earlier = row.error if row is not None else None
+    return f"{earlier}; then {text}" if earlier else text
 
 
 def _tool_started_event(tx: StepTx, record: AgentToolCall) -> None:
@@ -161,8 +174,10 @@ class CallTool(StepHandler[LoadedCall, CallOutcome]):
         runner = ctx.flow.runner
         reads_turn = isinstance(runner, ToolStepsReadTurn) and runner.tool_steps_read_turn
         ctx.loaded = LoadedCall(record, load_turn(ctx, tx) if reads_turn else None)
+        # The point of no return: from this commit on, the call may take effect.
         tx.mark_started()
-        _tool_started_event(tx, record)
+        if not (isinstance(runner, WritesToolCallStarted) and runner.writes_tool_call_started):
+            _tool_started_event(tx, record)
         return None
 
     async def execute(self, ctx: StepContext[LoadedCall]) -> CallOutcome:
@@ -205,8 +220,12 @@ class CallTool(StepHandler[LoadedCall, CallOutcome]):
         if isinstance(result, ToolTaskStarted):
             return self._task_started(ctx, tx, record, result)
         if isinstance(result, RunnerWasUnavailable):
-            # The record stays approved; a new Step of this type calls the runner again.
-            return go((self.step_type, record.tool_call_id))
+            # The record stays approved; a new Step of this type calls the runner again. This
+            # one ends failed, with the reason, so the history shows the call did not start.
+            return Transition(
+                next=[(self.step_type, record.tool_call_id)],
+                error=_unavailable_error(tx, ctx.step_execution_id, result),
+            )
         return record_outcome(tx, record, result)
 
     def _task_started(
