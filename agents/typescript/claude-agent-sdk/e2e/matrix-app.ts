@@ -4,7 +4,7 @@
  * model sees `mcp__matrix__<tool>`), the real Claude Code CLI talking to the scripted Anthropic
  * server at $DEX_AGENTS_SCRIPTED_MODEL_URL, in the matrix's three flow types. Each tool records
  * its runs to the JSON-lines tool log at $TOOL_LOG and returns exactly the text the matrix
- * expects.
+ * expects. It serves the features suite's `Features` flow type too (e2e/test_features.py).
  *
  *   node dist-test/e2e/matrix-app.js   # prints "runners at <url>" once it listens
  */
@@ -89,10 +89,30 @@ function runner(frameworkRetries: boolean): ClaudeAgentRunner {
   });
 }
 
+/** The features suite's app (`dex_agents.testing.features`): the model and the system prompt
+ *  from the session settings, else the suite's defaults. */
+function featuresRunner(): ClaudeAgentRunner {
+  const base = runner(false);
+  return new ClaudeAgentRunner({
+    options: { ...base.sessionOptions({}), model: FEATURES_MODEL, systemPrompt: FEATURES_INSTRUCTIONS },
+    toolServers: { matrix: { tools } },
+    optionsFor: (options, settings) => ({
+      ...options,
+      model: String(settings.model ?? FEATURES_MODEL),
+      systemPrompt: String(settings.instructions ?? FEATURES_INSTRUCTIONS),
+    }),
+  });
+}
+
+/** `dex_agents.testing.features.DEFAULT_MODEL` and `FEATURE_INSTRUCTIONS`. */
+const FEATURES_MODEL = "scripted-model";
+const FEATURES_INSTRUCTIONS = "You are a helpful assistant. Use the tools when they help.";
+
 const handler = serveRunners({
   Matrix: runner(false),
   MatrixDeadline: runner(false),
   MatrixClientRetries: runner(true),
+  Features: featuresRunner(),
 });
 const server = createServer(handler);
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
