@@ -155,7 +155,9 @@ class TestFeatures(FeatureSuite):
             yield server
 
     async def test_the_readme_example_refunds_once_approved(self, run: SessionRun) -> None:
-        run.model.enqueue(
+        model = run.model
+        assert isinstance(model, FeatureAnthropicServer)
+        model.enqueue(
             anthropic_tools(("toolu_1", "mcp__orders__refund", {"order_id": "o-42"})),
             anthropic_text("Refunded o-42."),
             anthropic_tools(("toolu_2", "mcp__orders__get_order", {"order_id": "o-42"})),
