@@ -13,7 +13,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { tool } from "@anthropic-ai/claude-agent-sdk";
+import { type Options, tool } from "@anthropic-ai/claude-agent-sdk";
 import { currentToolExecution, serveRunners } from "@superdurable/dex-agents";
 import { z } from "zod";
 import { ClaudeAgentRunner } from "../src/index.js";
@@ -73,31 +73,28 @@ const tools = [
   ),
 ];
 
+const options: Options = {
+  model: "claude-sonnet-4-5",
+  systemPrompt: "You help customers.",
+  cwd: tmpdir(),
+  tools: [],
+  allowedTools: tools.map((t) => `mcp__matrix__${t.name}`),
+  maxTurns: 10,
+  env: { ANTHROPIC_BASE_URL: env("DEX_AGENTS_SCRIPTED_MODEL_URL"), ANTHROPIC_AUTH_TOKEN: "scripted" },
+};
+
 function runner(frameworkRetries: boolean): ClaudeAgentRunner {
-  return new ClaudeAgentRunner({
-    options: {
-      model: "claude-sonnet-4-5",
-      systemPrompt: "You help customers.",
-      cwd: tmpdir(),
-      tools: [],
-      allowedTools: tools.map((t) => `mcp__matrix__${t.name}`),
-      maxTurns: 10,
-      env: { ANTHROPIC_BASE_URL: env("DEX_AGENTS_SCRIPTED_MODEL_URL"), ANTHROPIC_AUTH_TOKEN: "scripted" },
-    },
-    toolServers: { matrix: { tools } },
-    frameworkRetries,
-  });
+  return new ClaudeAgentRunner({ options, toolServers: { matrix: { tools } }, frameworkRetries });
 }
 
 /** The features suite's app (`dex_agents.testing.features`): the model and the system prompt
  *  from the session settings, else the suite's defaults. */
 function featuresRunner(): ClaudeAgentRunner {
-  const base = runner(false);
   return new ClaudeAgentRunner({
-    options: { ...base.sessionOptions({}), model: FEATURES_MODEL, systemPrompt: FEATURES_INSTRUCTIONS },
+    options: { ...options, model: FEATURES_MODEL, systemPrompt: FEATURES_INSTRUCTIONS },
     toolServers: { matrix: { tools } },
-    optionsFor: (options, settings) => ({
-      ...options,
+    optionsFor: (given, settings) => ({
+      ...given,
       model: String(settings.model ?? FEATURES_MODEL),
       systemPrompt: String(settings.instructions ?? FEATURES_INSTRUCTIONS),
     }),
