@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -111,6 +112,39 @@ def test_errors_and_hanging_replies() -> None:
         thread.join(5)
         assert result == ["late"]
         assert http.post("/v1/messages", content=b"[1]").status_code == 400
+
+
+class _SlowHandlers(ScriptedAnthropicServer):
+    """A server whose request handlers are slow to start their responses, as a busy process's
+    threads are."""
+
+    def _respond(self, *args: Any) -> None:
+        time.sleep(0.3)
+        super()._respond(*args)
+
+
+def test_a_release_right_after_the_requests_arrive_releases_every_one_of_them() -> None:
+    """`release()` as soon as `wait_for_requests` returns lets every hanging response go, even
+    one whose handler has not started its response yet (it once hung until `stop()`)."""
+    with (
+        _SlowHandlers() as server,
+        httpx.Client(base_url=server.base_url, timeout=10) as http,
+    ):
+        server.enqueue(*[anthropic_text("late", hang=True)] * 2)
+        result: list[str] = []
+
+        def call() -> None:
+            reply = http.post("/v1/messages", json={"messages": []})
+            result.append(reply.json()["content"][0]["text"])
+
+        threads = [threading.Thread(target=call) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        server.wait_for_requests(2)
+        server.release()
+        for thread in threads:
+            thread.join(5)
+        assert result == ["late", "late"]
 
 
 def test_a_client_that_leaves_a_hanging_response_is_counted_as_dropped() -> None:

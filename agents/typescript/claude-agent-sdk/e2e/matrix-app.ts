@@ -4,7 +4,7 @@
  * model sees `mcp__matrix__<tool>`), the real Claude Code CLI talking to the scripted Anthropic
  * server at $DEX_AGENTS_SCRIPTED_MODEL_URL, in the matrix's three flow types. Each tool records
  * its runs to the JSON-lines tool log at $TOOL_LOG and returns exactly the text the matrix
- * expects.
+ * expects. It serves the features suite's `Features` flow type too (e2e/test_features.py).
  *
  *   node dist-test/e2e/matrix-app.js   # prints "runners at <url>" once it listens
  */
@@ -13,7 +13,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { tool } from "@anthropic-ai/claude-agent-sdk";
+import { type Options, tool } from "@anthropic-ai/claude-agent-sdk";
 import { currentToolExecution, serveRunners } from "@superdurable/dex-agents";
 import { z } from "zod";
 import { ClaudeAgentRunner } from "../src/index.js";
@@ -73,26 +73,43 @@ const tools = [
   ),
 ];
 
+const options: Options = {
+  model: "claude-sonnet-4-5",
+  systemPrompt: "You help customers.",
+  cwd: tmpdir(),
+  tools: [],
+  allowedTools: tools.map((t) => `mcp__matrix__${t.name}`),
+  maxTurns: 10,
+  env: { ANTHROPIC_BASE_URL: env("DEX_AGENTS_SCRIPTED_MODEL_URL"), ANTHROPIC_AUTH_TOKEN: "scripted" },
+};
+
 function runner(frameworkRetries: boolean): ClaudeAgentRunner {
+  return new ClaudeAgentRunner({ options, toolServers: { matrix: { tools } }, frameworkRetries });
+}
+
+/** The features suite's app (`dex_agents.testing.features`): the model and the system prompt
+ *  from the session settings, else the suite's defaults. */
+function featuresRunner(): ClaudeAgentRunner {
   return new ClaudeAgentRunner({
-    options: {
-      model: "claude-sonnet-4-5",
-      systemPrompt: "You help customers.",
-      cwd: tmpdir(),
-      tools: [],
-      allowedTools: tools.map((t) => `mcp__matrix__${t.name}`),
-      maxTurns: 10,
-      env: { ANTHROPIC_BASE_URL: env("DEX_AGENTS_SCRIPTED_MODEL_URL"), ANTHROPIC_AUTH_TOKEN: "scripted" },
-    },
+    options: { ...options, model: FEATURES_MODEL, systemPrompt: FEATURES_INSTRUCTIONS },
     toolServers: { matrix: { tools } },
-    frameworkRetries,
+    optionsFor: (given, settings) => ({
+      ...given,
+      model: String(settings.model ?? FEATURES_MODEL),
+      systemPrompt: String(settings.instructions ?? FEATURES_INSTRUCTIONS),
+    }),
   });
 }
+
+/** `dex_agents.testing.features.DEFAULT_MODEL` and `FEATURE_INSTRUCTIONS`. */
+const FEATURES_MODEL = "scripted-model";
+const FEATURES_INSTRUCTIONS = "You are a helpful assistant. Use the tools when they help.";
 
 const handler = serveRunners({
   Matrix: runner(false),
   MatrixDeadline: runner(false),
   MatrixClientRetries: runner(true),
+  Features: featuresRunner(),
 });
 const server = createServer(handler);
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {

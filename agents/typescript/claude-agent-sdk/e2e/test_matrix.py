@@ -11,6 +11,7 @@ The rows a whole-turn harness cannot produce are skipped with the reason (README
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +24,15 @@ from dex_agents.testing.anthropic_server import (
     ScriptedAnthropicServer,
     no_tools,
 )
-from dex_agents.testing.model_server import ScriptedReply
+from dex_agents.testing.matrix import CONCURRENT_SESSIONS, FLOW_TYPE, MatrixRun
+from dex_agents.testing.model_server import ScriptedReply, reply_text, reply_tools
 from dex_agents.testing.node_runner import (
     NodeRunnerMatrixSuite,
     RunnerOfItsOwnSuite,
     node_matrix_app,
     runner_of_its_own_app,
 )
+from dex_agents.testing.sessions import turns_done
 
 E2E = Path(__file__).resolve().parent
 APP = E2E.parent / "dist-test" / "e2e" / "matrix-app.js"
@@ -115,9 +118,11 @@ CLI_RETRIES = (
     "is sent three times in all, test/runner.test.ts), so a RunModel attempt is not one request "
     "and the row's scripted answers are used up by those retries (README, Limits)"
 )
-NOT_YET = (
-    "not passing yet: with four CLI runs at once, a session that ran its read in the CLI was "
-    "still in RunModel after the row's 60 s; not investigated (README, The spec's matrix)"
+MANY_SESSIONS = (
+    "a read runs inside the CLI run: a read session's Steps are StartAgentSession, RunModel, "
+    "AwaitUserMessage, without the row's CallTool, ResumeTurn and second RunModel; "
+    "test_many_sessions_at_once_with_reads_in_the_cli runs the row with this runner's Step shapes "
+    "(README, The spec's matrix)"
 )
 
 
@@ -149,8 +154,57 @@ class TestMatrix(_AnthropicModel, NodeRunnerMatrixSuite):
     test_kill_during_run_model_reruns_only_that_model_call = cannot(WHOLE_RUN_RERUN)
     test_failed_turn_leaves_the_failure_note_and_the_write_is_not_repeated = cannot(CLI_RETRIES)
     test_snapshot_returns_the_conversation_after_a_turn = cannot(MODEL_NAMES)
-    test_one_worker_runs_the_model_and_tool_steps_of_many_sessions_at_once = cannot(NOT_YET)
+    test_one_worker_runs_the_model_and_tool_steps_of_many_sessions_at_once = cannot(MANY_SESSIONS)
     test_run_model_attempts_are_the_only_retries_of_a_failing_model_call = cannot(CLI_RETRIES)
+
+    async def test_many_sessions_at_once_with_reads_in_the_cli(self, run: MatrixRun) -> None:
+        """The matrix's many-sessions row with this runner's Step shapes: four sessions' first
+        CLI runs in flight at once (each model call held until the last arrives), then one
+        session's write runs for seconds in its tool Step while the other three run their reads
+        inside their CLI runs and finish their turns. No attempt fails."""
+        client, model = run.client, run.model
+        cities = ["Lima", "Quito", "Oslo"]
+        model.enqueue(
+            reply_tools(("c1", "charge_card", {"amount": 7, "seconds": 4}), hang=True),
+            *[reply_tools(("w1", "get_weather", {"city": c}), hang=True) for c in cities],
+        )
+        questions = [f"Question {i} of {CONCURRENT_SESSIONS}" for i in range(CONCURRENT_SESSIONS)]
+        started = await asyncio.gather(*(client.start_session(FLOW_TYPE, q) for q in questions))
+        sessions = dict(zip(questions, started, strict=True))
+        await asyncio.to_thread(
+            model.wait_for_requests, run.first_request + CONCURRENT_SESSIONS, 60
+        )
+        model.enqueue(*[reply_text("Done.")] * CONCURRENT_SESSIONS)
+        model.release()
+        # Request i got reply i: the session that asked it gets that tool call.
+        (charged, *read) = [sessions[run.user_texts(i)[-1]] for i in range(CONCURRENT_SESSIONS)]
+        await asyncio.gather(*(client.wait_for(s, turns_done(1), timeout=60) for s in read))
+        assert run.phases("charge_card") == ["started"]  # three turns ended during the write
+        await client.wait_for(charged, turns_done(1), timeout=60)
+
+        assert run.phases("charge_card") == ["started", "finished"]
+        assert run.tool_log.entries("charge_card")[0]["key"] == f"{charged}/turn-1/c1"
+        weather = run.tool_log.entries("get_weather")
+        assert sorted((e["city"], e["phase"]) for e in weather) == sorted(
+            (c, p) for c in cities for p in ("started", "finished")
+        )
+        assert len(run.requests) == 2 * CONCURRENT_SESSIONS
+        seen = {
+            sessions[run.user_texts(i)[-1]]: run.tool_outputs(i)
+            for i in range(CONCURRENT_SESSIONS, 2 * CONCURRENT_SESSIONS)
+        }
+        assert seen == {
+            charged: {"c1": "charged 7"},
+            **{s: {"w1": f"Sunny in {c}"} for s, c in zip(read, cities, strict=True)},
+        }
+        for session in sessions.values():
+            history = await client.get_step_history(session)
+            shape = [(s.step_type, s.attempts) for s in history]
+            middle = [("RunModel", 1)]
+            if session == charged:
+                middle += [("CallSingleAttemptTool", 1), ("ResumeTurn", 1), ("RunModel", 1)]
+            assert shape == [("StartAgentSession", 1), *middle, ("AwaitUserMessage", 0)]
+            assert (await client.get_agent_snapshot(session)).messages[-1].text == "Done."
 
 
 class TestRunnerOfItsOwn(_AnthropicModel, RunnerOfItsOwnSuite):

@@ -9,6 +9,7 @@ export {
   type AgentTurnContext,
   type AgentTurnOutcome,
   type AgentUsage,
+  buildPlanNote,
   type DeferredToolCall,
   type DeferredToolExecution,
   type DeferredToolOutcome,

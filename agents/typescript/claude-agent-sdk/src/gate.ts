@@ -8,13 +8,26 @@
  * the tool runs. Once a result is recorded, the resumed run asks the hook again about the same
  * call: it answers `allow` and hands the recorded result to the run's server, which returns it
  * as the tool's own result. Every other call is left to the CLI's own permissions.
+ *
+ * A call of a built-in the run offers (`mcp__dex__<name>`) is deferred the same way, reported
+ * under the built-in's own name. In a planning turn every call but `write_todos` is denied with
+ * the contract's planning-turn rejection (the run offers no other tool; this is the backstop).
  */
 import type { HookCallback, HookJSONOutput } from "@anthropic-ai/claude-agent-sdk";
-import { type AgentTurnContext, type DeferredToolCall, isFinal, modelVisibleResult } from "./dex.js";
+import { builtInOf, POLICY } from "./builtins.js";
+import {
+  type AgentTurnContext,
+  type DeferredToolCall,
+  isFinal,
+  modelVisibleResult,
+  type ResolvedToolPolicy,
+  texts,
+} from "./dex.js";
 import { ONE_WRITE_AT_A_TIME } from "./texts.js";
 import type { RecordedResult, RecordedResults, SdkTools } from "./tools.js";
 
-/** One CLI run's hook; `deferred` is the call it stopped the run for. */
+/** One CLI run's hook; `deferred` is the call it stopped the run for (a write call, or a call of
+ *  one of the built-ins the run offers). */
 export class WriteGate {
   readonly deferred: DeferredToolCall[] = [];
   readonly #turn: AgentTurnContext;
@@ -22,9 +35,13 @@ export class WriteGate {
   readonly #handed: RecordedResults;
   readonly #recorded: Map<string, RecordedResult>;
   readonly #handedIds = new Set<string>();
+  readonly #builtIns: readonly string[];
+  readonly #planning: boolean;
 
-  constructor(turn: AgentTurnContext, tools: SdkTools, handed: RecordedResults) {
+  constructor(turn: AgentTurnContext, tools: SdkTools, handed: RecordedResults, builtIns: readonly string[] = []) {
     this.#turn = turn;
+    this.#builtIns = builtIns;
+    this.#planning = turn.interactionMode === "planning";
     this.#tools = tools;
     this.#handed = handed;
     this.#recorded = new Map(
@@ -38,27 +55,43 @@ export class WriteGate {
   }
 
   readonly hook: HookCallback = async (input, toolUseId) => {
-    if (input.hook_event_name !== "PreToolUse" || toolUseId === undefined) return {};
+    if (input.hook_event_name !== "PreToolUse") return {};
+    const builtIn = builtInOf(input.tool_name, this.#builtIns);
+    if (this.#planning && builtIn !== "write_todos") return decision("deny", texts.PLANNING_TURN_REJECTION);
+    if (toolUseId === undefined) return {};
+    if (builtIn !== null) return this.#gate(toolUseId, input.tool_name, builtIn, input.tool_input, POLICY);
     const effect = this.#tools.effect(input.tool_name);
     if (effect === undefined) return {};
     const policy = this.#turn.resolveToolPolicy(input.tool_name, effect);
     if (policy.effect === "read" && !policy.requiresApproval) return {};
+    return this.#gate(toolUseId, input.tool_name, input.tool_name, input.tool_input, policy);
+  };
+
+  /** Allows a call whose result a Step recorded (handing the result over), else defers it under
+   *  `reportedName`: one deferred call per run. */
+  #gate(
+    toolUseId: string,
+    toolName: string,
+    reportedName: string,
+    toolInput: unknown,
+    policy: ResolvedToolPolicy,
+  ): HookJSONOutput {
     const recorded = this.#recorded.get(toolUseId);
     if (recorded !== undefined) {
       // The CLI may ask about the same call more than once: its result is handed over once.
-      if (!this.#handedIds.has(toolUseId)) this.#handed.handOver(input.tool_name, input.tool_input, recorded);
+      if (!this.#handedIds.has(toolUseId)) this.#handed.handOver(toolName, toolInput, recorded);
       this.#handedIds.add(toolUseId);
       return decision("allow");
     }
     if (this.deferred.length > 0) return decision("deny", ONE_WRITE_AT_A_TIME);
     this.deferred.push({
       toolCallId: toolUseId,
-      toolName: input.tool_name,
-      arguments: JSON.stringify(input.tool_input ?? {}),
+      toolName: reportedName,
+      arguments: JSON.stringify(toolInput ?? {}),
       policy,
     });
     return decision("defer");
-  };
+  }
 }
 
 function decision(permissionDecision: "allow" | "deny" | "defer", reason?: string): HookJSONOutput {

@@ -2,6 +2,7 @@ export {
   ClaudeAgentRunner,
   type ClaudeAgentRunnerOptions,
   HarnessTurnError,
+  type OptionsFor,
   QUIET_CLI_ENV,
 } from "./runner.js";
 export { RecordSessionStore } from "./store.js";

@@ -14,17 +14,26 @@
  * `executeDeferredToolCall` runs the tool's handler; the next RunModel resumes the CLI session,
  * whose call of the tool gets the recorded result. Every other tool runs inside the CLI and is
  * at-least-once: a retried or rerun RunModel Step runs it again.
+ *
+ * The session's built-in tools are offered as the tools of one more in-process SDK MCP server
+ * (`builtins.ts`), whose calls are deferred the same way and reported under the built-in's own
+ * name, so the core runs them as its built-in Steps. A planning turn offers only `write_todos`:
+ * the run gets no other tool (no CLI tool, no MCP server but the built-ins'), and the plan note
+ * comes first in the turn's prompt. `optionsFor` derives each run's options from the session
+ * settings, so a settings update takes effect at the session's next turn.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type HookCallbackMatcher,
+  type McpServerConfig,
   type Options,
   query,
   type SDKResultMessage,
   type SDKUserMessage,
 } from "@anthropic-ai/claude-agent-sdk";
+import * as builtIns from "./builtins.js";
 import type {
   AgentFrameworkRunner,
   AgentTurnContext,
@@ -33,7 +42,7 @@ import type {
   DeferredToolOutcome,
   FrameworkMessage,
 } from "./dex.js";
-import { ToolExecutionError, withToolExecution } from "./dex.js";
+import { buildPlanNote, ToolExecutionError, type texts, withToolExecution } from "./dex.js";
 import { WriteGate } from "./gate.js";
 import { type Entries, merged, RecordSessionStore } from "./store.js";
 import { TurnRecorder } from "./stream.js";
@@ -77,7 +86,17 @@ export interface ClaudeAgentRunnerOptions {
   frameworkRetries?: boolean;
   /** How often a long CLI run or tool call heartbeats, in milliseconds (default 20 s). */
   heartbeatIntervalMs?: number;
+  /**
+   * The options of each CLI run from the session's current settings (`updateSettings` /
+   * `update_session_settings` take effect at the session's next turn): given `options` and the
+   * settings, typically `{ ...options, model: settings.model, systemPrompt: settings.instructions }`.
+   * The same refusals as `options` apply to what it returns.
+   */
+  optionsFor?: OptionsFor;
 }
+
+/** The options of one CLI run, from the runner's options and the session's settings. */
+export type OptionsFor = (options: Options, sessionSettings: Readonly<Record<string, unknown>>) => Options;
 
 /** A CLI run ended with an error result, or with none: the RunModel attempt fails. */
 export class HarnessTurnError extends Error {
@@ -87,24 +106,25 @@ export class HarnessTurnError extends Error {
 type Item = Record<string, unknown>;
 
 export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
+  /** Planning turns offer only `write_todos`, the plan note first in the prompt. */
+  readonly supportsPlanMode = true;
   readonly #options: Options;
+  readonly #optionsFor: OptionsFor | null;
   readonly #tools: SdkTools;
   readonly #heartbeatMs: number;
   readonly #retries: Record<string, string>;
 
   constructor(options: ClaudeAgentRunnerOptions = {}) {
     const given = options.options ?? {};
-    if (given.sessionStore !== undefined || given.resume !== undefined || given.continue) {
+    const toolServers = options.toolServers ?? {};
+    checkOptions(given, toolServers);
+    if (Object.hasOwn(toolServers, builtIns.SERVER_KEY)) {
       throw new Error(
-        "ClaudeAgentRunner keeps the transcript itself: leave sessionStore, resume and continue unset in the options",
+        `the tool server key ${JSON.stringify(builtIns.SERVER_KEY)} is reserved for the session's built-in tools: give that server another key`,
       );
     }
-    for (const key of Object.keys(options.toolServers ?? {})) {
-      if (given.mcpServers !== undefined && Object.hasOwn(given.mcpServers, key)) {
-        throw new Error(`the tool server key ${JSON.stringify(key)} is also in options.mcpServers: give it once`);
-      }
-    }
     this.#options = given;
+    this.#optionsFor = options.optionsFor ?? null;
     this.#tools = new SdkTools(options.toolServers ?? {});
     this.#heartbeatMs = options.heartbeatIntervalMs ?? 20_000;
     this.#retries = options.frameworkRetries === true ? {} : { CLAUDE_CODE_MAX_RETRIES: "0" };
@@ -123,16 +143,17 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     const state = loadRunState(turn.frameworkRunState);
     const sessionId = state?.session_id ?? history.sessionId;
     const store = storeOf(sessionId, history.entries, state);
-    const recorder = new TurnRecorder(turn);
+    const offered = builtIns.offered(turn.enabledBuiltInTools, turn.interactionMode === "planning");
+    const recorder = new TurnRecorder(turn, offered);
     const handed = new RecordedResults();
-    const gate = new WriteGate(turn, this.#tools, handed);
+    const gate = new WriteGate(turn, this.#tools, handed, offered);
     const configDir = mkdtempSync(join(tmpdir(), "dex-claude-config-"));
     const timer = setInterval(() => turn.heartbeat(), this.#heartbeatMs);
     timer.unref();
     try {
-      const options = this.#runOptions(turn, { sessionId, store, gate, handed, configDir });
+      const options = this.#runOptions(turn, { sessionId, store, gate, handed, configDir, offered });
       // A resumed run sends a text of its own: an empty input fails to resume.
-      await run(state !== null ? [RESUME_PROMPT] : history.prompts, options, recorder, turn);
+      await run(state !== null ? [RESUME_PROMPT] : prompt(turn, history.prompts), options, recorder, turn);
     } finally {
       clearInterval(timer);
       rmSync(configDir, { recursive: true, force: true });
@@ -180,17 +201,36 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     }
   }
 
+  /** The options `optionsFor` gives for these settings (the runner's own without it). */
+  sessionOptions(sessionSettings: Readonly<Record<string, unknown>>): Options {
+    if (this.#optionsFor === null) return this.#options;
+    const options = this.#optionsFor(this.#options, sessionSettings);
+    checkOptions(options, this.#tools.servers);
+    return options;
+  }
+
   #runOptions(turn: AgentTurnContext<Item>, run: RunSetup): Options {
-    const given = this.#options;
+    const given = this.sessionOptions(turn.sessionSettings);
     const gate: HookCallbackMatcher = { hooks: [run.gate.hook] };
     const abortController = new AbortController();
     turn.signal.addEventListener("abort", () => abortController.abort(turn.signal.reason), { once: true });
     if (turn.signal.aborted) abortController.abort(turn.signal.reason);
+    const builtInServer: Record<string, McpServerConfig> =
+      run.offered.length > 0 ? { [builtIns.SERVER_KEY]: builtIns.server(run.offered, run.handed) } : {};
+    const offered = run.offered.map(builtIns.modelName);
+    const tools: Pick<Options, "mcpServers" | "allowedTools" | "tools"> =
+      turn.interactionMode === "planning"
+        ? // A planning turn's run offers only write_todos: no CLI tool, no other server.
+          { tools: [], mcpServers: builtInServer, allowedTools: offered }
+        : {
+            mcpServers: { ...given.mcpServers, ...this.#tools.serving(run.handed), ...builtInServer },
+            allowedTools: [...(given.allowedTools ?? []), ...offered],
+          };
     return {
       ...given,
+      ...tools,
       env: { ...process.env, ...QUIET_CLI_ENV, ...this.#retries, ...given.env, CLAUDE_CONFIG_DIR: run.configDir },
       hooks: { ...given.hooks, PreToolUse: [gate, ...(given.hooks?.PreToolUse ?? [])] },
-      mcpServers: { ...given.mcpServers, ...this.#tools.serving(run.handed) },
       sessionStore: run.store,
       sessionStoreFlush: "eager",
       ...(run.sessionId === null ? {} : { resume: run.sessionId }),
@@ -206,6 +246,32 @@ interface RunSetup {
   gate: WriteGate;
   handed: RecordedResults;
   configDir: string;
+  offered: readonly texts.BuiltInToolName[];
+}
+
+/** The refusals of the options a run is given (the runner's, or what `optionsFor` returns). */
+function checkOptions(options: Options, toolServers: Readonly<Record<string, ToolServer>>): void {
+  if (options.sessionStore !== undefined || options.resume !== undefined || options.continue) {
+    throw new Error(
+      "ClaudeAgentRunner keeps the transcript itself: leave sessionStore, resume and continue unset in the options",
+    );
+  }
+  for (const key of [...Object.keys(toolServers), builtIns.SERVER_KEY]) {
+    if (options.mcpServers !== undefined && Object.hasOwn(options.mcpServers, key)) {
+      throw new Error(
+        key === builtIns.SERVER_KEY
+          ? `the mcpServers key ${JSON.stringify(key)} is reserved for the session's built-in tools: give that server another key`
+          : `the tool server key ${JSON.stringify(key)} is also in options.mcpServers: give it once`,
+      );
+    }
+  }
+}
+
+/** The turn's first prompt: the plan note (when the turn has one), then each user text since
+ *  the last completed turn. */
+function prompt(turn: AgentTurnContext<Item>, texts: readonly string[]): string[] {
+  const note = buildPlanNote(turn.plan, turn.interactionMode);
+  return note === null ? [...texts] : [note, ...texts];
 }
 
 /** The earlier turns' entries (without their prompt snapshots: a turn's first run records the

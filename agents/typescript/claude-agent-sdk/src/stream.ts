@@ -3,6 +3,7 @@
  * final answer and usage.
  */
 import type { SDKMessage, SDKResultMessage } from "@anthropic-ai/claude-agent-sdk";
+import { builtInOf } from "./builtins.js";
 import type { AgentTurnContext, AgentUsage, FrameworkMessage } from "./dex.js";
 
 interface Block {
@@ -21,10 +22,13 @@ export class TurnRecorder {
   readonly results: SDKResultMessage[] = [];
   readonly #texts: string[] = [];
   readonly #turn: AgentTurnContext;
+  readonly #builtIns: readonly string[];
   modelCalls = 0;
 
-  constructor(turn: AgentTurnContext) {
+  /** `builtIns`: the built-ins the run offers, whose calls are reported under their own names. */
+  constructor(turn: AgentTurnContext, builtIns: readonly string[] = []) {
     this.#turn = turn;
+    this.#builtIns = builtIns;
   }
 
   observe(message: SDKMessage): void {
@@ -80,7 +84,7 @@ export class TurnRecorder {
         role: "assistant",
         frameworkItem: JSON.stringify({ tool_use: block.id }),
         toolCallId: block.id,
-        toolName: block.name ?? "",
+        toolName: builtInOf(block.name ?? "", this.#builtIns) ?? block.name ?? "",
         toolArguments: JSON.stringify(block.input ?? {}),
       });
     }

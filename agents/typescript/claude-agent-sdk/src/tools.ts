@@ -88,6 +88,11 @@ export class SdkTools {
     }
   }
 
+  /** The tool servers, by key. */
+  get servers(): Readonly<Record<string, ToolServer>> {
+    return this.#servers;
+  }
+
   /** Each tool's effect from its annotations, by the name the model sees. */
   effect(toolName: string): ToolEffect | null | undefined {
     const entry = this.#tools.get(toolName);

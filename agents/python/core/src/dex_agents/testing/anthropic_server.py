@@ -354,7 +354,11 @@ class ScriptedAnthropicServer(LoopbackServer):
         except ClientGone:
             handler.close_connection = True
 
-    def _take(self, body: dict[str, Any]) -> tuple[AnthropicReply | None, int]:
+    def _take(
+        self, body: dict[str, Any]
+    ) -> tuple[AnthropicReply | None, int, threading.Event | None]:
+        """The request's reply, its number, and its hang event: registered with the request,
+        so a `release()` right after `wait_for_requests` sees this request also releases it."""
         side = self._side is not None and self._side(body)
         with self._changed:
             self._requests.append(
@@ -363,11 +367,16 @@ class ScriptedAnthropicServer(LoopbackServer):
             self._changed.notify_all()
             number = len(self._requests)
             if side:
-                return self._side_reply, number
-            return (self._replies.popleft() if self._replies else None), number
+                return self._side_reply, number, None
+            reply = self._replies.popleft() if self._replies else None
+            hang = None
+            if reply is not None and reply.hang and not self._stopping.is_set():
+                hang = threading.Event()
+                self._hanging.append(hang)
+            return reply, number, hang
 
     def _messages(self, handler: Handler, body: dict[str, Any]) -> None:
-        reply, number = self._take(body)
+        reply, number, hang = self._take(body)
         if reply is None:
             message = f"scripted Anthropic server: no scripted reply left for request {number}"
             self._send_error(handler, 500, message)
@@ -376,30 +385,34 @@ class ScriptedAnthropicServer(LoopbackServer):
             self._send_error(handler, reply.status, reply.text or "scripted error")
             return
         try:
-            self._respond(handler, reply, number, bool(body.get("stream")))
+            self._respond(handler, reply, number, bool(body.get("stream")), hang)
         except ClientGone:
             handler.close_connection = True
 
-    def _respond(self, handler: Handler, reply: AnthropicReply, number: int, stream: bool) -> None:
+    def _respond(
+        self,
+        handler: Handler,
+        reply: AnthropicReply,
+        number: int,
+        stream: bool,
+        hang: threading.Event | None,
+    ) -> None:
         message = _Message(reply, number)
         exchange = _Exchange(handler)
         if not stream:
-            self._hold(handler, reply)
+            self._hold(handler, hang)
             exchange.send_json(200, message.whole())
             return
         exchange.start_stream()
         exchange.send_event(message.opening())
-        self._hold(handler, reply)
+        self._hold(handler, hang)
         for event in message.body_events():
             exchange.send_event(event)
         exchange.end_stream()
 
-    def _hold(self, handler: Handler, reply: AnthropicReply) -> None:
-        if not reply.hang or self._stopping.is_set():
+    def _hold(self, handler: Handler, event: threading.Event | None) -> None:
+        if event is None:
             return
-        event = threading.Event()
-        with self._lock:
-            self._hanging.append(event)
         while not event.wait(POLL_SECONDS):
             if client_gone(handler.connection):
                 with self._changed:
