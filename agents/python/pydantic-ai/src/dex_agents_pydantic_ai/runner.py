@@ -248,7 +248,7 @@ class PydanticAiRunner(Generic[DepsT]):
     ) -> AgentTurnOutcome | None:
         """The next model response of the turn's warm run, if this Worker holds one that
         stands for exactly the committed run state; None: the cold path."""
-        entry = self._warm.take(turn.flow_id, fingerprint(turn, turn.framework_run_state))
+        entry = self._warm.take(turn.flow_id, partial(fingerprint, turn, turn.framework_run_state))
         if entry is None:
             return None
         results = _tool_results(state, turn.tool_calls)

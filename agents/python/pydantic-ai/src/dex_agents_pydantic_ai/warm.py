@@ -111,14 +111,15 @@ class WarmRuns:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def take(self, flow_id: str, wanted: str) -> WarmEntry | None:
-        """The session's entry if it stands for `wanted`; any other entry of it is closed."""
+    def take(self, flow_id: str, wanted: Callable[[], str]) -> WarmEntry | None:
+        """The session's entry if it stands for `wanted()` (computed only when the session has
+        one); any other entry of it is closed."""
         entry = self._entries.pop(flow_id, None)
         if entry is None:
             self.misses += 1
             return None
         fresh = time.monotonic() - entry.parked_at <= self._ttl
-        if entry.fingerprint != wanted or not fresh or entry.task.done():
+        if not fresh or entry.task.done() or entry.fingerprint != wanted():
             entry.close()
             self.misses += 1
             return None
