@@ -70,10 +70,11 @@ async def _session(
         (m.role, m.text, m.tool_call_id, m.tool_name, m.tool_arguments, m.tool_output)
         for m in driver.messages
     ]
+    stored.append(("streamed", driver.events.texts()))
     return [request.body for request in model.requests[first:]], stored, runner
 
 
-async def test_warm_and_cold_send_the_same_requests_and_store_the_same_messages(
+async def test_warm_and_cold_send_the_same_requests_and_store_and_stream_the_same(
     model: ScriptedModelServer, tool_log: ToolRunLog
 ) -> None:
     cold_requests, cold_stored, cold = await _session(model, tool_log, warm_runs=0)
@@ -82,6 +83,7 @@ async def test_warm_and_cold_send_the_same_requests_and_store_the_same_messages(
     assert len(cold_requests) == 7
     assert warm_requests == cold_requests
     assert warm_stored == cold_stored
+    assert "All done." in cold_stored[-1][1]
     # Resumed warm: after the parallel calls, after the failure, after the rejection, and
     # turn 2's answer; the model step after the retry prompt ran cold.
     assert (warm.warm_runs.hits, cold.warm_runs.hits) == (4, 0)
