@@ -9,12 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dex_agents.runner import ToolCallsRequested, TurnCompleted
 from dex_agents.testing import (
     Decision,
     Reject,
     RunnerDriver,
     ScriptedModelServer,
+    ScriptedReply,
     ToolRunLog,
     pending_interrupt,
     reply_text,
@@ -252,3 +254,29 @@ class TestWarmRunsInAWorker(SharedWorkerSuite):
         # The restarted Worker held no warm run: the next model step ran cold, the one after
         # the failure warm again.
         assert _warm_hits(run, warm)[1:] == [0, 0, 1]
+
+
+async def test_a_cancelled_step_closes_its_warm_run_and_the_next_attempt_runs_cold(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    runner = _runner(model, tool_log, warm_runs=4)
+    driver = RunnerDriver(runner)
+    model.enqueue(
+        reply_tools(("a1", "get_weather", {"city": "Paris"})),
+        ScriptedReply(hang=True),
+        reply_text("Sunny in Paris."),
+    )
+    turn_id, calls = await _first_step(driver, "Paris?")
+    step = asyncio.create_task(driver.model_step(turn_id, calls.framework_run_state))
+    await asyncio.to_thread(model.wait_for_requests, 2)
+    step.cancel()  # as a cancelled turn or a stopping Worker cancels the Step
+    with pytest.raises(asyncio.CancelledError):
+        await step
+    await _open_runs_close()
+    assert (runner.warm_runs.hits, len(runner.warm_runs)) == (1, 0)
+
+    answer = await driver.model_step(turn_id, calls.framework_run_state)
+
+    assert isinstance(answer, TurnCompleted)
+    assert runner.warm_runs.hits == 1  # the attempt after ran cold
+    assert model.requests[2].body == model.requests[1].body
