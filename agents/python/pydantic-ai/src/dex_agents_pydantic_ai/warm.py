@@ -200,11 +200,12 @@ async def _own(
                 start = len(run.all_messages())
                 outcome = await drive_model_call(run, node, command.events, stream, new_since=start)
                 reply.set_result(outcome)
-    except BaseException as error:
+    except Exception as error:
         if not reply.done():
-            reply.set_exception(error)
-        if isinstance(error, Exception):
-            return
+            reply.set_exception(error)  # the Step fails with it, as on the cold path
+    except BaseException:
+        # Cancelled (its Step was, or the Worker stops): nobody waits for the reply any more.
+        reply.cancel()
         raise
     finally:
         if not parkable.done():
