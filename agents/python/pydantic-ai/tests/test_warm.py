@@ -34,7 +34,7 @@ from .apps.agents import AppDeps, build_triage_agent, deps_factory, scripted_mod
 ROOT = Path(__file__).parent.parent
 
 
-def _script() -> list[Any]:
+def _script() -> list[ScriptedReply]:
     return [
         # Parallel calls, one of them asking for approval.
         reply_tools(
@@ -58,11 +58,7 @@ def _decide(record: AgentToolCall) -> Decision:
 async def _session(
     model: ScriptedModelServer, tool_log: ToolRunLog, warm_runs: int
 ) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], PydanticAiRunner[AppDeps]]:
-    runner = PydanticAiRunner(
-        build_triage_agent(scripted_model(model.base_url)),
-        deps_factory=deps_factory(tool_log.path),
-        warm_runs=warm_runs,
-    )
+    runner = _runner(model, tool_log, warm_runs)
     driver = RunnerDriver(runner)
     first = len(model.requests)
     model.enqueue(*_script())
@@ -182,7 +178,7 @@ async def test_a_message_stored_since_the_last_step_means_the_cold_path(
 EMAIL = {"to": "ana@example.com", "body": "Hi"}
 
 
-def _worker_script() -> list[Any]:
+def _worker_script() -> list[ScriptedReply]:
     return [
         reply_tools(
             ("r1", "get_weather", {"city": "Lima"}),
