@@ -19,6 +19,9 @@ Contenders:
   caller keeping the history: Pydantic AI, OpenAI Agents, LangGraph without a checkpointer;
   and Pydantic AI and OpenAI Agents alone streaming their model calls, as dex-agents does for
   its `text_delta` events;
+- with --warm, dex-agents + Pydantic AI and its runner in memory again with the adapter's warm
+  runs on (`PydanticAiRunner(warm_runs=8)`: a turn's Pydantic AI run kept open between its model
+  steps), so warm and cold compare within one run;
 - a breakdown, not a contender: each adapter's runner alone, driven in this process by
   `RunnerDriver` as the session Flow calls it (no engine, no database, no second process).
   Its overhead is what Step mode and the adapter cost over the framework alone; the rest of
@@ -454,6 +457,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             peer_of="LangGraph",
         ),
     ]
+    if args.warm:
+        contenders[6:6] = [
+            DexAgents(
+                "dex-agents + Pydantic AI, warm",
+                "e2e_app:pydantic_ai_warm_flows",
+                "BenchPydanticAiWarm",
+                f"sqlite:///{tmp / 'dex-pydantic-ai-warm.sqlite'}",
+                baseline="Pydantic AI alone",
+                streaming_baseline="Pydantic AI alone, streaming",
+            ),
+            RunnerInMemory(
+                "Pydantic AI runner in memory, warm",
+                "pydantic_ai_warm_flows",
+                baseline="Pydantic AI alone",
+                streaming_baseline="Pydantic AI alone, streaming",
+            ),
+        ]
     contenders = [c for c in contenders if _framework(c.name) in args.frameworks]
     if args.postgres and "pydantic_ai" in args.frameworks:
         contenders.insert(
@@ -693,6 +713,12 @@ def main() -> None:
         default=FRAMEWORKS,
         help="only the contenders on these frameworks, with their baselines and peers "
         f"(default: {','.join(FRAMEWORKS)}); a 1,000-turn run of OpenAI Agents alone takes hours",
+    )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="also dex-agents + Pydantic AI and its runner in memory with warm runs (the "
+        "turn's Pydantic AI run kept open between its model steps), beside the cold ones",
     )
     parser.add_argument(
         "--profile-worker",

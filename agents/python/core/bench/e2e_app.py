@@ -59,6 +59,7 @@ def openai_agents_run_config(base_url: str) -> RunConfig:
     return RunConfig(model_provider=AgentsOpenAIProvider(openai_client=client))
 
 
+WARM_RUNS = 8
 OPTIONS = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(effect="read")})
 
 
@@ -69,8 +70,12 @@ def _url() -> str:
 def __getattr__(name: str) -> list[AgentSessionFlow]:
     # Built on first use, so that importing this module needs no model URL.
     if name == "pydantic_ai_flows":
-        runner = PydanticAiRunner(pydantic_ai_agent(_url()))
+        runner = PydanticAiRunner(pydantic_ai_agent(_url()), warm_runs=0)
         return [AgentSessionFlow(runner, flow_type="BenchPydanticAi", options=OPTIONS)]
+    if name == "pydantic_ai_warm_flows":
+        # The turn's run kept open between its model steps (the adapter's warm runs).
+        runner = PydanticAiRunner(pydantic_ai_agent(_url()), warm_runs=WARM_RUNS)
+        return [AgentSessionFlow(runner, flow_type="BenchPydanticAiWarm", options=OPTIONS)]
     if name == "openai_agents_flows":
         agent_runner = OpenAIAgentsRunner(
             openai_agents_agent(), run_config=openai_agents_run_config(_url())

@@ -1,5 +1,10 @@
 """Every part of Pydantic AI that is not its public API, in one place.
 
+Warm runs (warm.py) resume a run that ended at its deferred tool calls: the node Pydantic AI
+builds for `deferred_tool_results` (`CallToolsNode`), whether the run counted a retry, and the
+per-run state a new run starts afresh are read and set here (`resume_node`,
+`retries_counted`, `as_new_run`).
+
 The runner adds `DeferredToolRequests` to a run's output type, which Pydantic AI refuses for an
 agent with output validators; to say so when the runner is built, with what to do, it reads
 whether the agent has any: `Agent._output_validators`, for which there is no public accessor.
@@ -11,10 +16,66 @@ fails in that one test, by name.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from pydantic_ai import DeferredToolResults
+from pydantic_ai._agent_graph import AgentNode, CallToolsNode
 from pydantic_ai.agent import AbstractAgent
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.run import AgentRun
+from pydantic_ai.usage import RunUsage
 
 
 def has_output_validators(agent: AbstractAgent[object, object]) -> bool:
     """Whether `agent` has output validators (`@agent.output_validator`); False for an agent
     class that keeps none."""
     return bool(getattr(agent, "_output_validators", None))
+
+
+AnyAgentNode = AgentNode[Any, Any]
+"""A node of an agent run's graph (`AgentRun.next_node`'s type, from a private module)."""
+
+
+def resume_node(run: AgentRun[Any, Any], results: DeferredToolResults) -> AnyAgentNode:
+    """The node a run resumed with `results` goes to, built as Pydantic AI builds it for a
+    new run given `deferred_tool_results` (`UserPromptNode._handle_deferred_tool_results`):
+    a `CallToolsNode` over a copy of the last model response, in the run's own history."""
+    history = run.ctx.state.message_history
+    index = max(i for i, message in enumerate(history) if isinstance(message, ModelResponse))
+    last = history[index]
+    assert isinstance(last, ModelResponse)
+    response = replace(last)
+    history[index] = response
+    return CallToolsNode(
+        response,
+        tool_call_results=dict(results.to_tool_call_results()),
+        tool_call_metadata=results.metadata or None,
+    )
+
+
+def retries_counted(run: AgentRun[Any, Any]) -> bool:
+    """Whether the run counted a retry (of output or of a tool) that a new run would not."""
+    if run.ctx.state.output_retries_used:
+        return True
+    manager = run.ctx.deps.tool_manager
+    if manager.failed_tools:
+        return True
+    return manager.ctx is not None and any(manager.ctx.retries.values())
+
+
+def as_new_run(run: AgentRun[Any, Any], deps: object) -> None:
+    """Sets what a new run starts afresh, so the resumed run goes on as the cold path's new
+    run would: the Step's deps, the step count (its model request is the run's step 1 again),
+    the usage (what usage limits count) and the last request's settings. The tool manager is
+    moved to step 0, so the next request prepares the tools again, as a new run does."""
+    state = run.ctx.state
+    state.run_step = 0
+    state.usage = RunUsage()
+    state.last_max_tokens = None
+    state.last_model_request_parameters = None
+    graph_deps = run.ctx.deps
+    graph_deps.user_deps = deps
+    manager = graph_deps.tool_manager
+    if manager.ctx is not None:
+        manager.ctx = replace(manager.ctx, run_step=0, deps=deps)

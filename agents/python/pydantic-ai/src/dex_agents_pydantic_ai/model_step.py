@@ -8,6 +8,7 @@ results of the last response), makes one model request, lets Pydantic AI process
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +29,12 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model
 from pydantic_ai.output import OutputSpec
+from pydantic_ai.run import AgentRun
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset
+from pydantic_graph import End
 
+from ._compat import AnyAgentNode
 from .deferral import ToolCatalog
 
 
@@ -44,6 +48,18 @@ class ModelCallOutcome:
     """The run's output when it ended: the answer, or DeferredToolRequests."""
     next_request: ModelRequest | None
     """The request of a second model call the run wanted to make; None when it ended."""
+
+
+@dataclass(frozen=True)
+class ModelCallArguments:
+    """What a model step's run is given besides the agent's own configuration."""
+
+    history: Sequence[ModelMessage]
+    deferred_tool_results: DeferredToolResults | None
+    deps: Any
+    model: Model | str | None
+    catalog: ToolCatalog
+    toolsets: Sequence[AbstractToolset[Any]]
 
 
 async def run_model_call(
@@ -61,9 +77,36 @@ async def run_model_call(
     model_settings: ModelSettings | None,
     toolsets: Sequence[AbstractToolset[Any]] = (),
 ) -> ModelCallOutcome:
-    response: ModelResponse | None = None
-    requested = False
-    async with agent.iter(
+    async with open_model_call(
+        agent,
+        history=history,
+        deferred_tool_results=deferred_tool_results,
+        output_type=output_type,
+        deps=deps,
+        model=model,
+        conversation_id=conversation_id,
+        catalog=catalog,
+        model_settings=model_settings,
+        toolsets=toolsets,
+    ) as run:
+        return await drive_model_call(run, run.next_node, events, stream)
+
+
+def open_model_call(
+    agent: Agent[Any, Any],
+    *,
+    history: Sequence[ModelMessage],
+    deferred_tool_results: DeferredToolResults | None,
+    output_type: OutputSpec[Any] | None,
+    deps: Any,
+    model: Model | str | None,
+    conversation_id: str,
+    catalog: ToolCatalog,
+    model_settings: ModelSettings | None,
+    toolsets: Sequence[AbstractToolset[Any]] = (),
+) -> AbstractAsyncContextManager[AgentRun[Any, Any]]:
+    """The run of a model step, not started yet."""
+    return agent.iter(
         None,
         output_type=output_type,
         message_history=list(history),
@@ -75,26 +118,44 @@ async def run_model_call(
         capabilities=[catalog],
         toolsets=list(toolsets) or None,
         infer_name=False,
-    ) as run:
-        node = run.next_node
-        while not Agent.is_end_node(node):
-            if Agent.is_model_request_node(node):
-                if requested:
-                    # A second model call belongs to the next RunModel Step.
-                    return ModelCallOutcome(run.new_messages(), response, None, node.request)
-                requested = True
-                if stream:
-                    async with node.stream(run.ctx) as events_stream:
-                        async for event in events_stream:
-                            write_delta(event, events)
-            elif Agent.is_call_tools_node(node) and requested:
-                # A resumed run first processes the stored response's tool results; only the
-                # response after this run's own request is new.
-                response = node.model_response
-            node = await run.next(node)
-        if response is None:
-            raise RuntimeError("the Pydantic AI run ended without a model call")
-        return ModelCallOutcome(run.new_messages(), response, node.data.output, None)
+    )
+
+
+async def drive_model_call(
+    run: AgentRun[Any, Any],
+    node: AnyAgentNode | End[Any],
+    events: EventWriter,
+    stream: bool,
+    *,
+    new_since: int | None = None,
+) -> ModelCallOutcome:
+    """Drives `run` from `node` through one model request, to its end or to the request of a
+    second model call. `new_since`: where the call's new messages start in the run's history
+    (None: where the run started)."""
+    response: ModelResponse | None = None
+    requested = False
+    while not isinstance(node, End):
+        if Agent.is_model_request_node(node):
+            if requested:
+                # A second model call belongs to the next RunModel Step.
+                return ModelCallOutcome(_new(run, new_since), response, None, node.request)
+            requested = True
+            if stream:
+                async with node.stream(run.ctx) as events_stream:
+                    async for event in events_stream:
+                        write_delta(event, events)
+        elif Agent.is_call_tools_node(node) and requested:
+            # A resumed run first processes the stored response's tool results; only the
+            # response after this run's own request is new.
+            response = node.model_response
+        node = await run.next(node)
+    if response is None:
+        raise RuntimeError("the Pydantic AI run ended without a model call")
+    return ModelCallOutcome(_new(run, new_since), response, node.data.output, None)
+
+
+def _new(run: AgentRun[Any, Any], since: int | None) -> list[ModelMessage]:
+    return run.new_messages() if since is None else run.all_messages()[since:]
 
 
 def write_delta(event: AgentStreamEvent, events: EventWriter) -> None:

@@ -9,6 +9,8 @@ DeferredToolResults. Each tool call runs later, in its own Step, through the age
 from __future__ import annotations
 
 import inspect
+import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -58,12 +60,20 @@ from .features import (
     with_turn_notes,
 )
 from .messages import extend_history, to_framework_messages, user_message
-from .model_step import ModelCallOutcome, call_metadata, run_model_call, usage_of
+from .model_step import (
+    ModelCallArguments,
+    ModelCallOutcome,
+    call_metadata,
+    open_model_call,
+    run_model_call,
+    usage_of,
+)
 from .run_state import RunState
 from .sequential import barrier_groups, hold, next_group
 from .tool_results import DEFAULT_MAX_TOOL_RESULT_BYTES, decode_tool_result, readable_output
 from .tool_sources import SourceOffer, SourceTools
 from .tool_step import ToolStepRun
+from .warm import WarmEntry, WarmRuns, fingerprint, warm_runs_setting, warm_ttl_setting
 
 DepsT = TypeVar("DepsT")
 
@@ -106,6 +116,8 @@ class PydanticAiRunner(Generic[DepsT]):
         tool_sources: Sequence[ToolSource] = (),
         resolve_model: ModelResolver | None = None,
         max_tool_result_bytes: int = DEFAULT_MAX_TOOL_RESULT_BYTES,
+        warm_runs: int | None = None,
+        warm_ttl: float | None = None,
     ) -> None:
         """
         Args:
@@ -132,6 +144,12 @@ class PydanticAiRunner(Generic[DepsT]):
             max_tool_result_bytes: The largest result a tool Step stores (5 MiB by default),
                 counted on its stored form: files a tool returns are stored as base64. A larger
                 result fails the call with a message the model reads, saying the limit.
+            warm_runs: Sessions whose turn's Pydantic AI run this runner keeps open between
+                the model steps of a turn (warm.py); 0 turns warm runs off. None reads
+                DEX_AGENTS_PYDANTIC_AI_WARM_RUNS (0 when unset). Each session has at most one.
+            warm_ttl: Seconds a warm run waits for its turn's next model step before it is
+                closed; None: the Worker's hot window as DEX_AGENTS_HOT_WINDOW_SECONDS sets it
+                (10 s by default). Give a Worker built with another `hot_window` the same.
         """
         if max_tool_result_bytes <= 0:
             raise ValueError("max_tool_result_bytes must be positive")
@@ -146,10 +164,18 @@ class PydanticAiRunner(Generic[DepsT]):
         self._sources = SourceTools(tool_sources)
         self._resolve_model = resolve_model
         self._max_tool_result_bytes = max_tool_result_bytes
+        self._warm = WarmRuns(
+            warm_runs_setting(warm_runs, os.environ), warm_ttl_setting(warm_ttl, os.environ)
+        )
 
     @property
     def agent(self) -> Agent[DepsT, Any]:
         return self._agent
+
+    @property
+    def warm_runs(self) -> WarmRuns:
+        """The turns' runs this runner keeps open between model steps (warm.py)."""
+        return self._warm
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
@@ -170,6 +196,10 @@ class PydanticAiRunner(Generic[DepsT]):
         if state.held:  # the next group behind a sequential call: no model call
             group, held = next_group(state.held)
             return ToolCallsRequested(replace(state, held=held).to_json(), group)
+        if self._warm.enabled:
+            warm = await self._resume_warm(turn, state)
+            if warm is not None:
+                return warm
         deps = await self._deps(
             DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
@@ -187,10 +217,20 @@ class PydanticAiRunner(Generic[DepsT]):
         offer = SourceOffer() if planning(turn) else await self._sources.offer()
         built_ins = built_in_toolset(turn)
         toolsets = [*offer.toolsets, *([built_ins] if built_ins else [])]
+        arguments = ModelCallArguments(
+            history=history,
+            deferred_tool_results=_tool_results(state, turn.tool_calls),
+            deps=deps,
+            model=model,
+            catalog=catalog,
+            toolsets=toolsets,
+        )
+        if self._warm.enabled and not toolsets and not planning(turn):
+            return await self._start_warm(turn, state, arguments, offer)
         call = await run_model_call(
             self._agent,
             history=history,
-            deferred_tool_results=_tool_results(state, turn.tool_calls),
+            deferred_tool_results=arguments.deferred_tool_results,
             output_type=self._output_type,
             deps=deps,
             model=model,
@@ -202,6 +242,73 @@ class PydanticAiRunner(Generic[DepsT]):
             toolsets=toolsets,
         )
         return self._outcome(turn, state, call, catalog, offer, model)
+
+    async def _resume_warm(
+        self, turn: AgentTurnContext, state: RunState
+    ) -> AgentTurnOutcome | None:
+        """The next model response of the turn's warm run, if this Worker holds one that
+        stands for exactly the committed run state; None: the cold path."""
+        entry = self._warm.take(turn.flow_id, partial(fingerprint, turn, turn.framework_run_state))
+        if entry is None:
+            return None
+        results = _tool_results(state, turn.tool_calls)
+        if results is None:
+            entry.close()
+            return None
+        assert entry.context is not None  # set when it was parked
+        catalog, offer, model = entry.context
+        try:
+            deps = await self._deps(
+                DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
+            )
+        except BaseException:
+            entry.close()
+            raise
+        call = await self._warm.resume(entry, results, deps, turn.events)
+        outcome = self._outcome(turn, state, call, catalog, offer, model)
+        self._park_warm(turn, outcome, entry)
+        return outcome
+
+    async def _start_warm(
+        self,
+        turn: AgentTurnContext,
+        state: RunState,
+        arguments: ModelCallArguments,
+        offer: SourceOffer,
+    ) -> AgentTurnOutcome:
+        """The cold path's model call, in a run kept open for the turn's next model step."""
+        opener = partial(
+            open_model_call,
+            self._agent,
+            history=arguments.history,
+            deferred_tool_results=arguments.deferred_tool_results,
+            output_type=self._output_type,
+            deps=arguments.deps,
+            model=arguments.model,
+            conversation_id=turn.flow_id,
+            catalog=arguments.catalog,
+            model_settings=self._run_model_settings(),
+            toolsets=arguments.toolsets,
+        )
+        call, entry = await self._warm.start(opener, turn.events, self._stream)
+        outcome = self._outcome(turn, state, call, arguments.catalog, offer, arguments.model)
+        if entry is not None:
+            entry.context = (arguments.catalog, offer, arguments.model)
+            self._park_warm(turn, outcome, entry)
+        return outcome
+
+    def _park_warm(
+        self, turn: AgentTurnContext, outcome: AgentTurnOutcome, entry: WarmEntry
+    ) -> None:
+        if not isinstance(outcome, ToolCallsRequested) or entry.task.done():
+            entry.close()
+            return
+        if RunState.from_json(outcome.framework_run_state).held:
+            entry.close()  # a sequential barrier: the next model step hands over a group
+            return
+        entry.fingerprint = fingerprint(turn, outcome.framework_run_state)
+        entry.parked_at = time.monotonic()
+        self._warm.park(turn.flow_id, entry)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         source = self._sources.owner(call.tool_call)

@@ -1,0 +1,278 @@
+"""Warm runs (warm.py) are invisible from outside: the same model requests, the same stored
+messages, warm or cold, and the cold path whenever the warm run does not stand for the
+committed state."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import (
+    Decision,
+    Reject,
+    RunnerDriver,
+    ScriptedModelServer,
+    ScriptedReply,
+    ToolRunLog,
+    pending_interrupt,
+    reply_text,
+    reply_tools,
+    turns_done,
+)
+from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+from dex_agents.types import AgentToolCall
+
+from dex_agents_pydantic_ai import PydanticAiRunner
+from dex_agents_pydantic_ai.warm import TASK_NAME
+
+from .apps.agents import AppDeps, build_triage_agent, deps_factory, scripted_model
+
+ROOT = Path(__file__).parent.parent
+
+
+def _script() -> list[ScriptedReply]:
+    return [
+        # Parallel calls, one of them asking for approval.
+        reply_tools(
+            ("c1", "get_weather", {"city": "Paris"}),
+            ("c2", "lookup_order", {"order_id": "o-1"}),
+            ("c3", "send_email", {"to": "ada@example.com", "body": "hi"}),
+        ),
+        reply_tools(("c4", "lookup_order", {})),  # invalid arguments: a retry prompt
+        reply_tools(("c5", "lookup_order", {"order_id": "x-1"})),  # ModelRetry: a failure
+        reply_tools(("c6", "refund", {"order_id": "o-1", "amount": 500})),  # rejected
+        reply_text("All done."),
+        reply_tools(("c7", "get_weather", {"city": "Rome"})),
+        reply_text("Sunny in Rome."),
+    ]
+
+
+def _decide(record: AgentToolCall) -> Decision:
+    return Reject("Not today.") if record.tool_name == "refund" else "run"
+
+
+async def _session(
+    model: ScriptedModelServer, tool_log: ToolRunLog, warm_runs: int
+) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], PydanticAiRunner[AppDeps]]:
+    runner = _runner(model, tool_log, warm_runs)
+    driver = RunnerDriver(runner)
+    first = len(model.requests)
+    model.enqueue(*_script())
+    await driver.turn("Help with o-1, please.", decide=_decide)
+    await driver.turn("And Rome?", decide=_decide)
+    stored = [
+        (m.role, m.text, m.tool_call_id, m.tool_name, m.tool_arguments, m.tool_output)
+        for m in driver.messages
+    ]
+    stored.append(("streamed", driver.events.texts()))
+    return [request.body for request in model.requests[first:]], stored, runner
+
+
+async def test_warm_and_cold_send_the_same_requests_and_store_and_stream_the_same(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    cold_requests, cold_stored, cold = await _session(model, tool_log, warm_runs=0)
+    warm_requests, warm_stored, warm = await _session(model, tool_log, warm_runs=4)
+
+    assert len(cold_requests) == 7
+    assert warm_requests == cold_requests
+    assert warm_stored == cold_stored
+    assert "All done." in cold_stored[-1][1]
+    # Resumed warm: after the parallel calls, after the failure, after the rejection, and
+    # turn 2's answer; the model step after the retry prompt ran cold.
+    assert (warm.warm_runs.hits, cold.warm_runs.hits) == (4, 0)
+
+
+def _runner(
+    model: ScriptedModelServer, tool_log: ToolRunLog, warm_runs: int, warm_ttl: float | None = None
+) -> PydanticAiRunner[AppDeps]:
+    return PydanticAiRunner(
+        build_triage_agent(scripted_model(model.base_url)),
+        deps_factory=deps_factory(tool_log.path),
+        warm_runs=warm_runs,
+        warm_ttl=warm_ttl,
+    )
+
+
+async def _open_runs_close() -> None:
+    """Waits until every warm run's task has ended (the runs were closed), at most 5 s."""
+    tasks = [task for task in asyncio.all_tasks() if task.get_name() == TASK_NAME]
+    if tasks:
+        await asyncio.wait(tasks, timeout=5)
+    assert all(task.done() for task in tasks)
+
+
+async def _first_step(driver: RunnerDriver, text: str) -> tuple[str, ToolCallsRequested]:
+    turn_id = driver.start_turn(text)
+    outcome = await driver.model_step(turn_id, None)
+    assert isinstance(outcome, ToolCallsRequested)
+    await driver.run_tools(turn_id, outcome)
+    return turn_id, outcome
+
+
+async def test_a_runner_keeps_at_most_warm_runs_open_the_least_recently_used_goes_cold(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    runner = _runner(model, tool_log, warm_runs=1)
+    first, second = RunnerDriver(runner, flow_id="s-1"), RunnerDriver(runner, flow_id="s-2")
+    model.enqueue(
+        reply_tools(("a1", "get_weather", {"city": "Paris"})),
+        reply_tools(("b1", "get_weather", {"city": "Rome"})),
+        reply_text("Sunny in Paris."),
+        reply_text("Sunny in Rome."),
+    )
+    first_turn, first_calls = await _first_step(first, "Paris?")
+    second_turn, second_calls = await _first_step(second, "Rome?")
+    assert len(runner.warm_runs) == 1  # s-2's run evicted s-1's
+
+    first_answer = await first.model_step(first_turn, first_calls.framework_run_state)
+    second_answer = await second.model_step(second_turn, second_calls.framework_run_state)
+
+    assert isinstance(first_answer, TurnCompleted) and isinstance(second_answer, TurnCompleted)
+    assert (runner.warm_runs.hits, runner.warm_runs.misses) == (1, 3)
+    assert [m["content"] for m in model.requests[2].body["messages"] if m["role"] == "tool"] == [
+        "Sunny in Paris"
+    ]
+    assert len(runner.warm_runs) == 0
+    await _open_runs_close()
+
+
+async def test_a_warm_run_older_than_its_ttl_is_closed_and_the_step_runs_cold(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    runner = _runner(model, tool_log, warm_runs=4, warm_ttl=0.0)
+    driver = RunnerDriver(runner)
+    model.enqueue(reply_tools(("a1", "get_weather", {"city": "Paris"})))
+    turn_id, calls = await _first_step(driver, "Paris?")
+    await _open_runs_close()  # it waited for no next step
+
+    model.enqueue(reply_text("Sunny in Paris."))
+    assert isinstance(await driver.model_step(turn_id, calls.framework_run_state), TurnCompleted)
+    assert runner.warm_runs.hits == 0
+
+
+async def test_a_message_stored_since_the_last_step_means_the_cold_path(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    bodies = []
+    for warm_runs in (0, 4):
+        runner = _runner(model, tool_log, warm_runs=warm_runs)
+        driver = RunnerDriver(runner)
+        first = len(model.requests)
+        model.enqueue(reply_tools(("a1", "get_weather", {"city": "Paris"})), reply_text("Both."))
+        turn_id, calls = await _first_step(driver, "Paris?")
+        # A message the session stored in the turn since (as a steering message would be).
+        driver.append(turn_id, runner.build_user_message("And Rome too."))
+        await driver.model_step(turn_id, calls.framework_run_state)
+        bodies.append([request.body for request in model.requests[first:]])
+        assert runner.warm_runs.hits == 0
+    assert bodies[0] == bodies[1]
+    assert "And Rome too." in json.dumps(bodies[1][1])
+    await _open_runs_close()
+
+
+EMAIL = {"to": "ana@example.com", "body": "Hi"}
+
+
+def _worker_script() -> list[ScriptedReply]:
+    return [
+        reply_tools(
+            ("r1", "get_weather", {"city": "Lima"}),
+            ("r2", "get_weather", {"city": "Quito"}),
+            ("w1", "send_email", EMAIL),
+        ),
+        reply_tools(("l1", "lookup_order", {})),  # invalid arguments: a retry prompt
+        reply_tools(("l2", "lookup_order", {"order_id": "x-1"})),  # ModelRetry: a failure
+        reply_text("Sent, and sunny in both."),
+    ]
+
+
+def _warm_hits(run: SessionRun, session: str) -> list[int]:
+    """The runner's warm hits after each model step of `session`."""
+    return [
+        entry["warm_hits"]
+        for entry in run.tool_log.entries("model_step")
+        if entry["flow_id"] == session
+    ]
+
+
+async def _approve_and_finish(
+    run: SessionRun, session: str, *, kill_first: bool = False
+) -> list[dict[str, Any]]:
+    await run.client.wait_for(session, pending_interrupt("w1"))
+    first = len(run.model.requests)
+    if kill_first:
+        run.kill_and_restart()  # between the model step and the approval's tool Step
+    assert await run.client.resolve_interrupt(session, "w1", approved=True)
+    await run.client.wait_for(session, turns_done(1))
+    return [request.body for request in run.model.requests[first:]]
+
+
+class TestWarmRunsInAWorker(SharedWorkerSuite):
+    app = WorkerApp(worker_target="tests.apps.warm:flows", worker_cwd=ROOT)
+
+    async def test_a_worker_sends_the_same_requests_warm_and_cold(self, run: SessionRun) -> None:
+        results = {}
+        for flow_type in ("ColdTriage", "WarmTriage"):
+            first = len(run.model.requests)
+            run.model.enqueue(*_worker_script())
+            session = await run.client.start_session(flow_type, "Weather, then email Ana.")
+            after = await _approve_and_finish(run, session)
+            results[flow_type] = (run.model.requests[first].body, after, session)
+
+        cold_first, cold_after, cold_session = results["ColdTriage"]
+        warm_first, warm_after, warm_session = results["WarmTriage"]
+        assert len(cold_after) == 3
+        assert (warm_first, warm_after) == (cold_first, cold_after)
+        # The step after the approval and the one after the failure resumed warm; the one
+        # after the retry prompt ran cold.
+        hits = _warm_hits(run, warm_session)
+        assert [count - hits[0] for count in hits] == [0, 1, 1, 2]
+        assert _warm_hits(run, cold_session) == [0, 0, 0, 0]
+
+    async def test_a_sigkill_between_two_steps_resumes_cold_with_the_same_requests(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(*_worker_script())
+        cold = await run.client.start_session("ColdTriage", "Weather, then email Ana.")
+        cold_after = await _approve_and_finish(run, cold)
+
+        run.model.enqueue(*_worker_script())
+        warm = await run.client.start_session("WarmTriage", "Weather, then email Ana.")
+        warm_after = await _approve_and_finish(run, warm, kill_first=True)
+
+        assert len(cold_after) == 3
+        assert warm_after == cold_after
+        # The restarted Worker held no warm run: the next model step ran cold, the one after
+        # the failure warm again.
+        assert _warm_hits(run, warm)[1:] == [0, 0, 1]
+
+
+async def test_a_cancelled_step_closes_its_warm_run_and_the_next_attempt_runs_cold(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    runner = _runner(model, tool_log, warm_runs=4)
+    driver = RunnerDriver(runner)
+    model.enqueue(
+        reply_tools(("a1", "get_weather", {"city": "Paris"})),
+        ScriptedReply(hang=True),
+        reply_text("Sunny in Paris."),
+    )
+    turn_id, calls = await _first_step(driver, "Paris?")
+    step = asyncio.create_task(driver.model_step(turn_id, calls.framework_run_state))
+    await asyncio.to_thread(model.wait_for_requests, 2)
+    step.cancel()  # as a cancelled turn or a stopping Worker cancels the Step
+    with pytest.raises(asyncio.CancelledError):
+        await step
+    await _open_runs_close()
+    assert (runner.warm_runs.hits, len(runner.warm_runs)) == (1, 0)
+
+    answer = await driver.model_step(turn_id, calls.framework_run_state)
+
+    assert isinstance(answer, TurnCompleted)
+    assert runner.warm_runs.hits == 1  # the attempt after ran cold
+    assert model.requests[2].body == model.requests[1].body
