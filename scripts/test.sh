@@ -69,6 +69,8 @@ run_package() {
     "$dir/ci.sh"
     return
   fi
+  local args
+  args="$(parallel_args "$dir")"
   (
     cd "$dir" &&
       uv sync --locked --all-extras --quiet --compile-bytecode &&
@@ -76,7 +78,7 @@ run_package() {
       uv run --quiet ruff check . &&
       uv run --quiet ruff format --check . &&
       uv run --quiet mypy &&
-      uv run pytest -q -p no:cacheprovider $(parallel_args "$dir")
+      uv run pytest -q -p no:cacheprovider $args
   )
 }
 
