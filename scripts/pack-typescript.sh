@@ -3,19 +3,21 @@
 # this repository before they are published:
 #   scripts/pack-typescript.sh && npm install ./dist/*.tgz ai@7.0.173 zod ...
 # (the frameworks are peer dependencies: the application installs its own, once).
-# Usage: scripts/pack-typescript.sh [OUT_DIR]   (default: dist/, beside the Python wheels)
+# Usage: scripts/pack-typescript.sh [OUT_DIR]   (default: the repository's dist/, beside the
+# Python wheels of scripts/build.sh)
 #
 # Each package's `prepack` script builds its dist/ (a package without an up-to-date
 # node_modules gets a locked install first, `npm ci`, without optional dependencies: the build
-# needs none, and the Claude Agent SDK's CLI platform package is 409 MB). In the repository the adapters depend on
-# the core as `file:../core`, which an installed tarball cannot resolve; their tarballs depend on
-# the core's version instead, the one this script packs beside them. The repository's
-# package.json files are not changed: the rewrite happens in a copy of the packed files.
+# needs none, and the Claude Agent SDK's CLI platform package is 409 MB). In the repository the
+# adapters depend on the core as `file:../core`, which an installed tarball cannot resolve;
+# their tarballs depend on the core's version instead, the one this script packs beside them.
+# The repository's package.json files are not changed: the rewrite happens in a copy of the
+# packed files.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-out="${1:-dist}"
+out="${1:-$(dirname "$0")/../dist}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+cd "$(dirname "$0")/.."
 root="$(pwd)/agents/typescript"
 adapters=(vercel-ai openai-agents mastra pi claude-agent-sdk)
 npm_quiet=(--no-audit --no-fund --loglevel=error)
