@@ -42,9 +42,11 @@ if [ ${#packages[@]} -eq 0 ]; then
   done
   for dir in agents/typescript/core agents/typescript/*/; do
     dir="${dir%/}"
-    [ -f "$dir/ci.sh" ] || continue
+    [ -f "$dir/ci.sh" ] && [ "$dir" != agents/typescript/install-check ] || continue
     [[ " ${packages[*]-} " == *" $dir "* ]] || packages+=("$dir")
   done
+  # The install check packs every TypeScript package: last, once their ci.sh installed them.
+  [ ! -f agents/typescript/install-check/ci.sh ] || packages+=(agents/typescript/install-check)
 fi
 
 # Bytecode is compiled once at install (and for the packages' own sources), so that the many
