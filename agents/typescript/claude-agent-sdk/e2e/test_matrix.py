@@ -3,29 +3,24 @@ in a real Node process (flows.py), the real Claude Code CLI and the scripted Ant
 on SQLite and on Postgres; then what only a runner in its own process can do (the suites of
 `dex_agents.testing.node_runner`).
 
-The suites script OpenAI-shaped replies with the tools' plain names; `MatrixAnthropicServer`
-answers the CLI with them as Anthropic messages whose tool calls carry the names the model sees
-(`mcp__matrix__<tool>`), and `AnthropicView` reads the CLI's requests back in the suites' terms.
+The model sees the tools as `mcp__matrix__<tool>`; `dex_agents.testing.anthropic_features`
+turns the suites' OpenAI-shaped replies into the CLI's Anthropic messages and reads its
+requests back in the suites' terms.
 The rows a whole-turn harness cannot produce are skipped with the reason (README, Limits).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dex_agents.testing.anthropic_server import (
-    AnthropicReply,
-    AnthropicToolUse,
-    ScriptedAnthropicServer,
-    no_tools,
-)
+from dex_agents.testing.anthropic_features import AnthropicFeatureView, FeatureAnthropicServer
+from dex_agents.testing.anthropic_server import no_tools
 from dex_agents.testing.matrix import CONCURRENT_SESSIONS, FLOW_TYPE, MatrixRun
-from dex_agents.testing.model_server import ScriptedReply, reply_text, reply_tools
+from dex_agents.testing.model_server import reply_text, reply_tools
 from dex_agents.testing.node_runner import (
     NodeRunnerMatrixSuite,
     RunnerOfItsOwnSuite,
@@ -36,65 +31,8 @@ from dex_agents.testing.sessions import turns_done
 
 E2E = Path(__file__).resolve().parent
 APP = E2E.parent / "dist-test" / "e2e" / "matrix-app.js"
-REMINDER = "<system-reminder>"
-"""The CLI's own context in a user message (environment, date, model) or after a tool result."""
 RESUME_PROMPT = "Continue."
 """The runner's prompt of a run that resumes a deferred call (src/texts.ts), not a user's text."""
-
-
-class MatrixAnthropicServer(ScriptedAnthropicServer):
-    """The scripted Anthropic server that also takes the suites' OpenAI-shaped replies."""
-
-    def enqueue(self, *replies: AnthropicReply | ScriptedReply) -> None:
-        super().enqueue(*(_anthropic(reply) for reply in replies))
-
-    def discard_pending(self) -> int:
-        with self._lock:
-            count = len(self._replies)
-            self._replies.clear()
-            return count
-
-
-def _anthropic(reply: AnthropicReply | ScriptedReply) -> AnthropicReply:
-    if isinstance(reply, AnthropicReply):
-        return reply
-    uses = tuple(
-        AnthropicToolUse(call.id, f"mcp__matrix__{call.name}", json.loads(call.arguments))
-        for call in reply.tool_calls
-    )
-    return AnthropicReply(text=reply.text, tool_uses=uses, hang=reply.hang, status=reply.status)
-
-
-def _blocks(content: Any) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-
-
-def _text(content: Any) -> str:
-    return "".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text")
-
-
-class AnthropicView:
-    """What the model saw in one Messages API request, as the suites read it."""
-
-    def tool_outputs(self, request: Any) -> dict[str, str]:
-        return {
-            b["tool_use_id"]: _text(b.get("content") or "").split(REMINDER, 1)[0].rstrip()
-            for m in request.body["messages"]
-            if m["role"] == "user"
-            for b in _blocks(m["content"])
-            if b.get("type") == "tool_result"
-        }
-
-    def user_texts(self, request: Any) -> list[str]:
-        return [
-            b["text"]
-            for m in request.body["messages"]
-            if m["role"] == "user"
-            for b in _blocks(m["content"])
-            if b.get("type") == "text"
-            and not b["text"].startswith(REMINDER)
-            and b["text"] != RESUME_PROMPT
-        ]
 
 
 READS_IN_THE_CLI = (
@@ -139,13 +77,13 @@ def cannot(reason: str) -> Any:
 class _AnthropicModel:
     @pytest.fixture(scope="class")
     @classmethod
-    def shared_model(cls, shared_database: str) -> Iterator[MatrixAnthropicServer]:
-        with MatrixAnthropicServer(side=no_tools) as server:
+    def shared_model(cls, shared_database: str) -> Iterator[FeatureAnthropicServer]:
+        with FeatureAnthropicServer(lambda name: f"mcp__matrix__{name}", side=no_tools) as server:
             yield server
 
 
 class TestMatrix(_AnthropicModel, NodeRunnerMatrixSuite):
-    app = node_matrix_app(E2E, AnthropicView())
+    app = node_matrix_app(E2E, AnthropicFeatureView(runner_texts=[RESUME_PROMPT]))
 
     test_read_tool_turn_has_the_step_shape_and_replays_next_turn = cannot(READS_IN_THE_CLI)
     test_parallel_tool_calls_run_as_parallel_steps = cannot(ONE_WRITE_PER_RUN)
@@ -209,6 +147,6 @@ class TestMatrix(_AnthropicModel, NodeRunnerMatrixSuite):
 
 class TestRunnerOfItsOwn(_AnthropicModel, RunnerOfItsOwnSuite):
     runner_app = APP
-    app = runner_of_its_own_app(E2E, AnthropicView())
+    app = runner_of_its_own_app(E2E, AnthropicFeatureView(runner_texts=[RESUME_PROMPT]))
 
     test_a_worker_killed_in_run_model_reruns_it_against_the_same_runner = cannot(READS_IN_THE_CLI)

@@ -11,7 +11,7 @@ the CLI adds of its own (its system blocks, its `<system-reminder>` context).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from .anthropic_server import AnthropicReply, AnthropicToolUse, ScriptedAnthropicServer, Side
@@ -25,12 +25,22 @@ REMINDER = "<system-reminder>"
 
 
 class FeatureAnthropicServer(ScriptedAnthropicServer):
-    """The scripted Anthropic server that also takes the suite's OpenAI-shaped replies, their
-    tool calls renamed by `model_names` (a plain name to the name the model sees)."""
+    """The scripted Anthropic server that also takes the suites' OpenAI-shaped replies, their
+    tool calls renamed by `model_names` (a plain name to the name the model sees: a mapping,
+    which leaves other names as they are, or a function)."""
 
-    def __init__(self, model_names: Mapping[str, str], *, side: Side | None = None) -> None:
+    def __init__(
+        self,
+        model_names: Mapping[str, str] | Callable[[str], str],
+        *,
+        side: Side | None = None,
+    ) -> None:
         super().__init__(side=side)
-        self._model_names = dict(model_names)
+        if isinstance(model_names, Mapping):
+            names = dict(model_names)
+            self._model_name: Callable[[str], str] = lambda name: names.get(name, name)
+        else:
+            self._model_name = model_names
 
     def enqueue(self, *replies: AnthropicReply | ScriptedReply) -> None:
         super().enqueue(*(self._anthropic(reply) for reply in replies))
@@ -45,9 +55,7 @@ class FeatureAnthropicServer(ScriptedAnthropicServer):
         if isinstance(reply, AnthropicReply):
             return reply
         uses = tuple(
-            AnthropicToolUse(
-                call.id, self._model_names.get(call.name, call.name), json.loads(call.arguments)
-            )
+            AnthropicToolUse(call.id, self._model_name(call.name), json.loads(call.arguments))
             for call in reply.tool_calls
         )
         return AnthropicReply(text=reply.text, tool_uses=uses, hang=reply.hang, status=reply.status)
