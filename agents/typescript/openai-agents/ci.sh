@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 command -v uv >/dev/null || python3 -m pip install --quiet uv
 (cd ../../python/core && uv sync --locked --all-extras --quiet)
-(cd ../core && npm ci --no-audit --no-fund --loglevel=error && npm run build)
+../../../scripts/build-ts-core.sh  # the core (file:../core), unless built from these sources
 npm ci --no-audit --no-fund --loglevel=error
 npx tsc --noEmit
 npx biome check .
