@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -67,6 +68,11 @@ async def test_a_turn_runs_its_tool_at_the_runner_and_streams_events(
     assert (
         runner.bodies("execute_deferred_tool_call")[0]["tool_call"]["arguments"] == '{"order": 7}'
     )
+    # Each call carries its Step attempt's deadline, in epoch ms: the attempt's start plus the
+    # method timeout (15 minutes by default), so still ahead.
+    now_ms = time.time() * 1000
+    for body in (first, second, runner.bodies("execute_deferred_tool_call")[0]):
+        assert now_ms < body["deadline"] <= now_ms + 15 * 60 * 1000
 
 
 async def test_history_is_sent_once_and_again_when_the_runner_lost_it(
