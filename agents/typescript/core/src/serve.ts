@@ -30,10 +30,12 @@ import * as texts from "./texts.js";
 import {
   contextSummaryFromWire,
   contextSummaryResultToWire,
+  deadlineFromWire,
   frameworkMessageToWire,
   PROTOCOL_VERSION,
   planFromWire,
   questionAnswerFromWire,
+  runnerToolCallFromWire,
   toolCallFromWire,
   toolOutcomeToWire,
   toolPoliciesFromWire,
@@ -268,7 +270,8 @@ const METHODS: Record<MethodName, MethodSpec> = {
           inputAnswers: (wire.input_answers ?? []).map(questionAnswerFromWire),
           events: lines.events,
           heartbeat: lines.heartbeat,
-          signal,
+          cancellationSignal: signal,
+          deadline: deadlineFromWire(wire.deadline),
           pendingAnswer: wire.pending_answer ? questionAnswerFromWire(wire.pending_answer) : null,
         });
         if (outcome === undefined) throw new TypeError("pollToolTask returned nothing");
@@ -288,7 +291,8 @@ const METHODS: Record<MethodName, MethodSpec> = {
           idempotencyKey: wire.idempotency_key,
           attempt: wire.attempt,
           heartbeat: lines.heartbeat,
-          signal,
+          cancellationSignal: signal,
+          deadline: deadlineFromWire(wire.deadline),
         });
         return {};
       });
@@ -340,19 +344,25 @@ function answerToolCall(server: RunnerServer, runner: AnyRunner, wire: WireToolE
   return accepted(async (lines, signal) => {
     const turn =
       turnWire !== null && plan !== null
-        ? turnFromWire(turnWire, completeHistory(server.cache, key, plan, runner), lines, signal)
+        ? turnFromWire(
+            { ...turnWire, deadline: wire.deadline ?? null },
+            completeHistory(server.cache, key, plan, runner),
+            lines,
+            signal,
+          )
         : null;
     const execution: DeferredToolExecution<unknown> = {
       flowType: wire.flow_type,
       flowId: wire.flow_id,
       turnId: wire.turn_id,
       stepExecutionId: wire.step_execution_id,
-      toolCall: toolCallFromWire(wire.tool_call),
+      toolCall: runnerToolCallFromWire(wire.tool_call),
       idempotencyKey: wire.idempotency_key,
       attempt: wire.attempt,
       events: lines.events,
       heartbeat: lines.heartbeat,
-      signal,
+      cancellationSignal: signal,
+      deadline: deadlineFromWire(wire.deadline),
       saveHeartbeatCheckpoint: lines.checkpoint,
       heartbeatCheckpoint: wire.heartbeat_checkpoint ?? null,
       inputAnswers: (wire.input_answers ?? []).map(questionAnswerFromWire),
@@ -381,6 +391,7 @@ function answerSummary(
       flowId: wire.flow_id,
       turnId: wire.turn_id,
       attempt: wire.attempt,
+      stepExecutionId: wire.step_execution_id ?? "",
       previousSummary: wire.previous_summary ? contextSummaryFromWire(wire.previous_summary) : null,
       history: { firstSequence: wire.history.first_sequence, lastSequence: plan.last },
       messages: history.map((h) => h.message),
@@ -388,7 +399,8 @@ function answerSummary(
       throughSequence: wire.through_sequence,
       events: lines.events,
       heartbeat: lines.heartbeat,
-      signal,
+      cancellationSignal: signal,
+      deadline: deadlineFromWire(wire.deadline),
       inputTokenBudget: wire.input_token_budget,
       sessionSettings: wire.session_settings ?? {},
     });
@@ -418,10 +430,11 @@ function turnFromWire(
     messages: history.map((h) => h.message),
     items: history.map((h) => h.item),
     frameworkRunState: wire.framework_run_state ?? null,
-    toolCalls: (wire.tool_calls ?? []).map(toolCallFromWire),
+    toolCalls: (wire.tool_calls ?? []).map(runnerToolCallFromWire),
     events: lines.events,
     heartbeat: lines.heartbeat,
-    signal,
+    cancellationSignal: signal,
+    deadline: deadlineFromWire(wire.deadline),
     toolPolicies,
     defaultToolEffect,
     enabledBuiltInTools: [...(wire.enabled_built_in_tools ?? [])],

@@ -193,6 +193,27 @@ describe("serveRunners on a real HTTP server", () => {
     assert.equal(turn.messages[0]?.turnId, "t1");
   });
 
+  test("the Step's deadline (epoch ms on the wire) reaches the runner as a Date, else null", async () => {
+    echo.mode = "stream";
+    const deadline = Date.UTC(2030, 0, 2, 3, 4, 5, 678);
+    for (const [flowId, sent, expected] of [
+      ["s-deadline", deadline, new Date(deadline)],
+      ["s-no-deadline", null, null],
+    ] as const) {
+      const body = turnBody(
+        [userMessage(1, "hi")],
+        { first: 1, last: 1, after: 0 },
+        { flow_id: flowId, deadline: sent },
+      );
+      const got = await lines(await post(served.url, "run_model_step", body, { headers: auth }));
+      assert.ok("result" in (got.at(-1) ?? {}));
+      const turn = echo.turns.at(-1);
+      assert.equal(turn?.flowId, flowId);
+      assert.deepEqual(turn?.deadline, expected);
+      assert.equal(turn?.cancellationSignal.aborted, false);
+    }
+  });
+
   test("a silent runner gets a heartbeat line after each silence of the interval", async () => {
     echo.mode = "silent";
     const body = turnBody(
