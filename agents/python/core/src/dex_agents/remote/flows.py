@@ -12,6 +12,7 @@ import os
 import time
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -36,6 +37,13 @@ def describe(url: str, flow_type: str, *, token: str | None = None) -> RemoteCap
 
     FlowLoadError (naming the URL) for another protocol major version or a flow type the
     runner does not serve; RunnerUnavailableError while it cannot be reached."""
+    return RemoteCapabilities.from_wire(
+        _describe_flow(url, flow_type, token).get("capabilities") or {}
+    )
+
+
+def _describe_flow(url: str, flow_type: str, token: str | None) -> Mapping[str, Any]:
+    """The runner's `describe` entry of `flow_type` (see `describe`)."""
     try:
         answer = get_json(Endpoint(url, token), "describe")
     except RunnerUnavailableError:
@@ -57,7 +65,38 @@ def describe(url: str, flow_type: str, *, token: str | None = None) -> RemoteCap
         raise FlowLoadError(
             f"the runner at {url} does not serve flow type {flow_type!r} (it serves: {served})"
         )
-    return RemoteCapabilities.from_wire(flow.get("capabilities") or {})
+    return flow
+
+
+# The session options a runner may give its flow in describe (`session_options`, seconds):
+# what a TypeScript app sets as interruptDeadlineMs and maxDurableWaitMs.
+_RUNNER_OPTION_FIELDS: Final = {
+    "interrupt_deadline_seconds": "interrupt_deadline",
+    "max_durable_wait_seconds": "max_durable_wait",
+}
+
+
+def runner_session_options(
+    url: str, flow: Mapping[str, Any], options: AgentSessionOptions | None
+) -> AgentSessionOptions | None:
+    """`options` with what the runner's describe entry sets, where `options` (the Worker's
+    own: remote_flow's argument, --remote-config) leaves the field unset."""
+    given = flow.get("session_options")
+    if not isinstance(given, Mapping) or not given:
+        return options
+    base = options if options is not None else AgentSessionOptions()
+    changes: dict[str, Any] = {}
+    for key, name in _RUNNER_OPTION_FIELDS.items():
+        value = given.get(key)
+        if value is None or getattr(base, name) is not None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise FlowLoadError(
+                f"the runner at {url} gave session_options.{key} {value!r}: a positive number "
+                "of seconds"
+            )
+        changes[name] = timedelta(seconds=float(value))
+    return replace(base, **changes) if changes else options
 
 
 def remote_flow(
@@ -71,11 +110,12 @@ def remote_flow(
 ) -> AgentSessionFlow:
     """An AgentSessionFlow whose runner is served at `url` (token: the argument, else
     DEX_AGENTS_RUNNER_TOKEN). Asks `describe` up to `attempts` times while the runner is not
-    up yet, then raises FlowLoadError."""
+    up yet, then raises FlowLoadError. The session options the runner describes
+    (`session_options`) fill what `options` leaves unset."""
     token = token if token is not None else os.environ.get(TOKEN_ENV) or None
     for attempt in range(1, attempts + 1):
         try:
-            capabilities = describe(url, flow_type, token=token)
+            flow = _describe_flow(url, flow_type, token)
             break
         except RunnerUnavailableError as error:
             if attempt == attempts:
@@ -91,7 +131,9 @@ def remote_flow(
                 error,
             )
             time.sleep(retry_seconds)
+    capabilities = RemoteCapabilities.from_wire(flow.get("capabilities") or {})
     runner = RemoteRunner(url, flow_type, token=token, capabilities=capabilities)
+    options = runner_session_options(url, flow, options)
     return AgentSessionFlow(runner, flow_type=flow_type, options=options)
 
 
