@@ -44,6 +44,7 @@ import {
   type WireContextSummaryRequest,
   type WireDescribe,
   type WireLine,
+  type WireSessionOptions,
   type WireToolExecution,
   type WireToolTaskCancellation,
   type WireToolTaskPoll,
@@ -59,6 +60,19 @@ export interface ServeRunnersOptions {
   /** How long a call may send nothing before a heartbeat line is sent (the engine treats
    *  60 s of silence as a runner gone). */
   heartbeatIntervalMs?: number;
+  /** Session options per flow type, sent to the Worker in `describe`: they apply where the
+   *  Worker's own options (`remote_flow`'s, `--remote-config`) leave them unset. */
+  sessionOptions?: Record<string, SessionOptions>;
+}
+
+/** The session options a TypeScript app sets for a flow it serves (Python's
+ *  `AgentSessionOptions.interrupt_deadline` and `max_durable_wait`, in milliseconds). */
+export interface SessionOptions {
+  /** How long an approval or question waits before it is answered for the user (rejected,
+   *  or the question's deadline passed); none waits without a deadline. */
+  interruptDeadlineMs?: number;
+  /** The longest a `durable_wait` call may wait. */
+  maxDurableWaitMs?: number;
 }
 
 /** A Node request handler, with a web-standard `fetch` handler beside it. */
@@ -115,6 +129,7 @@ class RunnerServer {
   readonly cache: HistoryCache;
   readonly heartbeatIntervalMs: number;
   private readonly tokenDigest: Buffer | null;
+  private readonly sessionOptions: Record<string, WireSessionOptions>;
 
   constructor(
     readonly runners: Record<string, AnyRunner>,
@@ -124,6 +139,7 @@ class RunnerServer {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
     if (options.token === "") throw new RangeError("the runner token must not be empty");
     this.tokenDigest = options.token === undefined ? null : digest(options.token);
+    this.sessionOptions = sessionOptionsToWire(runners, options.sessionOptions ?? {});
   }
 
   /** The refusal of a request the head alone settles, or null to read its body. */
@@ -185,7 +201,11 @@ class RunnerServer {
   describe(): WireDescribe {
     const flows: WireDescribe["flows"] = {};
     for (const [flowType, runner] of Object.entries(this.runners)) {
-      flows[flowType] = { capabilities: capabilities(runner) };
+      const sessionOptions = this.sessionOptions[flowType];
+      flows[flowType] = {
+        capabilities: capabilities(runner),
+        ...(sessionOptions === undefined ? {} : { session_options: sessionOptions }),
+      };
     }
     return { protocol_version: PROTOCOL_VERSION, flows };
   }
@@ -205,6 +225,35 @@ function lastSegment(path: string): string {
   const pathname = path.split("?", 1)[0] ?? "";
   const segments = pathname.split("/").filter((s) => s !== "");
   return decodeURIComponent(segments[segments.length - 1] ?? "");
+}
+
+/** The session options as `describe` sends them; a RangeError for a flow type not served or
+ *  a duration that is not a positive number of milliseconds. */
+function sessionOptionsToWire(
+  runners: Record<string, AnyRunner>,
+  options: Record<string, SessionOptions>,
+): Record<string, WireSessionOptions> {
+  const wire: Record<string, WireSessionOptions> = {};
+  for (const [flowType, set] of Object.entries(options)) {
+    if (!Object.hasOwn(runners, flowType)) {
+      throw new RangeError(`sessionOptions names ${JSON.stringify(flowType)}, a flow not served`);
+    }
+    const seconds = (name: keyof SessionOptions): number | undefined => {
+      const ms = set[name];
+      if (ms === undefined) return undefined;
+      if (typeof ms !== "number" || !Number.isFinite(ms) || ms <= 0) {
+        throw new RangeError(`sessionOptions.${flowType}.${name} must be a positive number of ms`);
+      }
+      return ms / 1000;
+    };
+    const deadline = seconds("interruptDeadlineMs");
+    const maxWait = seconds("maxDurableWaitMs");
+    wire[flowType] = {
+      ...(deadline === undefined ? {} : { interrupt_deadline_seconds: deadline }),
+      ...(maxWait === undefined ? {} : { max_durable_wait_seconds: maxWait }),
+    };
+  }
+  return wire;
 }
 
 function capabilities(runner: AnyRunner): WireCapabilities {

@@ -269,9 +269,15 @@ export interface WireCapabilities {
   tool_steps_read_turn: boolean;
 }
 
+/** A flow's session options, set by the app that serves its runner (seconds). */
+export interface WireSessionOptions {
+  interrupt_deadline_seconds?: number;
+  max_durable_wait_seconds?: number;
+}
+
 export interface WireDescribe {
   protocol_version: number;
-  flows: Record<string, { capabilities: WireCapabilities }>;
+  flows: Record<string, { capabilities: WireCapabilities; session_options?: WireSessionOptions }>;
 }
 
 /** One line of a call's NDJSON response. */

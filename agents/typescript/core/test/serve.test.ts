@@ -62,6 +62,27 @@ describe("serveRunners on a real HTTP server", () => {
     });
   });
 
+  test("describe carries the session options the app sets, in seconds; bad ones throw", async () => {
+    const withOptions = serveRunners(
+      { Echo: echo },
+      { sessionOptions: { Echo: { interruptDeadlineMs: 90_000, maxDurableWaitMs: 1_500 } } },
+    );
+    const described = await withOptions.fetch(new Request("http://runner/dex/describe"));
+    const body = (await described.json()) as { flows: Record<string, Record<string, unknown>> };
+    assert.deepEqual(body.flows.Echo?.session_options, {
+      interrupt_deadline_seconds: 90,
+      max_durable_wait_seconds: 1.5,
+    });
+    assert.throws(
+      () => serveRunners({ Echo: echo }, { sessionOptions: { Other: { maxDurableWaitMs: 1 } } }),
+      /sessionOptions names "Other", a flow not served/,
+    );
+    assert.throws(
+      () => serveRunners({ Echo: echo }, { sessionOptions: { Echo: { interruptDeadlineMs: 0 } } }),
+      /interruptDeadlineMs must be a positive number of ms/,
+    );
+  });
+
   test("a wrong or missing token is refused with 401 and the runner is not called", async () => {
     const before = echo.turns.length;
     const body = turnBody([userMessage(1, "hi")], { first: 1, last: 1, after: 0 });
