@@ -81,9 +81,9 @@ const matrixTools: Tool[] = [
     name: "charge_card",
     description: "Charge the customer's card.",
     parameters: object({ amount: "integer", seconds: "number" }),
-    execute: async ({ amount, seconds }, { idempotencyKey, signal }) => {
+    execute: async ({ amount, seconds }, { idempotencyKey, cancellationSignal }) => {
       record("charge_card", { phase: "started", key: idempotencyKey });
-      await sleep(seconds * 1000, undefined, { signal });
+      await sleep(seconds * 1000, undefined, { signal: cancellationSignal });
       record("charge_card", { phase: "finished" });
       return `charged ${amount}`;
     },

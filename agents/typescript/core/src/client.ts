@@ -1,20 +1,23 @@
 /**
- * `AgentClient`: the typed client of the session API that `dex-agents serve` answers (its
- * RPCs, snapshots, message pages, Workers, and a session's events as Server-Sent Events with
- * `Last-Event-ID` resume). Results are camelCase, converted field by field from the
- * snake_case JSON, so user data (settings, event payloads) keeps its keys.
+ * `AgentClient`: the typed client of the session API that `dex-agents serve` answers. Its
+ * methods are the contract's RPCs by their names in camelCase (`sendUserMessage`,
+ * `getAgentSnapshot`, ...), the Python client's helpers (`runTurn`, `waitForTurn`,
+ * `startSessionAndWait`), Workers, Step history, and a session's events as Server-Sent Events
+ * with `Last-Event-ID` resume. Results are camelCase, converted field by field from the
+ * snake_case JSON, so user data (settings, adapters' event payloads) keeps its keys.
  */
 
+import { type AgentEvent, type AgentEventOf, eventFromJson } from "./events.js";
 import type {
   AgentMessage,
   AgentPlan,
-  AgentToolCall,
+  AgentToolCallRecord,
+  AgentToolCallRecordStatus,
   AgentUsage,
   CancellationReason,
   ContextSummary,
   InteractionMode,
   MessageRole,
-  ToolCallStatus,
   ToolEffect,
 } from "./runner.js";
 import {
@@ -48,7 +51,7 @@ export type Message = Omit<AgentMessage, "frameworkItem">;
 
 /** A tool call record as the API shows it (without what only Steps read). */
 export type ToolCall = Omit<
-  AgentToolCall,
+  AgentToolCallRecord,
   | "toolSourceReference"
   | "traceContext"
   | "inputContinuation"
@@ -79,7 +82,7 @@ export interface PendingUserMessage {
  *  from its pending interrupts, while its status stays `running_tools`. */
 export type WaitingFor = "approval" | "answer";
 
-export interface Snapshot {
+export interface AgentSnapshot {
   sessionId: string;
   flowType: string;
   /** Follow the events after it and none is missed or seen twice. */
@@ -98,7 +101,7 @@ export interface Snapshot {
   sessionSettings: Record<string, unknown> | null;
 }
 
-export interface MessagesPage {
+export interface AgentMessagesPage {
   messages: Message[];
   nextBeforeSequence: number | null;
   deletedBeforeSequence: number | null;
@@ -140,15 +143,50 @@ export interface StepExecution {
   endedAt: string | null;
 }
 
-/** One event of a session's stream; `payload` is the event's own JSON object. */
-export interface AgentEvent {
-  type: string;
-  turnId: string | null;
-  attempt: number;
-  payload: Record<string, unknown>;
-  stepExecutionId: string;
-  offset: number;
-  createdAt: string;
+/** A user message: its text, and whether it asks for a plan (Flows with plan mode only). */
+export interface AgentUserMessage {
+  text: string;
+  planMode?: boolean;
+}
+
+/** A queued user message: the turn it begins is the first `turn_started` event after
+ *  `eventOffset` whose payload has this `messageId`. */
+export interface QueuedUserMessage {
+  messageId: string;
+  eventOffset: number;
+}
+
+export type TurnStatus =
+  | "completed"
+  | "failed"
+  | "steered"
+  | "cancelled"
+  | "waiting_for_interrupts";
+
+/** What `runTurn`, `waitForTurn` and `startSessionAndWait` return: how one turn ended, or that
+ *  it waits on interrupts (approvals, questions) until they are resolved. */
+export interface TurnResult {
+  sessionId: string;
+  turnId: string;
+  status: TurnStatus;
+  /** The turn's last assistant text (null when the model produced none). */
+  text: string | null;
+  /** Why a failed turn failed. */
+  error: string | null;
+  /** The messages the turn stored so far, its user message first. */
+  messages: Message[];
+  /** The pending interrupts, when the status is `waiting_for_interrupts`. */
+  interrupts: AgentInterrupt[];
+  /** Usage of the turn's model calls (since `after`, for `waitForTurn`). */
+  usage: AgentUsage;
+  /** The resume token of the last event read: `waitForTurn(..., { after: eventOffset })`
+   *  waits for what the turn does next. */
+  eventOffset: number;
+}
+
+/** A turn that reached no outcome in time (`runTurn`, `waitForTurn`, `startSessionAndWait`). */
+export class TurnTimeoutError extends Error {
+  override name = "TimeoutError";
 }
 
 // Errors --------------------------------------------------------------------------------------
@@ -229,8 +267,11 @@ export interface AgentClientOptions {
   baseUrl: string;
   token?: string;
   fetch?: typeof fetch;
-  /** How long `events` waits before it reconnects after the stream broke. */
+  /** How long `followEvents` waits before it reconnects after the stream broke. */
   reconnectDelayMs?: number;
+  /** Where the client's warnings go (a session started for a flow type no live Worker
+   *  hosts); `console.warn` by default. */
+  onWarning?: (warning: string) => void;
 }
 
 /** A session token for a browser: it opens only `sessionId`, until `expiresAt`. */
@@ -244,32 +285,90 @@ export interface SessionToken {
 export interface StartSessionOptions {
   sessionId?: string;
   sessionSettings?: Record<string, unknown>;
+  /** Warn (through `onWarning`) when no live Worker hosts the flow type; default true. The
+   *  result's `warning` says it either way. */
+  warnIfNotHosted?: boolean;
 }
+
+export interface StartedSession {
+  sessionId: string;
+  /** Why the session may not start soon: no live Worker hosts its flow type (it waits until
+   *  one does). Null when a live Worker hosts it. */
+  warning: string | null;
+}
+
+export interface WaitOptions {
+  /** How long to wait for the turn's outcome before a `TurnTimeoutError`; default 300 s. */
+  timeoutMs?: number;
+  /** Stops the wait (the promise rejects with the signal's reason). */
+  signal?: AbortSignal;
+}
+
+const DEFAULT_TURN_TIMEOUT_MS = 300_000;
+/** The largest page `listAgentMessages` returns. */
+const MESSAGE_PAGE_LIMIT = 200;
+const TURN_END_STATUSES: Readonly<Record<string, TurnStatus>> = {
+  turn_completed: "completed",
+  turn_failed: "failed",
+  turn_steered: "steered",
+  turn_cancelled: "cancelled",
+};
 
 export class AgentClient {
   private readonly baseUrl: string;
   private readonly fetcher: typeof fetch;
   private readonly reconnectDelayMs: number;
+  private readonly warn: (warning: string) => void;
 
   constructor(private readonly options: AgentClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.fetcher = options.fetch ?? ((input, init) => fetch(input, init));
     this.reconnectDelayMs = options.reconnectDelayMs ?? 1000;
+    this.warn = options.onWarning ?? ((warning) => console.warn(`dex-agents: ${warning}`));
   }
 
+  // Sessions -----------------------------------------------------------------------------------
+
+  /** Starts a session of a flow type a Worker hosts. Warns (`onWarning`) when no live Worker
+   *  hosts it, unless `warnIfNotHosted` is false; `warning` says it either way. */
   async startSession(
     flowType: string,
-    message?: string | null,
+    initialMessage?: string | null,
     options: StartSessionOptions = {},
-  ): Promise<{ sessionId: string }> {
+  ): Promise<StartedSession> {
     const body = {
       flow_type: flowType,
-      message: message ?? null,
+      message: initialMessage ?? null,
       session_id: options.sessionId ?? null,
       session_settings: options.sessionSettings ?? null,
     };
-    const answer = (await this.call("POST", "/sessions", body)) as { session_id: string };
-    return { sessionId: answer.session_id };
+    const answer = (await this.call("POST", "/sessions", body)) as Json;
+    const warning = (answer.warning as string | null | undefined) ?? null;
+    if (warning !== null && options.warnIfNotHosted !== false) this.warn(warning);
+    return { sessionId: answer.session_id as string, warning };
+  }
+
+  /** Starts a session with `initialMessage` and waits for that first turn's outcome (see
+   *  `runTurn`); the result carries the new session's ID. */
+  async startSessionAndWait(
+    flowType: string,
+    initialMessage: string,
+    options: StartSessionOptions & WaitOptions = {},
+  ): Promise<TurnResult> {
+    if (!initialMessage.trim()) {
+      throw new InvalidInputError(
+        "initial_message must not be blank",
+        400,
+        "invalid_input",
+        "message",
+      );
+    }
+    const { sessionId } = await this.startSession(flowType, initialMessage, options);
+    // The initial message begins the session's first turn, before any queued message.
+    return this.awaitTurn(sessionId, options, {
+      after: 0,
+      isStart: (event) => event.turnId === "turn-1",
+    });
   }
 
   /** Mints a session token (needs the server's token): the application's backend hands it
@@ -287,74 +386,6 @@ export class AgentClient {
       token: minted.token as string,
       sessionId: minted.session_id as string,
       expiresAt: minted.expires_at as string,
-    };
-  }
-
-  /** Queues a user message; false when plan mode is asked of a flow without it. */
-  sendMessage(sessionId: string, text: string, options: { planMode?: boolean } = {}) {
-    return this.rpc("POST", `${session(sessionId)}/messages`, {
-      text,
-      plan_mode: options.planMode ?? false,
-    });
-  }
-
-  /** Redirects the active turn with new text or a queued message (give exactly one). */
-  steer(sessionId: string, steer: { text: string } | { messageId: string }) {
-    const body = "text" in steer ? { text: steer.text } : { message_id: steer.messageId };
-    return this.rpc("POST", `${session(sessionId)}/steer`, body);
-  }
-
-  cancelQueuedMessage(sessionId: string, messageId: string) {
-    const path = `${session(sessionId)}/queued-messages/${encodeURIComponent(messageId)}`;
-    return this.rpc("DELETE", path);
-  }
-
-  cancelTurn(sessionId: string, turnId?: string) {
-    return this.rpc("POST", `${session(sessionId)}/cancel`, { turn_id: turnId ?? null });
-  }
-
-  resolveInterrupt(
-    sessionId: string,
-    interruptId: string,
-    approved: boolean,
-    rejectionMessage?: string,
-  ) {
-    const path = `${session(sessionId)}/interrupts/${encodeURIComponent(interruptId)}/resolve`;
-    return this.rpc("POST", path, { approved, rejection_message: rejectionMessage ?? null });
-  }
-
-  answerQuestion(sessionId: string, interruptId: string, answer: string) {
-    const path = `${session(sessionId)}/interrupts/${encodeURIComponent(interruptId)}/answer`;
-    return this.rpc("POST", path, { answer });
-  }
-
-  executePlan(sessionId: string, revision: number) {
-    return this.rpc("POST", `${session(sessionId)}/plan/execute`, { revision });
-  }
-
-  updateSettings(sessionId: string, sessionSettings: Record<string, unknown>) {
-    return this.rpc("PUT", `${session(sessionId)}/settings`, { session_settings: sessionSettings });
-  }
-
-  async getSnapshot(sessionId: string): Promise<Snapshot> {
-    return snapshotFromJson((await this.call("GET", `${session(sessionId)}/snapshot`)) as Json);
-  }
-
-  async getMessages(
-    sessionId: string,
-    options: { beforeSequence?: number; limit?: number } = {},
-  ): Promise<MessagesPage> {
-    const query = new URLSearchParams();
-    if (options.beforeSequence !== undefined) {
-      query.set("before_sequence", String(options.beforeSequence));
-    }
-    if (options.limit !== undefined) query.set("limit", String(options.limit));
-    const suffix = query.size > 0 ? `?${query}` : "";
-    const page = (await this.call("GET", `${session(sessionId)}/messages${suffix}`)) as Json;
-    return {
-      messages: (page.messages as Json[]).map(messageFromJson),
-      nextBeforeSequence: (page.next_before_sequence as number | null) ?? null,
-      deletedBeforeSequence: (page.deleted_before_sequence as number | null) ?? null,
     };
   }
 
@@ -388,6 +419,143 @@ export class AgentClient {
     }));
   }
 
+  // RPCs ---------------------------------------------------------------------------------------
+
+  /** Queues a user message; the session takes it when no turn runs. False when plan mode is
+   *  asked of a flow without it; blank text is refused (`InvalidInputError`). */
+  async sendUserMessage(sessionId: string, message: string | AgentUserMessage): Promise<boolean> {
+    return (await this.sendUserMessageForTurn(sessionId, message)) !== null;
+  }
+
+  /** `sendUserMessage` that says where to find the turn the message begins (see
+   *  `QueuedUserMessage`); null where `sendUserMessage` returns false. */
+  async sendUserMessageForTurn(
+    sessionId: string,
+    message: string | AgentUserMessage,
+  ): Promise<QueuedUserMessage | null> {
+    const { text, planMode } = typeof message === "string" ? { text: message } : message;
+    const path = `${session(sessionId)}/messages`;
+    const sent = (await this.call("POST", path, { text, plan_mode: planMode ?? false })) as Json;
+    if (sent.result !== true) return null;
+    if (typeof sent.message_id !== "string" || typeof sent.event_offset !== "number") {
+      throw new DexAgentsError(
+        "the server did not name the message it queued: upgrade dex-agents serve",
+        200,
+        "unsupported_server",
+      );
+    }
+    return { messageId: sent.message_id, eventOffset: sent.event_offset };
+  }
+
+  /** Sends a user message and waits for the outcome of the turn it begins: completed, failed,
+   *  steered, cancelled, or waiting_for_interrupts (with the pending interrupts; resolve them,
+   *  then `waitForTurn` with the result's `eventOffset`). A message sent while a turn runs
+   *  waits in the queue, and this waits for its own later turn. Rejects with a
+   *  `TurnTimeoutError` when the turn reaches no outcome within `timeoutMs`. */
+  async runTurn(
+    sessionId: string,
+    message: string | AgentUserMessage,
+    options: WaitOptions = {},
+  ): Promise<TurnResult> {
+    const queued = await this.sendUserMessageForTurn(sessionId, message);
+    if (queued === null) {
+      throw new InvalidInputError(
+        "this session's Flow does not enable plan mode",
+        400,
+        "invalid_input",
+        "message",
+      );
+    }
+    return this.awaitTurn(sessionId, options, {
+      after: queued.eventOffset,
+      isStart: (event) => event.payload.messageId === queued.messageId,
+    });
+  }
+
+  /** Waits for what turn `turnId` does after the event offset `after` (a `TurnResult`'s
+   *  `eventOffset`): ends, or raises new interrupts. Usage counts from `after`. */
+  waitForTurn(
+    sessionId: string,
+    turnId: string,
+    options: WaitOptions & { after?: number } = {},
+  ): Promise<TurnResult> {
+    return this.awaitTurn(sessionId, options, {
+      after: options.after ?? 0,
+      turnId,
+      isStart: () => false,
+    });
+  }
+
+  /** Redirects the active turn with new text or a queued message (give exactly one). False
+   *  when the turn does not accept steering or the queued message is gone; with no active
+   *  turn, text is queued. */
+  steerUserMessage(sessionId: string, steer: { text: string } | { messageId: string }) {
+    const body = "text" in steer ? { text: steer.text } : { message_id: steer.messageId };
+    return this.rpc("POST", `${session(sessionId)}/steer`, body);
+  }
+
+  /** Deletes a queued message; false when it is no longer queued. */
+  deleteQueuedMessage(sessionId: string, messageId: string) {
+    const path = `${session(sessionId)}/queued-messages/${encodeURIComponent(messageId)}`;
+    return this.rpc("DELETE", path);
+  }
+
+  /** Stops the active turn (or `turnId`, when it is the active one). */
+  cancelTurn(sessionId: string, turnId?: string) {
+    return this.rpc("POST", `${session(sessionId)}/cancel`, { turn_id: turnId ?? null });
+  }
+
+  /** Approves or rejects a pending approval (or declines a question with `approved` false). */
+  resolveInterrupt(
+    sessionId: string,
+    interruptId: string,
+    approved: boolean,
+    rejectionMessage?: string,
+  ) {
+    const path = `${session(sessionId)}/interrupts/${encodeURIComponent(interruptId)}/resolve`;
+    return this.rpc("POST", path, { approved, rejection_message: rejectionMessage ?? null });
+  }
+
+  answerQuestion(sessionId: string, interruptId: string, answer: string) {
+    const path = `${session(sessionId)}/interrupts/${encodeURIComponent(interruptId)}/answer`;
+    return this.rpc("POST", path, { answer });
+  }
+
+  executePlan(sessionId: string, revision: number) {
+    return this.rpc("POST", `${session(sessionId)}/plan/execute`, { revision });
+  }
+
+  /** Replaces the settings the next turn starts with; `{}` clears them. */
+  updateSessionSettings(sessionId: string, sessionSettings: Record<string, unknown>) {
+    return this.rpc("PUT", `${session(sessionId)}/settings`, { session_settings: sessionSettings });
+  }
+
+  /** The snapshot, with the resume token of the last event it reflects. */
+  async getAgentSnapshot(sessionId: string): Promise<AgentSnapshot> {
+    return snapshotFromJson((await this.call("GET", `${session(sessionId)}/snapshot`)) as Json);
+  }
+
+  /** Oldest first; page backwards with `nextBeforeSequence`. `limit` is clamped to 1..200. */
+  async listAgentMessages(
+    sessionId: string,
+    options: { beforeSequence?: number; limit?: number } = {},
+  ): Promise<AgentMessagesPage> {
+    const query = new URLSearchParams();
+    if (options.beforeSequence !== undefined) {
+      query.set("before_sequence", String(options.beforeSequence));
+    }
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    const suffix = query.size > 0 ? `?${query}` : "";
+    const page = (await this.call("GET", `${session(sessionId)}/messages${suffix}`)) as Json;
+    return {
+      messages: (page.messages as Json[]).map(messageFromJson),
+      nextBeforeSequence: (page.next_before_sequence as number | null) ?? null,
+      deletedBeforeSequence: (page.deleted_before_sequence as number | null) ?? null,
+    };
+  }
+
+  // History and events -------------------------------------------------------------------------
+
   async getStepHistory(sessionId: string): Promise<StepExecution[]> {
     const steps = (await this.call("GET", `${session(sessionId)}/steps`)) as Json[];
     return steps.map((s) => ({
@@ -407,8 +575,9 @@ export class AgentClient {
   /** The session's events after `after` (a resume token: an event's offset, or a snapshot's
    *  `resumeToken`), live until `signal` aborts or the loop breaks. A broken stream is
    *  reopened with `Last-Event-ID` set to the last event read, so none is missed or seen
-   *  twice. API errors (an unknown session, a bad token) are thrown, not retried. */
-  async *events(
+   *  twice. API errors (an unknown session, a bad token) are thrown, not retried. Narrow an
+   *  event on `type` to read its typed payload. */
+  async *followEvents(
     sessionId: string,
     options: { after?: string | number; signal?: AbortSignal } = {},
   ): AsyncGenerator<AgentEvent, void, undefined> {
@@ -444,6 +613,106 @@ export class AgentClient {
     }
   }
 
+  // Waiting for a turn -------------------------------------------------------------------------
+
+  /** Follows the events after `after` until the turn (`turnId`, or the one whose
+   *  `turn_started` event `isStart` picks) ends or waits on interrupts still pending. */
+  private async awaitTurn(
+    sessionId: string,
+    options: WaitOptions,
+    start: {
+      after: number;
+      isStart: (event: AgentEventOf<"turn_started">) => boolean;
+      turnId?: string;
+    },
+  ): Promise<TurnResult> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TURN_TIMEOUT_MS;
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), timeoutMs);
+    const cancel = (): void => stop.abort();
+    options.signal?.addEventListener("abort", cancel);
+    const watch = new TurnWatch(start.turnId ?? null, start.after);
+    try {
+      let pendingUntil: number | null = null;
+      const events = this.followEvents(sessionId, { after: start.after, signal: stop.signal });
+      for await (const event of events) {
+        const outcome = watch.read(event, start.isStart);
+        if (outcome !== null) return await this.turnResult(sessionId, watch, outcome);
+        if (event.type === "interrupt_raised" && event.turnId === watch.turnId) {
+          // Still pending at the snapshot's resume token: the turn waits on them once the
+          // events up to that token are read (none of them can end it).
+          const snapshot = await this.getAgentSnapshot(sessionId);
+          const waiting =
+            snapshot.state?.activeTurnId === watch.turnId && snapshot.pendingInterrupts.length > 0;
+          pendingUntil = waiting ? Number(snapshot.resumeToken) : null;
+        }
+        if (pendingUntil !== null && watch.offset >= pendingUntil) {
+          return await this.turnResult(sessionId, watch, { status: "waiting_for_interrupts" });
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", cancel);
+      stop.abort();
+    }
+    options.signal?.throwIfAborted();
+    const which = watch.turnId ? `turn ${watch.turnId}` : "the turn of the message sent";
+    throw new TurnTimeoutError(
+      `${which} of session ${sessionId} did not reach an outcome within ${timeoutMs / 1000} s`,
+    );
+  }
+
+  private async turnResult(
+    sessionId: string,
+    watch: TurnWatch,
+    outcome: { status: TurnStatus; error?: string | null },
+  ): Promise<TurnResult> {
+    const turnId = watch.turnId as string;
+    const messages = await this.turnMessages(sessionId, turnId, watch.firstSequence);
+    let interrupts: AgentInterrupt[] = [];
+    if (outcome.status === "waiting_for_interrupts") {
+      const snapshot = await this.getAgentSnapshot(sessionId);
+      if (snapshot.state?.activeTurnId === turnId) interrupts = snapshot.pendingInterrupts;
+    }
+    const answer = [...messages].reverse().find((m) => m.role === "assistant" && m.text);
+    return {
+      sessionId,
+      turnId,
+      status: outcome.status,
+      text: answer?.text ?? null,
+      error: outcome.error ?? null,
+      messages,
+      interrupts,
+      usage: watch.usage,
+      eventOffset: watch.offset,
+    };
+  }
+
+  /** The turn's stored messages from `firstSequence` on, paged backwards as needed. */
+  private async turnMessages(
+    sessionId: string,
+    turnId: string,
+    firstSequence: number,
+  ): Promise<Message[]> {
+    const found: Message[] = [];
+    let before: number | undefined;
+    for (;;) {
+      const page = await this.listAgentMessages(sessionId, {
+        limit: MESSAGE_PAGE_LIMIT,
+        ...(before === undefined ? {} : { beforeSequence: before }),
+      });
+      found.unshift(...page.messages.filter((m) => m.sequence >= firstSequence));
+      const oldest = page.messages[0]?.sequence;
+      if (page.nextBeforeSequence === null || oldest === undefined || oldest <= firstSequence) {
+        break;
+      }
+      before = page.nextBeforeSequence;
+    }
+    return found.filter((m) => m.turnId === turnId);
+  }
+
+  // Plumbing -----------------------------------------------------------------------------------
+
   private headers(): Record<string, string> {
     return this.options.token ? { authorization: `Bearer ${this.options.token}` } : {};
   }
@@ -462,6 +731,54 @@ export class AgentClient {
     });
     if (!response.ok) throw await errorOf(response);
     return response.json();
+  }
+}
+
+/** What `awaitTurn` has read of a turn's events so far. */
+class TurnWatch {
+  firstSequence = 1;
+  usage: AgentUsage = {
+    modelCalls: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedInputTokens: 0,
+    reasoningTokens: 0,
+  };
+
+  constructor(
+    public turnId: string | null,
+    public offset: number,
+  ) {}
+
+  /** Takes one event; the turn's outcome when the event ends it, else null. */
+  read(
+    event: AgentEvent,
+    isStart: (event: AgentEventOf<"turn_started">) => boolean,
+  ): { status: TurnStatus; error: string | null } | null {
+    this.offset = event.offset;
+    if (this.turnId === null) {
+      if (event.type === "turn_started" && isStart(event)) {
+        this.turnId = event.turnId;
+        this.firstSequence = event.payload.sequence || 1;
+      }
+      return null;
+    }
+    if (event.turnId !== this.turnId) return null;
+    const status = TURN_END_STATUSES[event.type];
+    if (status !== undefined) {
+      return { status, error: event.type === "turn_failed" ? event.payload.error : null };
+    }
+    if (event.type === "usage_recorded") {
+      const r = event.payload.recorded;
+      this.usage = {
+        modelCalls: this.usage.modelCalls + r.modelCalls,
+        inputTokens: this.usage.inputTokens + r.inputTokens,
+        outputTokens: this.usage.outputTokens + r.outputTokens,
+        cachedInputTokens: this.usage.cachedInputTokens + r.cachedInputTokens,
+        reasoningTokens: this.usage.reasoningTokens + r.reasoningTokens,
+      };
+    }
+    return null;
   }
 }
 
@@ -550,7 +867,7 @@ export function toolCallFromJson(c: Json): ToolCall {
     arguments: c.arguments as string,
     effect: c.effect as ToolEffect,
     requiresApproval: c.requires_approval as boolean,
-    status: c.status as ToolCallStatus,
+    status: c.status as AgentToolCallRecordStatus,
     output: (c.output as string | null) ?? null,
     error: (c.error as string | null) ?? null,
     rejectionMessage: (c.rejection_message as string | null) ?? null,
@@ -604,7 +921,7 @@ function pendingFromJson(p: Json): PendingUserMessage {
 }
 
 /** A snapshot from the API's JSON (`GET /sessions/{id}/snapshot`). */
-export function snapshotFromJson(s: Json): Snapshot {
+export function snapshotFromJson(s: Json): AgentSnapshot {
   return {
     sessionId: s.session_id as string,
     flowType: s.flow_type as string,
@@ -623,17 +940,5 @@ export function snapshotFromJson(s: Json): Snapshot {
       ? contextSummaryFromWire(s.context_summary as WireContextSummary)
       : null,
     sessionSettings: (s.session_settings as Record<string, unknown> | null | undefined) ?? null,
-  };
-}
-
-export function eventFromJson(e: Json): AgentEvent {
-  return {
-    type: e.type as string,
-    turnId: (e.turn_id as string | null) ?? null,
-    attempt: (e.attempt as number | undefined) ?? 1,
-    payload: (e.payload as Record<string, unknown> | undefined) ?? {},
-    stepExecutionId: (e.step_execution_id as string | undefined) ?? "",
-    offset: e.offset as number,
-    createdAt: (e.created_at as string | undefined) ?? "",
   };
 }

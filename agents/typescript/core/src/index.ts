@@ -1,4 +1,5 @@
 export * from "./client.js";
+export * from "./events.js";
 export * from "./records.js";
 export * from "./runner.js";
 export * from "./serve.js";

@@ -4,8 +4,17 @@
  * adapter turns records into its framework's tool results through these two functions.
  */
 
-import type { AgentToolCall } from "./runner.js";
-import { DEFAULT_REJECTION_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_CALL_FAILED_PREFIX } from "./texts.js";
+import type { AgentToolCallRecord } from "./runner.js";
+import {
+  DEFAULT_REJECTION_TEXT,
+  OUTCOME_UNKNOWN_TEXT,
+  TOOL_CALL_FAILED_PREFIX,
+  TOOL_CALL_NOT_RUN_ERROR_PREFIX,
+} from "./texts.js";
+
+/** The start of a failed record's error when the tool never ran (a single-attempt tool Step
+ *  that recovered before the call), so the model may call it again. */
+export const toolCallNotRunErrorPrefix = TOOL_CALL_NOT_RUN_ERROR_PREFIX;
 
 const FINAL_STATUSES: ReadonlySet<string> = new Set([
   "rejected",
@@ -15,12 +24,17 @@ const FINAL_STATUSES: ReadonlySet<string> = new Set([
 ]);
 
 /** Whether the record is final: the call ran, failed, was rejected or may have run. */
-export function isFinal(record: AgentToolCall): boolean {
+export function isFinal(record: Pick<AgentToolCallRecord, "status">): boolean {
   return FINAL_STATUSES.has(record.status);
 }
 
 /** What the model sees for a final record; throws for one that is not final. */
-export function modelVisibleResult(record: AgentToolCall): string {
+export function modelVisibleResult(
+  record: Pick<
+    AgentToolCallRecord,
+    "status" | "output" | "error" | "rejectionMessage" | "toolCallId"
+  >,
+): string {
   switch (record.status) {
     case "succeeded":
       return record.output ?? "";

@@ -15,16 +15,21 @@ import { AsyncLocalStorage } from "node:async_hooks";
 export type ToolEffect = "read" | "idempotent_write" | "non_idempotent_write" | "unclassified";
 export type MessageRole = "user" | "assistant" | "tool";
 export type InteractionMode = "chat" | "planning" | "executing";
-export type ToolCallStatus =
+/** A tool call's status as a runner sees it: every record a RunModel Step gets is final, and
+ *  a tool Step's own call is `approved` (or still `awaiting_approval` for none that needs it). */
+export type AgentToolCallStatus =
   | "awaiting_approval"
   | "approved"
-  | "awaiting_answer"
-  | "waiting_for_timer"
-  | "waiting_for_task"
   | "rejected"
   | "succeeded"
   | "failed"
   | "outcome_unknown";
+/** A stored record's status: the runner's six plus the three a call waits in. */
+export type AgentToolCallRecordStatus =
+  | AgentToolCallStatus
+  | "awaiting_answer"
+  | "waiting_for_timer"
+  | "waiting_for_task";
 export type CancellationReason = "steered" | "turn_cancelled";
 export type QuestionResolution = "answered" | "declined" | "deadline_passed";
 
@@ -49,15 +54,16 @@ export interface QuestionAnswer {
   resolution: QuestionResolution;
 }
 
-/** The engine's record of one tool call of a turn. */
-export interface AgentToolCall {
+/** The engine's stored record of one tool call of a turn (what `ToolTaskPoll.toolCall` and
+ *  `ToolTaskCancellation.toolCall` carry: a task's record waits in `waiting_for_task`). */
+export interface AgentToolCallRecord {
   toolCallId: string;
   turnId: string;
   toolName: string;
   arguments: string;
   effect: ToolEffect;
   requiresApproval: boolean;
-  status: ToolCallStatus;
+  status: AgentToolCallRecordStatus;
   output: string | null;
   error: string | null;
   rejectionMessage: string | null;
@@ -76,6 +82,11 @@ export interface AgentToolCall {
   taskAnswerPending: boolean;
   /** The runner's own data about a succeeded call (`ToolExecutionResult.frameworkData`). */
   frameworkData: string | null;
+}
+
+/** A tool call record as a runner's turn and tool Step see it: `AgentToolCallStatus`. */
+export interface AgentToolCall extends Omit<AgentToolCallRecord, "status"> {
+  status: AgentToolCallStatus;
 }
 
 export interface AgentUsage {
@@ -205,7 +216,11 @@ export interface AgentTurnContext<Item = unknown> {
   toolCalls: readonly AgentToolCall[];
   events: EventWriter;
   heartbeat(): void;
-  signal: AbortSignal;
+  /** Aborted when the engine closes the call's connection (a Worker gone, `cancel_turn`). */
+  cancellationSignal: AbortSignal;
+  /** When the Step attempt making this call times out (its method timeout from the attempt's
+   *  start), or null when the Step has none or the Worker does not say. */
+  deadline: Date | null;
   toolPolicies: Readonly<Record<string, ToolPolicy>>;
   defaultToolEffect: ToolEffect;
   enabledBuiltInTools: readonly string[];
@@ -271,7 +286,11 @@ export interface DeferredToolExecution<Item = unknown> {
   attempt: number;
   events: EventWriter;
   heartbeat(): void;
-  signal: AbortSignal;
+  /** Aborted when the engine closes the call's connection (a Worker gone, `cancel_turn`). */
+  cancellationSignal: AbortSignal;
+  /** When the Step attempt making this call times out (its method timeout from the attempt's
+   *  start), or null when the Step has none or the Worker does not say. */
+  deadline: Date | null;
   /** Resolves when the checkpoint line is written to the response, not when it is
    *  committed: one sent just before this process dies may be lost. */
   saveHeartbeatCheckpoint(checkpoint: string): Promise<void>;
@@ -285,24 +304,32 @@ export interface DeferredToolExecution<Item = unknown> {
 export interface ToolTaskPoll {
   flowType: string;
   flowId: string;
-  toolCall: AgentToolCall;
+  toolCall: AgentToolCallRecord;
   idempotencyKey: string;
   attempt: number;
   inputAnswers: readonly QuestionAnswer[];
   events: EventWriter;
   heartbeat(): void;
-  signal: AbortSignal;
+  /** Aborted when the engine closes the call's connection (a Worker gone, `cancel_turn`). */
+  cancellationSignal: AbortSignal;
+  /** When the Step attempt making this call times out (its method timeout from the attempt's
+   *  start), or null when the Step has none or the Worker does not say. */
+  deadline: Date | null;
   pendingAnswer: QuestionAnswer | null;
 }
 
 export interface ToolTaskCancellation {
   flowType: string;
   flowId: string;
-  toolCall: AgentToolCall;
+  toolCall: AgentToolCallRecord;
   idempotencyKey: string;
   attempt: number;
   heartbeat(): void;
-  signal: AbortSignal;
+  /** Aborted when the engine closes the call's connection (a Worker gone, `cancel_turn`). */
+  cancellationSignal: AbortSignal;
+  /** When the Step attempt making this call times out (its method timeout from the attempt's
+   *  start), or null when the Step has none or the Worker does not say. */
+  deadline: Date | null;
 }
 
 export interface ContextSummaryRequest<Item = unknown> {
@@ -310,6 +337,8 @@ export interface ContextSummaryRequest<Item = unknown> {
   flowId: string;
   turnId: string;
   attempt: number;
+  /** The CompactContext Step execution making the call ("" from an older Worker). */
+  stepExecutionId: string;
   previousSummary: ContextSummary | null;
   history: HistoryRange;
   messages: readonly AgentMessage[];
@@ -317,7 +346,11 @@ export interface ContextSummaryRequest<Item = unknown> {
   throughSequence: number;
   events: EventWriter;
   heartbeat(): void;
-  signal: AbortSignal;
+  /** Aborted when the engine closes the call's connection (a Worker gone, `cancel_turn`). */
+  cancellationSignal: AbortSignal;
+  /** When the Step attempt making this call times out (its method timeout from the attempt's
+   *  start), or null when the Step has none or the Worker does not say. */
+  deadline: Date | null;
   inputTokenBudget: number;
   sessionSettings: Readonly<Record<string, unknown>>;
 }
@@ -347,6 +380,16 @@ export interface AgentFrameworkRunner<Item = unknown> {
   pollToolTask?(poll: ToolTaskPoll): Promise<ToolTaskPollOutcome>;
   cancelToolTask?(cancellation: ToolTaskCancellation): Promise<void>;
   summarizeContext?(request: ContextSummaryRequest<Item>): Promise<ContextSummaryResult>;
+  /** The next model input's size in tokens (`estimate_input_tokens`). A Worker calling this
+   *  runner over HTTP estimates from the stored texts itself; these two are for in-process
+   *  use and runners that share the Python core's names. */
+  estimateInputTokens?(turn: AgentTurnContext<Item>): number | Promise<number>;
+  /** The last sequence to summarize, which never separates a tool call from its result, or
+   *  null for none (`select_compaction_cutoff`). */
+  selectCompactionCutoff?(
+    turn: AgentTurnContext<Item>,
+    retainedTokenBudget: number,
+  ): number | null | Promise<number | null>;
   readonly supportsPlanMode?: boolean;
   readonly toolStepsReadTurn?: boolean;
 }

@@ -30,10 +30,12 @@ import * as texts from "./texts.js";
 import {
   contextSummaryFromWire,
   contextSummaryResultToWire,
+  deadlineFromWire,
   frameworkMessageToWire,
   PROTOCOL_VERSION,
   planFromWire,
   questionAnswerFromWire,
+  runnerToolCallFromWire,
   toolCallFromWire,
   toolOutcomeToWire,
   toolPoliciesFromWire,
@@ -42,6 +44,7 @@ import {
   type WireContextSummaryRequest,
   type WireDescribe,
   type WireLine,
+  type WireSessionOptions,
   type WireToolExecution,
   type WireToolTaskCancellation,
   type WireToolTaskPoll,
@@ -57,6 +60,19 @@ export interface ServeRunnersOptions {
   /** How long a call may send nothing before a heartbeat line is sent (the engine treats
    *  60 s of silence as a runner gone). */
   heartbeatIntervalMs?: number;
+  /** Session options per flow type, sent to the Worker in `describe`: they apply where the
+   *  Worker's own options (`remote_flow`'s, `--remote-config`) leave them unset. */
+  sessionOptions?: Record<string, SessionOptions>;
+}
+
+/** The session options a TypeScript app sets for a flow it serves (Python's
+ *  `AgentSessionOptions.interrupt_deadline` and `max_durable_wait`, in milliseconds). */
+export interface SessionOptions {
+  /** How long an approval or question waits before it is answered for the user (rejected,
+   *  or the question's deadline passed); none waits without a deadline. */
+  interruptDeadlineMs?: number;
+  /** The longest a `durable_wait` call may wait. */
+  maxDurableWaitMs?: number;
 }
 
 /** A Node request handler, with a web-standard `fetch` handler beside it. */
@@ -113,6 +129,7 @@ class RunnerServer {
   readonly cache: HistoryCache;
   readonly heartbeatIntervalMs: number;
   private readonly tokenDigest: Buffer | null;
+  private readonly sessionOptions: Record<string, WireSessionOptions>;
 
   constructor(
     readonly runners: Record<string, AnyRunner>,
@@ -122,6 +139,7 @@ class RunnerServer {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
     if (options.token === "") throw new RangeError("the runner token must not be empty");
     this.tokenDigest = options.token === undefined ? null : digest(options.token);
+    this.sessionOptions = sessionOptionsToWire(runners, options.sessionOptions ?? {});
   }
 
   /** The refusal of a request the head alone settles, or null to read its body. */
@@ -183,7 +201,11 @@ class RunnerServer {
   describe(): WireDescribe {
     const flows: WireDescribe["flows"] = {};
     for (const [flowType, runner] of Object.entries(this.runners)) {
-      flows[flowType] = { capabilities: capabilities(runner) };
+      const sessionOptions = this.sessionOptions[flowType];
+      flows[flowType] = {
+        capabilities: capabilities(runner),
+        ...(sessionOptions === undefined ? {} : { session_options: sessionOptions }),
+      };
     }
     return { protocol_version: PROTOCOL_VERSION, flows };
   }
@@ -203,6 +225,35 @@ function lastSegment(path: string): string {
   const pathname = path.split("?", 1)[0] ?? "";
   const segments = pathname.split("/").filter((s) => s !== "");
   return decodeURIComponent(segments[segments.length - 1] ?? "");
+}
+
+/** The session options as `describe` sends them; a RangeError for a flow type not served or
+ *  a duration that is not a positive number of milliseconds. */
+function sessionOptionsToWire(
+  runners: Record<string, AnyRunner>,
+  options: Record<string, SessionOptions>,
+): Record<string, WireSessionOptions> {
+  const wire: Record<string, WireSessionOptions> = {};
+  for (const [flowType, set] of Object.entries(options)) {
+    if (!Object.hasOwn(runners, flowType)) {
+      throw new RangeError(`sessionOptions names ${JSON.stringify(flowType)}, a flow not served`);
+    }
+    const seconds = (name: keyof SessionOptions): number | undefined => {
+      const ms = set[name];
+      if (ms === undefined) return undefined;
+      if (typeof ms !== "number" || !Number.isFinite(ms) || ms <= 0) {
+        throw new RangeError(`sessionOptions.${flowType}.${name} must be a positive number of ms`);
+      }
+      return ms / 1000;
+    };
+    const deadline = seconds("interruptDeadlineMs");
+    const maxWait = seconds("maxDurableWaitMs");
+    wire[flowType] = {
+      ...(deadline === undefined ? {} : { interrupt_deadline_seconds: deadline }),
+      ...(maxWait === undefined ? {} : { max_durable_wait_seconds: maxWait }),
+    };
+  }
+  return wire;
 }
 
 function capabilities(runner: AnyRunner): WireCapabilities {
@@ -268,7 +319,8 @@ const METHODS: Record<MethodName, MethodSpec> = {
           inputAnswers: (wire.input_answers ?? []).map(questionAnswerFromWire),
           events: lines.events,
           heartbeat: lines.heartbeat,
-          signal,
+          cancellationSignal: signal,
+          deadline: deadlineFromWire(wire.deadline),
           pendingAnswer: wire.pending_answer ? questionAnswerFromWire(wire.pending_answer) : null,
         });
         if (outcome === undefined) throw new TypeError("pollToolTask returned nothing");
@@ -288,7 +340,8 @@ const METHODS: Record<MethodName, MethodSpec> = {
           idempotencyKey: wire.idempotency_key,
           attempt: wire.attempt,
           heartbeat: lines.heartbeat,
-          signal,
+          cancellationSignal: signal,
+          deadline: deadlineFromWire(wire.deadline),
         });
         return {};
       });
@@ -340,19 +393,25 @@ function answerToolCall(server: RunnerServer, runner: AnyRunner, wire: WireToolE
   return accepted(async (lines, signal) => {
     const turn =
       turnWire !== null && plan !== null
-        ? turnFromWire(turnWire, completeHistory(server.cache, key, plan, runner), lines, signal)
+        ? turnFromWire(
+            { ...turnWire, deadline: wire.deadline ?? null },
+            completeHistory(server.cache, key, plan, runner),
+            lines,
+            signal,
+          )
         : null;
     const execution: DeferredToolExecution<unknown> = {
       flowType: wire.flow_type,
       flowId: wire.flow_id,
       turnId: wire.turn_id,
       stepExecutionId: wire.step_execution_id,
-      toolCall: toolCallFromWire(wire.tool_call),
+      toolCall: runnerToolCallFromWire(wire.tool_call),
       idempotencyKey: wire.idempotency_key,
       attempt: wire.attempt,
       events: lines.events,
       heartbeat: lines.heartbeat,
-      signal,
+      cancellationSignal: signal,
+      deadline: deadlineFromWire(wire.deadline),
       saveHeartbeatCheckpoint: lines.checkpoint,
       heartbeatCheckpoint: wire.heartbeat_checkpoint ?? null,
       inputAnswers: (wire.input_answers ?? []).map(questionAnswerFromWire),
@@ -381,6 +440,7 @@ function answerSummary(
       flowId: wire.flow_id,
       turnId: wire.turn_id,
       attempt: wire.attempt,
+      stepExecutionId: wire.step_execution_id ?? "",
       previousSummary: wire.previous_summary ? contextSummaryFromWire(wire.previous_summary) : null,
       history: { firstSequence: wire.history.first_sequence, lastSequence: plan.last },
       messages: history.map((h) => h.message),
@@ -388,7 +448,8 @@ function answerSummary(
       throughSequence: wire.through_sequence,
       events: lines.events,
       heartbeat: lines.heartbeat,
-      signal,
+      cancellationSignal: signal,
+      deadline: deadlineFromWire(wire.deadline),
       inputTokenBudget: wire.input_token_budget,
       sessionSettings: wire.session_settings ?? {},
     });
@@ -418,10 +479,11 @@ function turnFromWire(
     messages: history.map((h) => h.message),
     items: history.map((h) => h.item),
     frameworkRunState: wire.framework_run_state ?? null,
-    toolCalls: (wire.tool_calls ?? []).map(toolCallFromWire),
+    toolCalls: (wire.tool_calls ?? []).map(runnerToolCallFromWire),
     events: lines.events,
     heartbeat: lines.heartbeat,
-    signal,
+    cancellationSignal: signal,
+    deadline: deadlineFromWire(wire.deadline),
     toolPolicies,
     defaultToolEffect,
     enabledBuiltInTools: [...(wire.enabled_built_in_tools ?? [])],

@@ -17,6 +17,8 @@ export const wrongHttpMethod = (method: string, expected: string): string =>
 export const badBody = (problem: string): string => `the request body is not valid: ${problem}`;
 
 // The engine's fixed texts (dex_agents.texts and dex_agents.builtins).
+/** Starts a failed record's error when the tool never ran, so calling it again is safe. */
+export const TOOL_CALL_NOT_RUN_ERROR_PREFIX = "the tool did not run, so it is safe to call again";
 export const TOOL_CALL_FAILED_PREFIX = "The tool call failed: ";
 export const OUTCOME_UNKNOWN_TEXT =
   "The tool call's outcome is unknown: it stopped without returning a result, so it may " +

@@ -15,7 +15,7 @@
  * too.
  */
 
-import type { AgentInterrupt, Message, Snapshot, ToolCall } from "./client.js";
+import type { AgentInterrupt, AgentSnapshot, Message, ToolCall } from "./client.js";
 import * as texts from "./texts.js";
 
 export type UIPart = Record<string, unknown> & { type: string };
@@ -140,7 +140,7 @@ function questionPart(interrupt: AgentInterrupt): UIPart {
 }
 
 /** The snapshot's messages as AI SDK UI messages, for a page reload. */
-export function convertAgentSnapshotToUIMessages(snapshot: Snapshot): UIMessage[] {
+export function convertAgentSnapshotToUIMessages(snapshot: AgentSnapshot): UIMessage[] {
   const messages: UIMessage[] = [];
   const underWay = new Set<string>(); // the turns with model output so far
   for (const message of snapshot.messages) {
@@ -227,7 +227,7 @@ function endsWithToolResult(parts: UIPart[]): boolean {
 
 /** The active turn's records the stored messages do not show yet, and its pending
  *  interrupts: approvals as `approval-requested`, questions as `data-dex-question`. */
-function addActiveTurn(ui: UIMessage, snapshot: Snapshot, turnId: string): void {
+function addActiveTurn(ui: UIMessage, snapshot: AgentSnapshot, turnId: string): void {
   const parts = ui.parts;
   const records = snapshot.toolCalls
     .filter((r) => r.turnId === turnId)

@@ -11,6 +11,8 @@ import type {
   AgentMessage,
   AgentPlan,
   AgentToolCall,
+  AgentToolCallRecord,
+  AgentToolCallRecordStatus,
   AgentTurnOutcome,
   AgentUsage,
   CancellationReason,
@@ -24,7 +26,6 @@ import type {
   ModelCallMetadata,
   QuestionAnswer,
   QuestionResolution,
-  ToolCallStatus,
   ToolEffect,
   ToolPolicy,
   ToolTaskPollOutcome,
@@ -66,7 +67,7 @@ export interface WireAgentToolCall {
   arguments: string;
   effect: ToolEffect;
   requires_approval: boolean;
-  status: ToolCallStatus;
+  status: AgentToolCallRecordStatus;
   output?: string | null;
   error?: string | null;
   rejection_message?: string | null;
@@ -165,6 +166,8 @@ export interface WireTurn {
   interaction_mode?: InteractionMode;
   plan?: WireAgentPlan | null;
   context_summary?: WireContextSummary | null;
+  /** The Step attempt's deadline, in epoch milliseconds (null: none; absent: an older Worker). */
+  deadline?: number | null;
 }
 
 export interface WireToolExecution {
@@ -179,6 +182,8 @@ export interface WireToolExecution {
   input_answers?: WireQuestionAnswer[];
   supports_tool_tasks?: boolean;
   turn?: WireTurn | null;
+  /** The Step attempt's deadline, in epoch milliseconds (null: none; absent: an older Worker). */
+  deadline?: number | null;
 }
 
 export interface WireToolTaskPoll {
@@ -189,6 +194,8 @@ export interface WireToolTaskPoll {
   attempt: number;
   input_answers?: WireQuestionAnswer[];
   pending_answer?: WireQuestionAnswer | null;
+  /** The Step attempt's deadline, in epoch milliseconds (null: none; absent: an older Worker). */
+  deadline?: number | null;
 }
 
 export interface WireToolTaskCancellation {
@@ -197,6 +204,8 @@ export interface WireToolTaskCancellation {
   tool_call: WireAgentToolCall;
   idempotency_key: string;
   attempt: number;
+  /** The Step attempt's deadline, in epoch milliseconds (null: none; absent: an older Worker). */
+  deadline?: number | null;
 }
 
 export interface WireContextSummaryRequest {
@@ -204,12 +213,15 @@ export interface WireContextSummaryRequest {
   flow_id: string;
   turn_id: string;
   attempt: number;
+  step_execution_id?: string;
   previous_summary: WireContextSummary | null;
   history: WireHistory;
   messages: WireAgentMessage[];
   through_sequence: number;
   input_token_budget: number;
   session_settings?: Record<string, unknown>;
+  /** The Step attempt's deadline, in epoch milliseconds (null: none; absent: an older Worker). */
+  deadline?: number | null;
 }
 
 export type WireTurnOutcome =
@@ -257,9 +269,15 @@ export interface WireCapabilities {
   tool_steps_read_turn: boolean;
 }
 
+/** A flow's session options, set by the app that serves its runner (seconds). */
+export interface WireSessionOptions {
+  interrupt_deadline_seconds?: number;
+  max_durable_wait_seconds?: number;
+}
+
 export interface WireDescribe {
   protocol_version: number;
-  flows: Record<string, { capabilities: WireCapabilities }>;
+  flows: Record<string, { capabilities: WireCapabilities; session_options?: WireSessionOptions }>;
 }
 
 /** One line of a call's NDJSON response. */
@@ -309,7 +327,13 @@ export function questionAnswerFromWire(a: WireQuestionAnswer): QuestionAnswer {
   };
 }
 
-export function toolCallFromWire(c: WireAgentToolCall): AgentToolCall {
+/** A runner's view of a record: a RunModel Step's records are final, a tool Step's own call
+ *  approved (the statuses of `AgentToolCallStatus`). */
+export function runnerToolCallFromWire(c: WireAgentToolCall): AgentToolCall {
+  return toolCallFromWire(c) as AgentToolCall;
+}
+
+export function toolCallFromWire(c: WireAgentToolCall): AgentToolCallRecord {
   return {
     toolCallId: c.tool_call_id,
     turnId: c.turn_id,
@@ -513,4 +537,9 @@ export function contextSummaryResultToWire(r: ContextSummaryResult): {
     usage: usageOrNull(r.usage),
     model_call_metadata: metadataOrNull(r.modelCallMetadata),
   };
+}
+
+/** A wire deadline (epoch ms) as a Date, or null. */
+export function deadlineFromWire(deadline: number | null | undefined): Date | null {
+  return typeof deadline === "number" && Number.isFinite(deadline) ? new Date(deadline) : null;
 }

@@ -12,6 +12,7 @@ import {
   SessionExistsError,
   UnauthorizedError,
 } from "../src/client.js";
+import type { AgentEvent } from "../src/events.js";
 
 interface Seen {
   method: string;
@@ -21,13 +22,19 @@ interface Seen {
   body: unknown;
 }
 
-const EVENTS = [1, 2, 3, 4].map((offset) => ({
-  type: offset === 4 ? "turn_completed" : "text_delta",
+const PAYLOADS: [string, Record<string, unknown>][] = [
+  ["text_delta", { text: "Hel" }],
+  ["vercel_ai.note", { snake_key: { inner_key: 2 } }],
+  ["tool_call_finished", { tool_call_id: "c1", tool_name: "lookup", status: "succeeded" }],
+  ["turn_completed", { message_count: 3 }],
+];
+const EVENTS = PAYLOADS.map(([type, payload], index) => ({
+  type,
   turn_id: "t1",
   attempt: 1,
-  payload: { delta: `d${offset}`, snake_key: { inner_key: offset } },
+  payload,
   step_execution_id: "s1",
-  offset,
+  offset: index + 1,
   created_at: "2026-01-01T00:00:00Z",
 }));
 
@@ -62,11 +69,14 @@ describe("AgentClient", () => {
       return json(res, 401, { error: { code: "unauthorized", message: "no", field: null } });
     }
     if (url === "/api/sessions" && req.method === "POST") {
-      const body = seen.at(-1)?.body as { session_id?: string };
+      const body = seen.at(-1)?.body as { session_id?: string; flow_type?: string };
       if (body.session_id === "taken") {
         return json(res, 409, {
           error: { code: "session_exists", message: "taken", field: "session_id" },
         });
+      }
+      if (body.flow_type === "Unhosted") {
+        return json(res, 201, { session_id: "s-2", warning: "no live Worker hosts Unhosted" });
       }
       return json(res, 201, { session_id: "s-1" });
     }
@@ -78,6 +88,9 @@ describe("AgentClient", () => {
     if (url === "/api/sessions/s-1/snapshot") return json(res, 200, SNAPSHOT);
     if (url === "/api/sessions/s-1/events") return streamEvents(req, res);
     if (url === "/api/workers") return json(res, 200, []);
+    if (url === "/api/sessions/s-1/messages" && req.method === "POST") {
+      return json(res, 200, { result: true, message_id: "m-9", event_offset: 3 });
+    }
     return json(res, 200, { result: true });
   };
   /** The first connection sends two events and breaks; the next resumes after Last-Event-ID. */
@@ -95,6 +108,7 @@ describe("AgentClient", () => {
   };
   let client: AgentClient;
   let baseUrl = "";
+  const warnings: string[] = [];
   before(async () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;
@@ -103,6 +117,7 @@ describe("AgentClient", () => {
       baseUrl,
       token: "tok",
       reconnectDelayMs: 10,
+      onWarning: (warning) => warnings.push(warning),
     });
   });
   after(() => {
@@ -116,16 +131,16 @@ describe("AgentClient", () => {
       await client.startSession("Triage", "My order is late.", {
         sessionSettings: { user_tier: "gold" },
       }),
-      { sessionId: "s-1" },
+      { sessionId: "s-1", warning: null },
     );
-    assert.equal(await client.sendMessage("s-1", "more", { planMode: true }), true);
-    await client.steer("s-1", { messageId: "m-1" });
-    await client.cancelQueuedMessage("s-1", "m 2");
+    assert.equal(await client.sendUserMessage("s-1", { text: "more", planMode: true }), true);
+    await client.steerUserMessage("s-1", { messageId: "m-1" });
+    await client.deleteQueuedMessage("s-1", "m 2");
     await client.cancelTurn("s-1");
     await client.resolveInterrupt("s-1", "i-1", false, "not now");
     await client.answerQuestion("s-1", "i-2", "blue");
     await client.executePlan("s-1", 3);
-    await client.updateSettings("s-1", { user_tier: "silver" });
+    await client.updateSessionSettings("s-1", { user_tier: "silver" });
     assert.deepEqual(
       seen.map((s) => [s.method, s.url, s.body]),
       [
@@ -154,7 +169,7 @@ describe("AgentClient", () => {
       ],
     );
     assert.ok(seen.every((s) => s.auth === "Bearer tok"));
-    const snapshot = await client.getSnapshot("s-1");
+    const snapshot = await client.getAgentSnapshot("s-1");
     assert.equal(snapshot.resumeToken, "7");
     assert.equal(snapshot.state?.activeTurnId, "t2");
     assert.equal(snapshot.messages[0]?.turnId, "t1");
@@ -162,6 +177,20 @@ describe("AgentClient", () => {
     assert.equal(snapshot.toolCalls[0]?.requiresApproval, true);
     assert.equal(snapshot.usage.inputTokens, 12);
     assert.deepEqual(snapshot.sessionSettings, { user_tier: "gold" });
+    assert.deepEqual(await client.sendUserMessageForTurn("s-1", "again"), {
+      messageId: "m-9",
+      eventOffset: 3,
+    });
+    assert.deepEqual(warnings, []);
+  });
+
+  test("a session of a flow type no live Worker hosts warns through onWarning", async () => {
+    warnings.length = 0;
+    const started = await client.startSession("Unhosted", "Hi");
+    assert.deepEqual(started, { sessionId: "s-2", warning: "no live Worker hosts Unhosted" });
+    assert.deepEqual(warnings, ["no live Worker hosts Unhosted"]);
+    await client.startSession("Unhosted", "Hi", { warnIfNotHosted: false });
+    assert.equal(warnings.length, 1);
   });
 
   test("API errors are DexAgentsError subclasses with status, code and field", async () => {
@@ -172,7 +201,7 @@ describe("AgentClient", () => {
     assert.ok(taken instanceof DexAgentsError);
     assert.equal(taken.status, 409);
     assert.equal(taken.field, "session_id");
-    const missing = await client.getSnapshot("missing").catch((e: unknown) => e);
+    const missing = await client.getAgentSnapshot("missing").catch((e: unknown) => e);
     assert.ok(missing instanceof NotFoundError);
     assert.equal(missing.code, "session_not_found");
     const anonymous = new AgentClient({ baseUrl });
@@ -183,23 +212,49 @@ describe("AgentClient", () => {
   test("events resume with Last-Event-ID after a broken stream: none missed or repeated", async () => {
     const controller = new AbortController();
     const got: number[] = [];
-    for await (const event of client.events("s-1", { signal: controller.signal })) {
+    const read: string[] = [];
+    for await (const event of client.followEvents("s-1", { signal: controller.signal })) {
       got.push(event.offset);
-      assert.deepEqual(event.payload.snake_key, { inner_key: event.offset });
+      read.push(describeEvent(event));
       if (event.type === "turn_completed") break;
     }
+    // Engine events come typed and camelCase; an adapter's payload keeps its own keys.
+    assert.deepEqual(read, [
+      "text: Hel",
+      'vercel_ai.note: {"snake_key":{"inner_key":2}}',
+      "lookup c1 succeeded",
+      "done, 3 messages",
+    ]);
     assert.deepEqual(got, [1, 2, 3, 4]);
     assert.equal(eventConnections, 2);
     const resumed = seen.filter((s) => s.url.endsWith("/events")).map((s) => s.lastEventId);
     assert.deepEqual(resumed, [undefined, "2"]);
     await assert.rejects(
       async () => {
-        for await (const _ of client.events("missing")) break;
+        for await (const _ of client.followEvents("missing")) break;
       },
       (e: unknown) => e instanceof NotFoundError,
     );
   });
 });
+
+/** Narrows on `type`: each branch reads its own payload's typed fields (compiled strict). */
+function describeEvent(event: AgentEvent): string {
+  switch (event.type) {
+    case "text_delta":
+      // @ts-expect-error a text delta has no message count
+      void event.payload.messageCount;
+      return `text: ${event.payload.text}`;
+    case "tool_call_finished":
+      return `${event.payload.toolName} ${event.payload.toolCallId} ${event.payload.status}`;
+    case "turn_completed":
+      return `done, ${event.payload.messageCount} messages`;
+    case "usage_recorded":
+      return `${event.payload.recorded.inputTokens} tokens`;
+    default:
+      return `${event.type}: ${JSON.stringify(event.payload)}`;
+  }
+}
 
 const SNAPSHOT = {
   state: {

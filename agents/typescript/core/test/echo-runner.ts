@@ -49,7 +49,7 @@ export class EchoRunner implements AgentFrameworkRunner<EchoItem> {
   async runModelStep(turn: AgentTurnContext<EchoItem>): Promise<AgentTurnOutcome> {
     this.turns.push(turn);
     if (this.mode === "fail") throw new Error("the model is down");
-    if (this.mode === "hang") return this.hang(turn.signal);
+    if (this.mode === "hang") return this.hang(turn.cancellationSignal);
     if (this.mode === "stream") {
       turn.events.write("text_delta", { delta: "Hel", nested_key: { a_b: 1 } });
       turn.heartbeat();

@@ -11,12 +11,14 @@ import { fileURLToPath } from "node:url";
 import {
   AgentClient,
   type AgentClient as AgentClientType,
-  type AgentEvent,
   ForbiddenError,
+  InvalidInputError,
   NotFoundError,
   SessionExistsError,
+  TurnTimeoutError,
   UnauthorizedError,
 } from "../src/client.js";
+import type { AgentEvent } from "../src/events.js";
 import { convertAgentSnapshotToUIMessages } from "../src/ui.js";
 
 const PACKAGE = fileURLToPath(new URL("../../", import.meta.url));
@@ -56,7 +58,10 @@ async function until(
   const timer = setTimeout(() => controller.abort(), 60_000);
   const seen: AgentEvent[] = [];
   try {
-    for await (const event of client.events(sessionId, { after, signal: controller.signal })) {
+    for await (const event of client.followEvents(sessionId, {
+      after,
+      signal: controller.signal,
+    })) {
       seen.push(event);
       if (event.type === type) return seen;
       if (event.type === "turn_failed") throw new Error(JSON.stringify(event.payload));
@@ -102,14 +107,14 @@ describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not in
     const first = await until(client, sessionId, 0, "turn_completed");
     assert.ok(first.some((e) => e.type === "turn_started"));
     assert.equal(first.map((e) => e.offset).join(), first.map((_, i) => i + 1).join());
-    let snapshot = await client.getSnapshot(sessionId);
+    let snapshot = await client.getAgentSnapshot(sessionId);
     assert.equal(snapshot.messages.at(-1)?.text, "It is 22 °C and sunny in Lisbon.");
     assert.deepEqual(snapshot.sessionSettings, { user_tier: "gold" });
     assert.equal(toolRuns(ready.tool_log, "get_weather"), 1);
 
-    assert.equal(await client.sendMessage(sessionId, "Email Ana the forecast."), true);
+    assert.equal(await client.sendUserMessage(sessionId, "Email Ana the forecast."), true);
     const raised = await until(client, sessionId, snapshot.resumeToken, "interrupt_raised");
-    snapshot = await client.getSnapshot(sessionId);
+    snapshot = await client.getAgentSnapshot(sessionId);
     const interrupt = snapshot.pendingInterrupts[0];
     assert.equal(interrupt?.toolName, "send_email");
     assert.equal(toolRuns(ready.tool_log, "send_email"), 0);
@@ -133,16 +138,16 @@ describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not in
       true,
     );
     await until(client, sessionId, offset, "turn_completed");
-    snapshot = await client.getSnapshot(sessionId);
+    snapshot = await client.getAgentSnapshot(sessionId);
     assert.equal(snapshot.messages.at(-1)?.text, "Done: Ana has the forecast.");
     assert.equal(toolRuns(ready.tool_log, "send_email"), 1);
     assert.equal(snapshot.state?.turnCount, 2);
     assert.equal(snapshot.waitingFor, null);
 
-    const page = await client.getMessages(sessionId, { limit: 2 });
+    const page = await client.listAgentMessages(sessionId, { limit: 2 });
     assert.equal(page.messages.length, 2);
     assert.equal(page.messages.at(-1)?.text, "Done: Ana has the forecast.");
-    const older = await client.getMessages(sessionId, {
+    const older = await client.listAgentMessages(sessionId, {
       beforeSequence: page.nextBeforeSequence ?? 0,
     });
     assert.equal(older.messages[0]?.text, "What's the weather in Lisbon?");
@@ -153,15 +158,71 @@ describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not in
     assert.ok((await client.listSessions()).some((s) => s.sessionId === sessionId));
     const workers = await client.listWorkers();
     assert.ok(workers.some((w) => w.flowTypes.includes(ready.flow_type) && w.state === "running"));
-    assert.equal(await client.updateSettings(sessionId, { user_tier: "silver" }), true);
-    assert.deepEqual((await client.getSnapshot(sessionId)).sessionSettings, {
+    assert.equal(await client.updateSessionSettings(sessionId, { user_tier: "silver" }), true);
+    assert.deepEqual((await client.getAgentSnapshot(sessionId)).sessionSettings, {
       user_tier: "silver",
     });
     assert.equal(await client.cancelTurn(sessionId), false);
   });
 
+  test("runTurn, waitForTurn and startSessionAndWait wait for a turn's outcome", async () => {
+    const started = await client.startSessionAndWait(ready.flow_type, "Weather in Porto?");
+    assert.equal(started.status, "completed");
+    assert.equal(started.turnId, "turn-1");
+    assert.equal(started.text, "Cloudy in Porto.");
+    assert.equal(started.error, null);
+    assert.equal(started.messages[0]?.text, "Weather in Porto?");
+    assert.equal(started.messages.at(-1)?.text, "Cloudy in Porto.");
+    assert.ok(started.messages.some((m) => m.role === "tool" && m.toolName === "get_weather"));
+    assert.equal(started.usage.modelCalls, 2);
+    assert.deepEqual(started.interrupts, []);
+    const { sessionId } = started;
+
+    const waiting = await client.runTurn(sessionId, "Email Rui the weather.");
+    assert.equal(waiting.status, "waiting_for_interrupts");
+    assert.equal(waiting.turnId, "turn-2");
+    assert.equal(waiting.messages[0]?.text, "Email Rui the weather.");
+    assert.deepEqual(
+      waiting.interrupts.map((i) => [i.kind, i.toolName]),
+      [["tool_approval", "send_email"]],
+    );
+    assert.equal(waiting.usage.modelCalls, 1);
+    const interruptId = waiting.interrupts[0]?.interruptId ?? "";
+    assert.equal(await client.resolveInterrupt(sessionId, interruptId, true), true);
+    const done = await client.waitForTurn(sessionId, waiting.turnId, {
+      after: waiting.eventOffset,
+    });
+    assert.equal(done.status, "completed");
+    assert.equal(done.text, "Sent to Rui.");
+    assert.equal(done.usage.modelCalls, 1); // counted from `after`
+    assert.ok(done.eventOffset > waiting.eventOffset);
+    assert.ok(done.messages.some((m) => m.role === "tool" && m.toolName === "send_email"));
+
+    // An ended turn waits no more: a short timeout ends the wait with a TurnTimeoutError.
+    await assert.rejects(
+      client.waitForTurn(sessionId, "turn-2", { after: done.eventOffset, timeoutMs: 300 }),
+      TurnTimeoutError,
+    );
+    await assert.rejects(client.runTurn(sessionId, "  "), InvalidInputError);
+  });
+
+  test("a session of a flow type no live Worker hosts warns", async () => {
+    const warnings: string[] = [];
+    const warned = new AgentClient({
+      baseUrl: ready.base_url,
+      token: ready.token,
+      onWarning: (warning) => warnings.push(warning),
+    });
+    const started = await warned.startSession("NoSuchFlow", null);
+    assert.match(started.warning ?? "", /no live Worker hosts flow type 'NoSuchFlow'/);
+    assert.deepEqual(warnings, [started.warning]);
+    const hosted = await warned.startSession(ready.flow_type, null);
+    assert.equal(hosted.warning, null);
+    assert.equal(warnings.length, 1);
+  });
+
   test("the API's errors arrive as their DexAgentsError classes", async () => {
-    await assert.rejects(client.getSnapshot("no-such-session"), NotFoundError);
+    await assert.rejects(client.getAgentSnapshot("no-such-session"), NotFoundError);
     await client.startSession(ready.flow_type, null, { sessionId: "fixed-id" });
     await assert.rejects(
       client.startSession(ready.flow_type, null, { sessionId: "fixed-id" }),
@@ -179,7 +240,7 @@ describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not in
     const expires = Date.parse(minted.expiresAt) - Date.now();
     assert.ok(expires > 100_000 && expires <= 121_000, minted.expiresAt);
     const browser = new AgentClient({ baseUrl: ready.base_url, token: minted.token });
-    assert.equal((await browser.getSnapshot(sessionId)).sessionId, sessionId);
+    assert.equal((await browser.getAgentSnapshot(sessionId)).sessionId, sessionId);
     assert.equal(await browser.cancelTurn(sessionId), false);
     // An EventSource sends it in the URL: the stream answers, the server's token would not.
     const stream = await fetch(
@@ -191,9 +252,9 @@ describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not in
       `${ready.base_url}/sessions/${sessionId}/events?access_token=${ready.token}`,
     );
     assert.equal(leaked.status, 401);
-    await assert.rejects(browser.getSnapshot(other.sessionId), ForbiddenError);
+    await assert.rejects(browser.getAgentSnapshot(other.sessionId), ForbiddenError);
     await assert.rejects(browser.listSessions(), ForbiddenError);
     await assert.rejects(browser.mintSessionToken(sessionId), ForbiddenError);
-    await assert.rejects(browser.updateSettings(sessionId, {}), ForbiddenError);
+    await assert.rejects(browser.updateSessionSettings(sessionId, {}), ForbiddenError);
   });
 });

@@ -62,6 +62,27 @@ describe("serveRunners on a real HTTP server", () => {
     });
   });
 
+  test("describe carries the session options the app sets, in seconds; bad ones throw", async () => {
+    const withOptions = serveRunners(
+      { Echo: echo },
+      { sessionOptions: { Echo: { interruptDeadlineMs: 90_000, maxDurableWaitMs: 1_500 } } },
+    );
+    const described = await withOptions.fetch(new Request("http://runner/dex/describe"));
+    const body = (await described.json()) as { flows: Record<string, Record<string, unknown>> };
+    assert.deepEqual(body.flows.Echo?.session_options, {
+      interrupt_deadline_seconds: 90,
+      max_durable_wait_seconds: 1.5,
+    });
+    assert.throws(
+      () => serveRunners({ Echo: echo }, { sessionOptions: { Other: { maxDurableWaitMs: 1 } } }),
+      /sessionOptions names "Other", a flow not served/,
+    );
+    assert.throws(
+      () => serveRunners({ Echo: echo }, { sessionOptions: { Echo: { interruptDeadlineMs: 0 } } }),
+      /interruptDeadlineMs must be a positive number of ms/,
+    );
+  });
+
   test("a wrong or missing token is refused with 401 and the runner is not called", async () => {
     const before = echo.turns.length;
     const body = turnBody([userMessage(1, "hi")], { first: 1, last: 1, after: 0 });
@@ -191,6 +212,27 @@ describe("serveRunners on a real HTTP server", () => {
       requiresApproval: false,
     });
     assert.equal(turn.messages[0]?.turnId, "t1");
+  });
+
+  test("the Step's deadline (epoch ms on the wire) reaches the runner as a Date, else null", async () => {
+    echo.mode = "stream";
+    const deadline = Date.UTC(2030, 0, 2, 3, 4, 5, 678);
+    for (const [flowId, sent, expected] of [
+      ["s-deadline", deadline, new Date(deadline)],
+      ["s-no-deadline", null, null],
+    ] as const) {
+      const body = turnBody(
+        [userMessage(1, "hi")],
+        { first: 1, last: 1, after: 0 },
+        { flow_id: flowId, deadline: sent },
+      );
+      const got = await lines(await post(served.url, "run_model_step", body, { headers: auth }));
+      assert.ok("result" in (got.at(-1) ?? {}));
+      const turn = echo.turns.at(-1);
+      assert.equal(turn?.flowId, flowId);
+      assert.deepEqual(turn?.deadline, expected);
+      assert.equal(turn?.cancellationSignal.aborted, false);
+    }
   });
 
   test("a silent runner gets a heartbeat line after each silence of the interval", async () => {

@@ -483,6 +483,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
       flowId: "flow-1",
       turnId: "turn-2",
       attempt: 1,
+      stepExecutionId: "CompactContext-1",
       previousSummary: {
         generation: 1,
         firstSequence: 0,
@@ -496,7 +497,8 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
       throughSequence: 4,
       events: new MemoryEvents(),
       heartbeat: () => {},
-      signal: new AbortController().signal,
+      cancellationSignal: new AbortController().signal,
+      deadline: null,
       inputTokenBudget: 10_000,
       sessionSettings: {},
     });

@@ -96,7 +96,7 @@ export class MastraRunner implements AgentFrameworkRunner<ModelMessage> {
         tools,
         options: this.#options,
         frameworkRetries: this.#frameworkRetries,
-        signal: turn.signal,
+        signal: turn.cancellationSignal,
         events: turn.events,
       }),
     );

@@ -39,12 +39,12 @@ export async function runToolCall(run: ToolRun, call: DeferredToolExecution): Pr
         toolCallId: record.toolCallId,
         messages: [],
         agentId: run.agentId,
-        abortSignal: call.signal,
+        abortSignal: call.cancellationSignal,
         requestContext: run.requestContext ?? new RequestContext(),
       }),
     );
   } catch (error) {
-    if (error instanceof ToolExecutionError || call.signal.aborted) {
+    if (error instanceof ToolExecutionError || call.cancellationSignal.aborted) {
       throw error;
     }
     throw new ToolExecutionError(errorText(error));

@@ -123,7 +123,9 @@ export class OpenAIAgentsRunner<TContext = unknown> implements AgentFrameworkRun
     let result: AnyStreamedResult;
     try {
       result = await withHeartbeat(turn.heartbeat, this.#options.heartbeatIntervalMs, () =>
-        withRecordedResults(resumed.answers, () => this.#stream(resumed.input, context, turn.signal, forwarder)),
+        withRecordedResults(resumed.answers, () =>
+          this.#stream(resumed.input, context, turn.cancellationSignal, forwarder),
+        ),
       );
     } catch (error) {
       const turnError = turnErrorOf(error);

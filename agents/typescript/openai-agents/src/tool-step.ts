@@ -60,7 +60,7 @@ export async function runToolCall(
       tool,
       runContext,
       input: record.arguments,
-      details: { toolCall, signal: call.signal },
+      details: { toolCall, signal: call.cancellationSignal },
     });
     const checked = await runToolOutputGuardrails({
       guardrails: tool.outputGuardrails,

@@ -73,14 +73,14 @@ async function streamOnce(
   options: PiModelClientOptions,
   request: ModelRequest,
 ): Promise<ModelReply> {
-  request.signal.throwIfAborted();
+  request.cancellationSignal.throwIfAborted();
   const context = toContext(model, request.messages, request.tools);
   const forced = request.toolChoice ? FORCED_CHOICES[model.api] : undefined;
   const { result: events, observation } = observe(() =>
     stream(model, context, {
       ...options.options,
       maxRetries: options.maxRetries ?? 0,
-      signal: request.signal,
+      signal: request.cancellationSignal,
       ...(request.maxOutputTokens ? { maxTokens: request.maxOutputTokens } : {}),
       ...(request.toolChoice ? { toolChoice: forced ? forced(request.toolChoice.function.name) : "required" } : {}),
       onResponse: async (response, calledModel) => {
@@ -99,8 +99,8 @@ async function streamOnce(
     } else if (event.type === "done") {
       final = event.message;
     } else if (event.type === "error") {
-      if (event.reason === "aborted" || request.signal.aborted) {
-        throw request.signal.reason ?? new DOMException("The model call was aborted.", "AbortError");
+      if (event.reason === "aborted" || request.cancellationSignal.aborted) {
+        throw request.cancellationSignal.reason ?? new DOMException("The model call was aborted.", "AbortError");
       }
       throw modelError(event.error.errorMessage || "the model call failed", observation);
     }

@@ -119,11 +119,13 @@ async function runTool(
   let result: AgentToolResult<unknown>;
   try {
     result = await executions.run(execution, () =>
-      tool.execute(execution.toolCall.toolCallId, params as never, execution.signal, () => execution.heartbeat()),
+      tool.execute(execution.toolCall.toolCallId, params as never, execution.cancellationSignal, () =>
+        execution.heartbeat(),
+      ),
     );
   } catch (error) {
     // Cancelled or cut off: the Step's own outcome, not the tool's.
-    if (execution.signal.aborted) throw error;
+    if (execution.cancellationSignal.aborted) throw error;
     throw new ToolExecutionError(error instanceof Error ? error.message : String(error));
   }
   return { kind: "tool_execution_result", output: resultText(result), frameworkData: detailsText(result) };

@@ -112,7 +112,7 @@ describe("piModelClient on the faux provider", () => {
     try {
       slow.setResponses([fauxAssistantMessage("word ".repeat(200))]);
       const controller = new AbortController();
-      const request = modelRequest([{ role: "user", content: "Talk." }], { signal: controller.signal });
+      const request = modelRequest([{ role: "user", content: "Talk." }], { cancellationSignal: controller.signal });
       const call = piModelClient(slow.getModel()).complete(request);
       setTimeout(() => controller.abort(new Error("turn cancelled")), 300);
       await assert.rejects(call, /turn cancelled/);

@@ -134,7 +134,7 @@ export interface RecordedRequest extends ModelRequest {
 
 export function modelRequest(
   messages: ChatItem[],
-  options: Partial<Pick<ModelRequest, "tools" | "toolChoice" | "signal" | "maxOutputTokens">> = {},
+  options: Partial<Pick<ModelRequest, "tools" | "toolChoice" | "cancellationSignal" | "maxOutputTokens">> = {},
 ): RecordedRequest {
   const texts: string[] = [];
   const reasonings: string[] = [];
@@ -143,7 +143,7 @@ export function modelRequest(
     tools: options.tools ?? [],
     toolChoice: options.toolChoice ?? null,
     maxOutputTokens: options.maxOutputTokens ?? null,
-    signal: options.signal ?? new AbortController().signal,
+    cancellationSignal: options.cancellationSignal ?? new AbortController().signal,
     onText: (text) => texts.push(text),
     onReasoning: (text) => reasonings.push(text),
     heartbeat: () => {},
@@ -194,7 +194,8 @@ export function toolExecution(call: AgentToolCall, signal?: AbortSignal): Deferr
     attempt: 1,
     events: { write: () => {} },
     heartbeat: () => {},
-    signal: signal ?? new AbortController().signal,
+    cancellationSignal: signal ?? new AbortController().signal,
+    deadline: null,
     saveHeartbeatCheckpoint: async () => {},
     heartbeatCheckpoint: null,
     inputAnswers: [],

@@ -94,7 +94,7 @@ export class VercelAiRunner implements AgentFrameworkRunner<ModelMessage> {
         toolsContext: options.toolsContext,
         generate: this.#generate,
         maxRetries: options.frameworkRetries === true ? undefined : 0,
-        signal: turn.signal,
+        signal: turn.cancellationSignal,
         events: turn.events,
       }),
     );

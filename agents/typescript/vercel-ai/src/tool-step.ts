@@ -30,12 +30,12 @@ export async function runToolCall(run: ToolRun, call: DeferredToolExecution): Pr
       tool.execute(input, {
         toolCallId: record.toolCallId,
         messages: [],
-        abortSignal: call.signal,
+        abortSignal: call.cancellationSignal,
         context: run.toolsContext?.[record.toolName],
       }),
     );
   } catch (error) {
-    if (error instanceof ToolExecutionError || call.signal.aborted) {
+    if (error instanceof ToolExecutionError || call.cancellationSignal.aborted) {
       throw error;
     }
     throw new ToolExecutionError(errorText(error));

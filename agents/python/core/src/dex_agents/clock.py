@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
+
+# The running Step attempt's deadline (epoch seconds), set around its Execute when the Step
+# has a method timeout: a remote runner call sends it to the runner as `deadline`.
+STEP_DEADLINE: ContextVar[float | None] = ContextVar("dex_agents_step_deadline", default=None)
 
 
 def utc_now() -> datetime:
@@ -27,3 +32,9 @@ def parse_time(text: str) -> datetime:
 
 def after(delta: timedelta) -> str:
     return format_time(utc_now() + delta)
+
+
+def step_deadline_ms() -> int | None:
+    """The running Step attempt's deadline in epoch milliseconds, or None without one."""
+    deadline = STEP_DEADLINE.get()
+    return None if deadline is None else int(deadline * 1000)

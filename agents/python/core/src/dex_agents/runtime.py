@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection
 
 from . import store
 from .balance import Balancer
-from .clock import now_text
+from .clock import STEP_DEADLINE, now_text
 from .db import Database
 from .dbos_internals import has_workflow_status, workflow_status
 from .dequeue import queue_wake_key
@@ -723,7 +723,12 @@ class Runtime:
     async def _execute(self, ctx: StepContext[Any], handler: StepHandler[Any, Any]) -> Any:
         bound = handler.timeout(ctx.flow.options)
         timeout = bound.total_seconds() if bound is not None else None
-        task = asyncio.ensure_future(asyncio.wait_for(handler.execute(ctx), timeout))
+        # The task copies the context: its remote runner calls read the deadline.
+        token = STEP_DEADLINE.set(None if timeout is None else time.time() + timeout)
+        try:
+            task = asyncio.ensure_future(asyncio.wait_for(handler.execute(ctx), timeout))
+        finally:
+            STEP_DEADLINE.reset(token)
         running = self._running[ctx.session_id]
         running[ctx.step_execution_id] = task
         try:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 
-from dex_agents import AgentClient, Worker
+from dex_agents import AgentClient, AgentSessionOptions, Worker
 from dex_agents.errors import FlowLoadError
 from dex_agents.remote import (
     PendingRemoteFlow,
@@ -72,6 +74,11 @@ async def test_a_turn_runs_its_tool_at_the_runner_and_streams_events(
     assert (
         runner.bodies("execute_deferred_tool_call")[0]["tool_call"]["arguments"] == '{"order": 7}'
     )
+    # Each call carries its Step attempt's deadline, in epoch ms: the attempt's start plus the
+    # method timeout (15 minutes by default), so still ahead.
+    now_ms = time.time() * 1000
+    for body in (first, second, runner.bodies("execute_deferred_tool_call")[0]):
+        assert now_ms < body["deadline"] <= now_ms + 15 * 60 * 1000
 
 
 async def test_history_is_sent_once_and_again_when_the_runner_lost_it(
@@ -202,6 +209,27 @@ def test_describe_refuses_another_major_version() -> None:
 def test_describe_refuses_a_flow_type_not_served(runner: ScriptedRunnerServer) -> None:
     with pytest.raises(FlowLoadError, match="does not serve flow type 'Other'"):
         remote_flow(runner.base_url, "Other")
+
+
+def test_the_runners_session_options_fill_what_the_workers_leave_unset() -> None:
+    with ScriptedRunnerServer([FLOW]) as server:
+        server.flows[FLOW].session_options = {
+            "interrupt_deadline_seconds": 90,
+            "max_durable_wait_seconds": 0.5,
+        }
+        described = remote_flow(server.base_url, FLOW).options
+        assert described.interrupt_deadline == timedelta(seconds=90)
+        assert described.max_durable_wait == timedelta(milliseconds=500)
+        own = AgentSessionOptions(
+            interrupt_deadline=timedelta(seconds=5), default_tool_effect="read"
+        )
+        merged = remote_flow(server.base_url, FLOW, own).options
+        assert merged.interrupt_deadline == timedelta(seconds=5)
+        assert merged.max_durable_wait == timedelta(milliseconds=500)
+        assert merged.default_tool_effect == "read"
+        server.flows[FLOW].session_options = {"interrupt_deadline_seconds": "soon"}
+        with pytest.raises(FlowLoadError, match="interrupt_deadline_seconds 'soon'"):
+            remote_flow(server.base_url, FLOW)
 
 
 def test_an_unreachable_runner_is_a_flow_load_error_after_the_retries(

@@ -274,7 +274,7 @@ async def test_queued_messages_settings_and_the_session_list(
     await asyncio.to_thread(scripted_model.wait_for_requests, seen + 1)
     for text in ("Two", "Three"):
         sent = await http.post(f"/api/sessions/{session}/messages", json={"text": text})
-        assert sent.json() == {"result": True}
+        assert sent.json()["result"] is True
     queued = (await snapshot(http, session))["queued_messages"]
     assert [q["message"]["text"] for q in queued] == ["Two", "Three"]
     delete = f"/api/sessions/{session}/queued-messages/{queued[1]['message_id']}"
@@ -367,7 +367,11 @@ async def test_events_arrive_live_and_resume_exactly_after_last_event_id(
         reply_tools(("r1", "get_weather", {"city": "Cusco"})), reply_text("Dry.")
     )
     sent = await http.post(f"/api/sessions/{session}/messages", json={"text": "Cusco?"})
-    assert sent.json() == {"result": True}
+    assert sent.json()["result"] is True
+    # The answer names the message and the offset after which its turn starts.
+    turn_started = next(e for e in await follower if e["type"] == "turn_started")
+    assert turn_started["payload"]["message_id"] == sent.json()["message_id"]
+    assert sent.json()["event_offset"] >= token
     live = await follower
 
     offsets = [e["offset"] for e in live]
@@ -692,7 +696,7 @@ async def test_200_followers_of_a_session_get_the_same_events_through_one_wake_f
         )
         started = time.monotonic()
         sent = await http.post(f"/api/sessions/{session}/messages", json={"text": "Sucre?"})
-        assert sent.json() == {"result": True}
+        assert sent.json()["result"] is True
         received = await asyncio.gather(*followers)
         elapsed = time.monotonic() - started
 

@@ -87,7 +87,7 @@ async function streamOnce(
       : {}),
     ...(request.maxOutputTokens ? { maxOutputTokens: request.maxOutputTokens } : {}),
     maxRetries: options.maxRetries ?? 0,
-    abortSignal: request.signal,
+    abortSignal: request.cancellationSignal,
     stopWhen: ai.stepCountIs(1),
     onError: () => {
       // The error is read from the stream below and thrown from this call.
@@ -111,7 +111,10 @@ async function streamOnce(
     } else if (part.type === "error") {
       throw part.error;
     } else if (part.type === "abort") {
-      throw request.signal.reason ?? new DOMException("The model call was aborted.", "AbortError");
+      throw (
+        request.cancellationSignal.reason ??
+        new DOMException("The model call was aborted.", "AbortError")
+      );
     }
     if (Date.now() - lastBeat > 10_000) {
       lastBeat = Date.now();

@@ -119,7 +119,7 @@ export async function summarize(
     tools: [],
     toolChoice: null,
     maxOutputTokens,
-    signal: request.signal,
+    cancellationSignal: request.cancellationSignal,
     onText: () => {},
     onReasoning: () => {},
     heartbeat: request.heartbeat,

@@ -22,7 +22,7 @@ export interface ModelRequest {
   /** Set only when the call must call this tool (plan mode's `planningToolChoice: "required"`). */
   toolChoice: ForcedToolChoice | null;
   maxOutputTokens: number | null;
-  signal: AbortSignal;
+  cancellationSignal: AbortSignal;
   onText(text: string): void;
   onReasoning(text: string): void;
   heartbeat(): void;
@@ -39,7 +39,7 @@ export interface ModelClient {
   /** The model's name, as metadata and estimates report it. */
   readonly model: string;
   /** Exactly one model call; the Step's attempts are its retries, so the client makes none of
-   *  its own unless asked to. Aborting `request.signal` stops the call. */
+   *  its own unless asked to. Aborting `request.cancellationSignal` stops the call. */
   complete(request: ModelRequest): Promise<ModelReply>;
   /** Whether the model accepts a forced tool choice (plan mode's "required"). */
   supportsForcedToolChoice(): boolean;

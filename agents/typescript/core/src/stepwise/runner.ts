@@ -237,7 +237,7 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
       tools: this.offeredTools(turn),
       toolChoice,
       maxOutputTokens: this.definition.maxOutputTokens ?? null,
-      signal: turn.signal,
+      cancellationSignal: turn.cancellationSignal,
       onText: (text) => turn.events.write("text_delta", { text }),
       onReasoning: (text) => turn.events.write("reasoning_delta", { text }),
       heartbeat: turn.heartbeat,

@@ -26,7 +26,7 @@ export interface ToolContext {
   /** Stable across the attempts of this call: pass it to the service the tool writes to. */
   idempotencyKey: string;
   /** Aborted when the call is cancelled or its Step's connection is gone. */
-  signal: AbortSignal;
+  cancellationSignal: AbortSignal;
   execution: DeferredToolExecution;
 }
 
@@ -96,7 +96,7 @@ export function tool<Args = Record<string, unknown>>(spec: ToolSpec<Args>): Tool
       const args = validate(spec, parameters, argumentsText);
       const context = {
         idempotencyKey: execution.idempotencyKey,
-        signal: execution.signal,
+        cancellationSignal: execution.cancellationSignal,
         execution,
       };
       return toolResult(await spec.execute(args, context));

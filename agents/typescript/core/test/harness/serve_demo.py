@@ -35,6 +35,12 @@ def main() -> None:
             reply_text("It is 22 °C and sunny in Lisbon."),
             reply_tools(("call_email", "send_email", {"to": "ana@example.com", "body": "22 °C"})),
             reply_text("Done: Ana has the forecast."),
+            # The client's helpers: startSessionAndWait, then runTurn up to an approval and
+            # waitForTurn after it.
+            reply_tools(("call_porto", "get_weather", {"city": "Porto"})),
+            reply_text("Cloudy in Porto."),
+            reply_tools(("call_rui", "send_email", {"to": "rui@example.com", "body": "Cloudy"})),
+            reply_text("Sent to Rui."),
         )
         env = {MODEL_URL_ENV: model.base_url, TOOL_LOG_ENV: str(tool_log)}
         with (

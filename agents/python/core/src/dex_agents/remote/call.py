@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from ..clock import step_deadline_ms
 from ..errors import RemoteRunnerError, RunnerUnavailableError
 from ..runner import EventWriter, ToolExecutionError
 
@@ -69,6 +70,8 @@ async def post(
     A new client per call: a Worker may run Steps on more than one event loop, and closing
     the connection is how a cancelled Step tells the runner to stop."""
     url = endpoint.method_url(method)
+    # The Step attempt's deadline (epoch ms), so the runner can bound its own work by it.
+    body = {**body, "deadline": step_deadline_ms()}
     try:
         async with (
             httpx.AsyncClient(timeout=endpoint.timeout(), headers=endpoint.headers()) as client,

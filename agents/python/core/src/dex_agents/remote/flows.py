@@ -16,6 +16,7 @@ import os
 import time
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -35,8 +36,8 @@ DESCRIBE_ATTEMPTS: Final = 10
 DESCRIBE_RETRY_SECONDS: Final = 1.0
 
 
-def describe(url: str, flow_type: str, *, token: str | None = None) -> RemoteCapabilities:
-    """The capabilities the runner at `url` serves `flow_type` with.
+def describe(url: str, flow_type: str, *, token: str | None = None) -> Mapping[str, Any]:
+    """The runner's `describe` entry of `flow_type` (its capabilities, its session options).
 
     FlowLoadError (naming the URL) for another protocol major version or a flow type the
     runner does not serve; RunnerUnavailableError while it cannot be reached."""
@@ -46,12 +47,12 @@ def describe(url: str, flow_type: str, *, token: str | None = None) -> RemoteCap
         raise
     except (DexAgentsError, ValueError) as error:
         raise FlowLoadError(f"the runner at {url} did not describe itself: {error}") from error
-    return _capabilities(url, flow_type, answer)
+    return _flow_entry(url, flow_type, answer)
 
 
 async def describe_async(
     url: str, flow_type: str, *, token: str | None = None
-) -> RemoteCapabilities:
+) -> Mapping[str, Any]:
     """`describe` on the running event loop (a Worker waiting for the runner)."""
     try:
         answer = await get_json_async(Endpoint(url, token), "describe")
@@ -59,10 +60,10 @@ async def describe_async(
         raise
     except (DexAgentsError, ValueError) as error:
         raise FlowLoadError(f"the runner at {url} did not describe itself: {error}") from error
-    return _capabilities(url, flow_type, answer)
+    return _flow_entry(url, flow_type, answer)
 
 
-def _capabilities(url: str, flow_type: str, answer: Any) -> RemoteCapabilities:
+def _flow_entry(url: str, flow_type: str, answer: Any) -> Mapping[str, Any]:
     if not isinstance(answer, Mapping):
         raise FlowLoadError(f"the runner at {url} answered describe with a non-object")
     version = answer.get("protocol_version")
@@ -78,7 +79,38 @@ def _capabilities(url: str, flow_type: str, answer: Any) -> RemoteCapabilities:
         raise FlowLoadError(
             f"the runner at {url} does not serve flow type {flow_type!r} (it serves: {served})"
         )
-    return RemoteCapabilities.from_wire(flow.get("capabilities") or {})
+    return flow
+
+
+# The session options a runner may give its flow in describe (`session_options`, seconds):
+# what a TypeScript app sets as interruptDeadlineMs and maxDurableWaitMs.
+_RUNNER_OPTION_FIELDS: Final = {
+    "interrupt_deadline_seconds": "interrupt_deadline",
+    "max_durable_wait_seconds": "max_durable_wait",
+}
+
+
+def runner_session_options(
+    url: str, flow: Mapping[str, Any], options: AgentSessionOptions | None
+) -> AgentSessionOptions | None:
+    """`options` with what the runner's describe entry sets, where `options` (the Worker's
+    own: remote_flow's argument, --remote-config) leaves the field unset."""
+    given = flow.get("session_options")
+    if not isinstance(given, Mapping) or not given:
+        return options
+    base = options if options is not None else AgentSessionOptions()
+    changes: dict[str, Any] = {}
+    for key, name in _RUNNER_OPTION_FIELDS.items():
+        value = given.get(key)
+        if value is None or getattr(base, name) is not None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise FlowLoadError(
+                f"the runner at {url} gave session_options.{key} {value!r}: a positive number "
+                "of seconds"
+            )
+        changes[name] = timedelta(seconds=float(value))
+    return replace(base, **changes) if changes else options
 
 
 def _token(token: str | None) -> str | None:
@@ -90,9 +122,13 @@ def _described_flow(
     flow_type: str,
     options: AgentSessionOptions | None,
     token: str | None,
-    capabilities: RemoteCapabilities,
+    entry: Mapping[str, Any],
 ) -> AgentSessionFlow:
+    """The flow of the runner's describe `entry`: its capabilities, and the session options
+    it gives filling what `options` leaves unset."""
+    capabilities = RemoteCapabilities.from_wire(entry.get("capabilities") or {})
     runner = RemoteRunner(url, flow_type, token=token, capabilities=capabilities)
+    options = runner_session_options(url, entry, options)
     try:
         return AgentSessionFlow(runner, flow_type=flow_type, options=options)
     except ValueError as error:  # options that need a capability the runner lacks
@@ -110,12 +146,13 @@ def remote_flow(
 ) -> AgentSessionFlow:
     """An AgentSessionFlow whose runner is served at `url` (token: the argument, else
     DEX_AGENTS_RUNNER_TOKEN). Asks `describe` up to `attempts` times while the runner is not
-    up yet (logging that once), then raises FlowLoadError. A Worker that need not wait for
-    the runner before it starts takes `remote_flow_or_pending` instead."""
+    up yet (logging that once), then raises FlowLoadError. The session options the runner
+    describes (`session_options`) fill what `options` leaves unset. A Worker that need not
+    wait for the runner before it starts takes `remote_flow_or_pending` instead."""
     token = _token(token)
     for attempt in range(1, attempts + 1):
         try:
-            capabilities = describe(url, flow_type, token=token)
+            entry = describe(url, flow_type, token=token)
             break
         except RunnerUnavailableError as error:
             if attempt == attempts:
@@ -132,7 +169,7 @@ def remote_flow(
                     error,
                 )
             time.sleep(retry_seconds)
-    return _described_flow(url, flow_type, options, token, capabilities)
+    return _described_flow(url, flow_type, options, token, entry)
 
 
 class PendingRemoteFlow:
@@ -174,7 +211,7 @@ class PendingRemoteFlow:
         logged = False
         while True:
             try:
-                capabilities = await describe_async(self.url, self.flow_type, token=self.token)
+                entry = await describe_async(self.url, self.flow_type, token=self.token)
             except RunnerUnavailableError as error:
                 if not logged:
                     logger.warning(
@@ -186,7 +223,7 @@ class PendingRemoteFlow:
                     logged = True
                 await asyncio.sleep(self.retry_seconds)
                 continue
-            flow = _described_flow(self.url, self.flow_type, self.options, self.token, capabilities)
+            flow = _described_flow(self.url, self.flow_type, self.options, self.token, entry)
             logger.info("%s answers: serving %s", self.waiting_for, self.flow_type)
             return flow
 
@@ -203,10 +240,10 @@ def remote_flow_or_pending(
     A runner that answers but refuses the flow type raises FlowLoadError at once."""
     token = _token(token)
     try:
-        capabilities = describe(url, flow_type, token=token)
+        entry = describe(url, flow_type, token=token)
     except RunnerUnavailableError:
         return PendingRemoteFlow(url, flow_type, options, token=token)
-    return _described_flow(url, flow_type, options, token, capabilities)
+    return _described_flow(url, flow_type, options, token, entry)
 
 
 # -- the command line's --remote and --remote-config ----------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import DexAgentsError
+from ..logs import current_step
 from ..runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -160,6 +161,8 @@ def summary_body(
         "flow_id": request.flow_id,
         "turn_id": request.turn_id,
         "attempt": request.attempt,
+        # The CompactContext Step running the call (the request itself does not name it).
+        "step_execution_id": _running_step_execution_id(),
         "previous_summary": data["previous_summary"],
     }
     body.update(history_body(request.messages, messages_after))
@@ -167,6 +170,11 @@ def summary_body(
     body["input_token_budget"] = request.input_token_budget
     body["session_settings"] = data["session_settings"]
     return body
+
+
+def _running_step_execution_id() -> str:
+    step = current_step.get()
+    return "" if step is None else step.step_execution_id
 
 
 # Results ----------------------------------------------------------------------------------

@@ -225,6 +225,15 @@ class _Drop(Exception):
 @dataclass
 class _Flow:
     capabilities: dict[str, bool] = field(default_factory=dict)
+    # What describe says of the flow's session options (`session_options`), when set.
+    session_options: dict[str, Any] = field(default_factory=dict)
+
+
+def _described(flow: _Flow) -> dict[str, Any]:
+    described: dict[str, Any] = {"capabilities": flow.capabilities}
+    if flow.session_options:
+        described["session_options"] = flow.session_options
+    return described
 
 
 class ScriptedRunnerServer(LoopbackServer):
@@ -276,7 +285,7 @@ class ScriptedRunnerServer(LoopbackServer):
         exchange = Exchange(handler)
         if handler.command == "GET" and handler.path.rstrip("/").endswith("/describe"):
             self.describes += 1
-            flows = {name: {"capabilities": flow.capabilities} for name, flow in self.flows.items()}
+            flows = {name: _described(flow) for name, flow in self.flows.items()}
             answer = {"protocol_version": self.protocol_version, "flows": flows}
             status = 200 if self._authorized(handler) else 401
             self._json(exchange, status, answer)

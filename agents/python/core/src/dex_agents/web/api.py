@@ -119,6 +119,14 @@ class RpcResult(BaseModel):
     result: bool
 
 
+class SentMessage(RpcResult):
+    """`send_user_message`'s answer, and where to find the turn the message begins: the first
+    `turn_started` event after `event_offset` whose payload has this `message_id`."""
+
+    message_id: str | None = None
+    event_offset: int | None = None
+
+
 def _result(value: bool) -> WireJSONResponse:
     return WireJSONResponse({"result": value})
 
@@ -219,17 +227,23 @@ async def list_messages(
 
 
 @router.post(
-    "/sessions/{session_id}/messages", response_model=RpcResult, summary="Send a user message"
+    "/sessions/{session_id}/messages", response_model=SentMessage, summary="Send a user message"
 )
 async def send_message(
     session_id: SessionIdPath, body: UserMessageBody, client: Client
 ) -> WireJSONResponse:
     """Queues the message; the session takes it when no turn runs. False when plan mode is
-    asked of a Flow without it."""
+    asked of a Flow without it. True comes with the message's ID and the event offset after
+    which its turn's `turn_started` event (payload `message_id`) will be."""
     _not_blank(body.text, "text")
     message = AgentUserMessage(text=body.text, plan_mode=body.plan_mode)
     with _fields_named({"message.text": "text"}):
-        return _result(await client.send_user_message(session_id, message))
+        queued = await client.send_user_message_for_turn(session_id, message)
+    if queued is None:
+        return _result(False)
+    return WireJSONResponse(
+        {"result": True, "message_id": queued.message_id, "event_offset": queued.event_offset}
+    )
 
 
 @router.post(
