@@ -87,7 +87,7 @@ export interface ClaudeAgentRunnerOptions {
   /** How often a long CLI run or tool call heartbeats, in milliseconds (default 20 s). */
   heartbeatIntervalMs?: number;
   /**
-   * The options of each CLI run from the session's current settings (`updateSettings` /
+   * The options of each CLI run from the session's current settings (`updateSessionSettings` /
    * `update_session_settings` take effect at the session's next turn): given `options` and the
    * settings, typically `{ ...options, model: settings.model, systemPrompt: settings.instructions }`.
    * The same refusals as `options` apply to what it returns.
@@ -213,8 +213,10 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     const given = this.sessionOptions(turn.sessionSettings);
     const gate: HookCallbackMatcher = { hooks: [run.gate.hook] };
     const abortController = new AbortController();
-    turn.signal.addEventListener("abort", () => abortController.abort(turn.signal.reason), { once: true });
-    if (turn.signal.aborted) abortController.abort(turn.signal.reason);
+    turn.cancellationSignal.addEventListener("abort", () => abortController.abort(turn.cancellationSignal.reason), {
+      once: true,
+    });
+    if (turn.cancellationSignal.aborted) abortController.abort(turn.cancellationSignal.reason);
     const builtInServer: Record<string, McpServerConfig> =
       run.offered.length > 0 ? { [builtIns.SERVER_KEY]: builtIns.server(run.offered, run.handed) } : {};
     const offered = run.offered.map(builtIns.modelName);
@@ -316,7 +318,7 @@ async function run(
       if (message.type === "result") finish();
     }
   } catch (error) {
-    if (turn.signal.aborted) throw error;
+    if (turn.cancellationSignal.aborted) throw error;
     throw new HarnessTurnError(`Claude Code turn failed: ${error instanceof Error ? error.message : String(error)}`, {
       cause: error,
     });

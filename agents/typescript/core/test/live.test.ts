@@ -3,11 +3,7 @@
  *  file. Needs `uv` and the Python core beside this package; skipped without `uv`. */
 
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import {
   AgentClient,
   type AgentClient as AgentClientType,
@@ -20,32 +16,7 @@ import {
 } from "../src/client.js";
 import type { AgentEvent } from "../src/events.js";
 import { convertAgentSnapshotToUIMessages } from "../src/ui.js";
-
-const PACKAGE = fileURLToPath(new URL("../../", import.meta.url));
-const CORE = fileURLToPath(new URL("../../../../python/core", import.meta.url));
-const hasUv = spawnSync("uv", ["--version"]).status === 0;
-
-interface Ready {
-  base_url: string;
-  token: string;
-  flow_type: string;
-  tool_log: string;
-}
-
-function startApi(): Promise<{ child: ChildProcess; ready: Ready }> {
-  const child = spawn("uv", ["run", "--project", CORE, "python", "test/harness/serve_demo.py"], {
-    cwd: PACKAGE,
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the session API did not start")), 120_000);
-    child.once("exit", (code) => reject(new Error(`the harness exited with ${code}`)));
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => {
-      clearTimeout(timer);
-      resolve({ child, ready: JSON.parse(line) as Ready });
-    });
-  });
-}
+import { hasUv, type Ready, type SessionApi, startSessionApi, toolRuns } from "./session-api.js";
 
 /** Reads events after `after` until one of type `type` (or a turn failure) arrives. */
 async function until(
@@ -73,29 +44,17 @@ async function until(
   throw new Error(`no ${type} event within 60 s; saw ${seen.map((e) => e.type).join(", ")}`);
 }
 
-function toolRuns(path: string, name: string): number {
-  let text = "";
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    return 0;
-  }
-  return text.split("\n").filter((line) => line.includes(`"${name}"`)).length;
-}
-
 describe("AgentClient against dex-agents serve", { skip: !hasUv && "uv is not installed" }, () => {
-  let child: ChildProcess | undefined;
+  let api: SessionApi | undefined;
   let ready: Ready;
   let client: AgentClient;
   before(async () => {
-    ({ child, ready } = await startApi());
+    api = await startSessionApi();
+    ready = api.ready;
     client = new AgentClient({ baseUrl: ready.base_url, token: ready.token, reconnectDelayMs: 50 });
   });
   after(async () => {
-    if (child === undefined || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child?.once("exit", resolve));
-    child.stdin?.end();
-    await exited;
+    await api?.stop();
   });
 
   test("a session's turns, an approval, events, snapshots and UI messages", async () => {

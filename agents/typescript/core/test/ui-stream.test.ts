@@ -4,42 +4,13 @@
  *  sessions; the engine's token stays in the app. Skipped without `uv`. */
 
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { AgentClient } from "../src/client.js";
 import { SESSION_NOT_AUTHORIZED, serveUiStream } from "../src/ui-stream.js";
-
-const PACKAGE = fileURLToPath(new URL("../../", import.meta.url));
-const CORE = fileURLToPath(new URL("../../../../python/core", import.meta.url));
-const hasUv = spawnSync("uv", ["--version"]).status === 0;
-
-interface Ready {
-  base_url: string;
-  token: string;
-  flow_type: string;
-  tool_log: string;
-}
-
-function startApi(): Promise<{ child: ChildProcess; ready: Ready }> {
-  const child = spawn("uv", ["run", "--project", CORE, "python", "test/harness/serve_demo.py"], {
-    cwd: PACKAGE,
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the session API did not start")), 120_000);
-    child.once("exit", (code) => reject(new Error(`the harness exited with ${code}`)));
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => {
-      clearTimeout(timer);
-      resolve({ child, ready: JSON.parse(line) as Ready });
-    });
-  });
-}
+import { hasUv, type Ready, type SessionApi, startSessionApi, toolRuns } from "./session-api.js";
 
 /** What the browser sent to the app, and the headers and SSE ids it got back. */
 interface Seen {
@@ -91,20 +62,10 @@ function textOf(message: UIMessage | undefined): string {
   return (message?.parts ?? []).map((part) => (part.type === "text" ? part.text : "")).join("");
 }
 
-function toolRuns(path: string, name: string): number {
-  try {
-    return readFileSync(path, "utf8")
-      .split("\n")
-      .filter((line) => line.includes(`"${name}"`)).length;
-  } catch {
-    return 0;
-  }
-}
-
 describe("serveUiStream relays useChat to the session API", {
   skip: !hasUv && "uv is not installed",
 }, () => {
-  let child: ChildProcess | undefined;
+  let api: SessionApi | undefined;
   let ready: Ready;
   let client: AgentClient;
   let app: Server;
@@ -112,7 +73,8 @@ describe("serveUiStream relays useChat to the session API", {
   const owners = new Map<string, string>();
 
   before(async () => {
-    ({ child, ready } = await startApi());
+    api = await startSessionApi();
+    ready = api.ready;
     client = new AgentClient({ baseUrl: ready.base_url, token: ready.token });
     const handler = serveUiStream({
       baseUrl: ready.base_url,
@@ -125,10 +87,7 @@ describe("serveUiStream relays useChat to the session API", {
   });
   after(async () => {
     await new Promise((resolve) => app?.close(resolve));
-    if (child === undefined || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child?.once("exit", resolve));
-    child.stdin?.end();
-    await exited;
+    await api?.stop();
   });
 
   test("a turn, another user's refusal, an approval, resume and the page-reload messages", async () => {
@@ -153,7 +112,7 @@ describe("serveUiStream relays useChat to the session API", {
     assert.ok(seen.ids.length > 0, "the chunks carry the engine's resume tokens");
 
     // Bob may not open Alice's session: 403 from the app, nothing reaches the session.
-    const stored = (await client.getSnapshot(sessionId)).messages.length;
+    const stored = (await client.getAgentSnapshot(sessionId)).messages.length;
     const bob = transport(appUrl, sessionId, "bob", { authorization: [], ids: [] });
     await assert.rejects(
       bob.sendMessages({
@@ -173,7 +132,7 @@ describe("serveUiStream relays useChat to the session API", {
       headers: { "x-user": "bob" },
     });
     assert.equal(forbidden.status, 403);
-    assert.equal((await client.getSnapshot(sessionId)).messages.length, stored);
+    assert.equal((await client.getAgentSnapshot(sessionId)).messages.length, stored);
 
     // An approval: the turn's stream ends waiting for it, useChat posts the answer.
     const mail = userMessage("u2", "Email Ana the forecast.");
