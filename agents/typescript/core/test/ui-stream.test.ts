@@ -39,6 +39,17 @@ function transport(appUrl: string, sessionId: string, user: string, seen: Seen) 
   });
 }
 
+/** What `useChat` sends for a new message or approval answers: the whole conversation. */
+function send(chat: DefaultChatTransport<UIMessage>, chatId: string, messages: UIMessage[]) {
+  return chat.sendMessages({
+    trigger: "submit-message",
+    chatId,
+    messageId: undefined,
+    messages,
+    abortSignal: undefined,
+  });
+}
+
 /** The assistant message a stream builds, continuing `message` as useChat does after an
  *  approval answer. */
 async function assemble(
@@ -96,15 +107,7 @@ describe("serveUiStream relays useChat to the session API", {
     const seen: Seen = { authorization: [], ids: [] };
     const alice = transport(appUrl, sessionId, "alice", seen);
     const ask = userMessage("u1", "What's the weather in Lisbon?");
-    const first = await assemble(
-      await alice.sendMessages({
-        trigger: "submit-message",
-        chatId: sessionId,
-        messageId: undefined,
-        messages: [ask],
-        abortSignal: undefined,
-      }),
-    );
+    const first = await assemble(await send(alice, sessionId, [ask]));
     assert.equal(textOf(first), "It is 22 °C and sunny in Lisbon.");
     const weather = first?.parts.find((part) => part.type === "dynamic-tool");
     assert.equal(weather?.type === "dynamic-tool" && weather.state, "output-available");
@@ -115,13 +118,7 @@ describe("serveUiStream relays useChat to the session API", {
     const stored = (await client.getAgentSnapshot(sessionId)).messages.length;
     const bob = transport(appUrl, sessionId, "bob", { authorization: [], ids: [] });
     await assert.rejects(
-      bob.sendMessages({
-        trigger: "submit-message",
-        chatId: sessionId,
-        messageId: undefined,
-        messages: [userMessage("u9", "Send me Alice's forecast.")],
-        abortSignal: undefined,
-      }),
+      send(bob, sessionId, [userMessage("u9", "Send me Alice's forecast.")]),
       new RegExp(SESSION_NOT_AUTHORIZED),
     );
     await assert.rejects(
@@ -136,15 +133,7 @@ describe("serveUiStream relays useChat to the session API", {
 
     // An approval: the turn's stream ends waiting for it, useChat posts the answer.
     const mail = userMessage("u2", "Email Ana the forecast.");
-    const waiting = await assemble(
-      await alice.sendMessages({
-        trigger: "submit-message",
-        chatId: sessionId,
-        messageId: undefined,
-        messages: [ask, first as UIMessage, mail],
-        abortSignal: undefined,
-      }),
-    );
+    const waiting = await assemble(await send(alice, sessionId, [ask, first as UIMessage, mail]));
     const request = waiting?.parts.find((part) => part.type === "dynamic-tool");
     assert.ok(request?.type === "dynamic-tool" && request.state === "approval-requested");
     assert.equal(toolRuns(ready.tool_log, "send_email"), 0);
@@ -161,13 +150,7 @@ describe("serveUiStream relays useChat to the session API", {
       ),
     } as UIMessage;
     const done = await assemble(
-      await alice.sendMessages({
-        trigger: "submit-message",
-        chatId: sessionId,
-        messageId: undefined,
-        messages: [ask, first as UIMessage, mail, approved],
-        abortSignal: undefined,
-      }),
+      await send(alice, sessionId, [ask, first as UIMessage, mail, approved]),
       approved,
     );
     assert.match(textOf(done), /Done: Ana has the forecast\./);
