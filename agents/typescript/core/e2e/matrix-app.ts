@@ -16,7 +16,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import {
-  aiSdkModelClient,
+  aiSdkModelClientApi,
   continueTurn,
   StepwiseRunner,
   serveRunners,
@@ -104,7 +104,7 @@ function matrix(maxRetries?: number): StepwiseRunner {
     name: "Matrix",
     instructions: "You help customers.",
     tools: matrixTools,
-    model: aiSdkModelClient(provider.chatModel("gpt-test"), options),
+    model: aiSdkModelClientApi(provider.chatModel("gpt-test"), options),
   });
 }
 
@@ -119,7 +119,7 @@ function features(): StepwiseRunner {
       String(sessionSettings.instructions ?? FEATURE_INSTRUCTIONS),
     tools: [getWeather],
     resolveModel: (settings) =>
-      aiSdkModelClient(provider.chatModel(String(settings.model ?? DEFAULT_MODEL))),
+      aiSdkModelClientApi(provider.chatModel(String(settings.model ?? DEFAULT_MODEL))),
   });
 }
 
@@ -128,7 +128,7 @@ function continuing(): StepwiseRunner {
   return new StepwiseRunner({
     name: "Continuing",
     instructions: "Check your work.",
-    model: aiSdkModelClient(provider.chatModel(DEFAULT_MODEL)),
+    model: aiSdkModelClientApi(provider.chatModel(DEFAULT_MODEL)),
     decideTurnContinuation: ({ after, answer }) =>
       after === "answer" && answer?.startsWith("Again") ? continueTurn("Check it again.") : null,
   });

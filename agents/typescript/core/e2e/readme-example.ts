@@ -2,7 +2,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { aiSdkModelClient, StepwiseRunner, serveRunners, tool } from "../src/index.js";
+import { aiSdkModelClientApi, StepwiseRunner, serveRunners, tool } from "../src/index.js";
 
 // Offline: the engine's scripted model server. Any AI SDK LanguageModel works the same way,
 // such as openai("gpt-5-mini") of @ai-sdk/openai.
@@ -44,7 +44,7 @@ const assistant = new StepwiseRunner({
   instructions: ({ sessionSettings }) => String(sessionSettings.instructions ?? "Be concise."),
   tools: [getWeather, sendMessage],
   resolveModel: (settings) =>
-    aiSdkModelClient(provider.chatModel(String(settings.model ?? "scripted-model"))),
+    aiSdkModelClientApi(provider.chatModel(String(settings.model ?? "scripted-model"))),
 });
 
 const server = http.createServer(serveRunners({ Assistant: assistant }));

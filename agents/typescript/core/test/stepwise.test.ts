@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { serveRunners } from "../src/serve.js";
 import {
   type AgentDefinition,
-  aiSdkModelClient,
+  aiSdkModelClientApi,
   BUILT_IN_TOOL_DEFINITIONS,
   buildPlanNote,
   CONTINUATION_LIMIT_ERROR,
@@ -135,7 +135,7 @@ const messagesOf = (body: Record<string, unknown>): Record<string, unknown>[] =>
 describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
   test("a tool call is one ToolCallsRequested, its tool runs in a tool Step, then the answer", async () => {
     const model = server("tool turn");
-    const agent = runner(aiSdkModelClient(model.model()));
+    const agent = runner(aiSdkModelClientApi(model.model()));
     const events = new MemoryEvents();
     const user = stored(1, "turn-1", { role: "user", content: "Weather in Paris?" });
 
@@ -220,7 +220,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
 
   test("the model sees a failed, rejected or unknown outcome in the core's texts", async () => {
     const model = server("outcomes");
-    const agent = runner(aiSdkModelClient(model.model()));
+    const agent = runner(aiSdkModelClientApi(model.model()));
     const calls = [
       { id: "a", name: "send_email" },
       { id: "b", name: "send_email" },
@@ -266,7 +266,8 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
     const agent = new StepwiseRunner({
       name: "Assistant",
       instructions: ({ sessionSettings }) => String(sessionSettings.instructions ?? "Default."),
-      resolveModel: (settings) => aiSdkModelClient(model.model(String(settings.model ?? "small"))),
+      resolveModel: (settings) =>
+        aiSdkModelClientApi(model.model(String(settings.model ?? "small"))),
     });
     await agent.runModelStep(
       turnContext(new MemoryEvents(), {
@@ -282,7 +283,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
   test("enabled built-ins are offered after the agent's tools and run as the session's", async () => {
     const model = server("built-ins");
     const askUser = tool({ name: "ask_user", description: "shadowed", execute: () => "no" });
-    const agent = runner(aiSdkModelClient(model.model()), { tools: [getWeather, askUser] });
+    const agent = runner(aiSdkModelClientApi(model.model()), { tools: [getWeather, askUser] });
     const outcome = await agent.runModelStep(
       turnContext(new MemoryEvents(), {
         messages: [stored(1, "turn-1", { role: "user", content: "Plan a trip" })],
@@ -302,7 +303,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
 
   test("a planning turn offers only write_todos, with the plan note, and can force it", async () => {
     const model = server("planning");
-    const agent = runner(aiSdkModelClient(model.model()), { planningToolChoice: "required" });
+    const agent = runner(aiSdkModelClientApi(model.model()), { planningToolChoice: "required" });
     const planning = {
       messages: [stored(1, "turn-1", { role: "user", content: "Plan a trip" })],
       enabledBuiltInTools: ["ask_user", "durable_wait", "write_todos"],
@@ -330,7 +331,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
 
   test("a model that cannot be forced ends the planning turn with the problem", async () => {
     const model = server("unforced");
-    const unforced = aiSdkModelClient(model.model(), { forcedToolChoice: false });
+    const unforced = aiSdkModelClientApi(model.model(), { forcedToolChoice: false });
     assert.throws(
       () => runner(unforced, { planningToolChoice: "required" }),
       new RangeError(texts.forcedChoiceProblem("scripted-model")),
@@ -365,7 +366,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
   test("decideTurnContinuation continues a turn, at most 8 times in a row", async () => {
     const model = server("continuations");
     const seen: number[] = [];
-    const agent = runner(aiSdkModelClient(model.model()), {
+    const agent = runner(aiSdkModelClientApi(model.model()), {
       decideTurnContinuation: ({ after, consecutiveContinuations }) => {
         assert.equal(after, "answer");
         seen.push(consecutiveContinuations);
@@ -410,7 +411,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
 
   test('"end" after the tool calls completes the turn with their results, no model call', async () => {
     const model = server("end");
-    const agent = runner(aiSdkModelClient(model.model()), {
+    const agent = runner(aiSdkModelClientApi(model.model()), {
       decideTurnContinuation: ({ after, toolCalls }) =>
         after === "tool_calls" && toolCalls[0]?.toolName === "send_email" ? "end" : null,
     });
@@ -451,7 +452,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
 
   test("a summary call starts with the earlier summary and ends with the instruction", async () => {
     const model = server("summary");
-    const agent = runner(aiSdkModelClient(model.model()));
+    const agent = runner(aiSdkModelClientApi(model.model()));
     const call = {
       role: "assistant",
       content: null,
@@ -520,7 +521,7 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
 
   test("cancelling the turn aborts the model call", async () => {
     const model = server("cancel");
-    const agent = runner(aiSdkModelClient(model.model()));
+    const agent = runner(aiSdkModelClientApi(model.model()));
     const controller = new AbortController();
     const pending = agent.runModelStep(
       turnContext(new MemoryEvents(), {
@@ -560,7 +561,7 @@ describe("Stepwise tools", () => {
       name: "A",
       instructions: "",
       tools: [getWeather],
-      model: aiSdkModelClient("unused"),
+      model: aiSdkModelClientApi("unused"),
     });
     await assert.rejects(
       agent.executeDeferredToolCall(
@@ -581,7 +582,7 @@ describe("Stepwise tools", () => {
           name: "A",
           instructions: "",
           tools: [getWeather, getWeather],
-          model: aiSdkModelClient("unused"),
+          model: aiSdkModelClientApi("unused"),
         }),
       /two tools are named "get_weather"/,
     );
@@ -646,7 +647,7 @@ describe("Stepwise served", () => {
     const agent = new StepwiseRunner({
       name: "A",
       instructions: "",
-      model: aiSdkModelClient("unused"),
+      model: aiSdkModelClientApi("unused"),
     });
     const served = await listen(serveRunners({ Assistant: agent }));
     try {

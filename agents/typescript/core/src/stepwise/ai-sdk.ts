@@ -1,5 +1,5 @@
 /**
- * `aiSdkModelClient`: a Stepwise ModelClient over any AI SDK `LanguageModel`, so Stepwise
+ * `aiSdkModelClientApi`: a Stepwise ModelClient over any AI SDK `LanguageModel`, so Stepwise
  * speaks to every provider the AI SDK does.
  *
  * One `streamText` call limited to one step, with tools that have no `execute`: the SDK
@@ -47,14 +47,14 @@ function loadAi(): Promise<AiModule> {
   aiModule ??= import("ai").catch((error: unknown) => {
     aiModule = undefined;
     throw new Error(
-      `aiSdkModelClient needs the AI SDK: npm install ai@7.0.173 and a provider package (${String(error)})`,
+      `aiSdkModelClientApi needs the AI SDK: npm install ai@7.0.173 and a provider package (${String(error)})`,
     );
   });
   return aiModule;
 }
 
 /** A ModelClient calling `model` through the AI SDK. */
-export function aiSdkModelClient(
+export function aiSdkModelClientApi(
   model: LanguageModel,
   options: AiSdkModelClientOptions = {},
 ): ModelClient {

@@ -6,7 +6,7 @@
  *     name: "Assistant",
  *     instructions: "You are helpful.",
  *     tools: [tool({ name: "get_weather", description: "...", parameters, effect: "read", execute })],
- *     model: aiSdkModelClient(openai("gpt-5-mini")),
+ *     model: aiSdkModelClientApi(openai("gpt-5-mini")),
  *   };
  *   serveRunners({ Assistant: new StepwiseRunner(agent) });
  */
@@ -14,7 +14,7 @@
 export {
   type AiSdkCallSettings,
   type AiSdkModelClientOptions,
-  aiSdkModelClient,
+  aiSdkModelClientApi,
   toModelMessages,
 } from "./ai-sdk.js";
 export {
@@ -41,7 +41,7 @@ export {
   type TurnContinuationDecision,
 } from "./definition.js";
 export { type ChatContentPart, type ChatItem, type ChatToolCall, RunState } from "./items.js";
-export type { ForcedToolChoice, ModelClient, ModelReply, ModelRequest } from "./model.js";
+export type { ModelClient, ModelReply, ModelRequest, ModelToolChoice } from "./model.js";
 export { type StepwiseItem, StepwiseRunner } from "./runner.js";
 export {
   type JsonSchema,

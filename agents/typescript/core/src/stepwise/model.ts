@@ -3,7 +3,7 @@
  *
  * The request is Chat Completions messages and function tool definitions, the shapes the
  * items are stored in; a client turns them into its provider's request and the response back
- * into one assistant item. `aiSdkModelClient` (ai-sdk.ts) is the one this package brings.
+ * into one assistant item. `aiSdkModelClientApi` (ai-sdk.ts) is the one this package brings.
  */
 
 import type { AgentUsage, ModelCallMetadata } from "../runner.js";
@@ -11,7 +11,7 @@ import type { FunctionToolDefinition } from "../texts.js";
 import type { ChatItem } from "./items.js";
 
 /** A forced choice of one function tool. */
-export interface ForcedToolChoice {
+export interface ModelToolChoice {
   type: "function";
   function: { name: string };
 }
@@ -20,7 +20,7 @@ export interface ModelRequest {
   messages: ChatItem[];
   tools: FunctionToolDefinition[];
   /** Set only when the call must call this tool (plan mode's `planningToolChoice: "required"`). */
-  toolChoice: ForcedToolChoice | null;
+  toolChoice: ModelToolChoice | null;
   maxOutputTokens: number | null;
   cancellationSignal: AbortSignal;
   onText(text: string): void;

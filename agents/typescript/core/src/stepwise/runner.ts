@@ -55,9 +55,9 @@ import {
 } from "./items.js";
 import {
   countTokens,
-  type ForcedToolChoice,
   type ModelClient,
   type ModelReply,
+  type ModelToolChoice,
   replyText,
   replyToolCalls,
 } from "./model.js";
@@ -219,7 +219,7 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
 
   private async modelStep(turn: Turn, items: ChatItem[], count: number): Promise<AgentTurnOutcome> {
     const client = this.client(turn.sessionSettings);
-    let toolChoice: ForcedToolChoice | null = null;
+    let toolChoice: ModelToolChoice | null = null;
     if (this.forcesWriteTodos(turn, items)) {
       const problem = forcedProblem(client);
       if (problem !== null) {
