@@ -175,6 +175,8 @@ test("every body field of every method reaches the runner under its camelCase na
     flow_id: "session-1",
     turn_id: "t1",
     attempt: 1,
+    step_execution_id: "CompactContext-3",
+    deadline: 1_700_000_000_000,
     previous_summary: samples.ContextSummary,
     history: { first_sequence: 1, last_sequence: 1, messages_after: 1 },
     messages: [],
@@ -198,7 +200,14 @@ test("every body field of every method reaches the runner under its camelCase na
   }
   const execution = seen.DeferredToolExecution as { turn: { items: string[] } };
   assert.deepEqual(execution.turn.items, ["hi"]);
-  const summary = seen.ContextSummaryRequest as { items: string[]; sessionSettings: unknown };
+  const summary = seen.ContextSummaryRequest as {
+    items: string[];
+    sessionSettings: unknown;
+    stepExecutionId: string;
+    deadline: Date | null;
+  };
   assert.deepEqual(summary.items, ["hi"]);
   assert.deepEqual(summary.sessionSettings, { a_b: 1 });
+  assert.equal(summary.stepExecutionId, "CompactContext-3");
+  assert.equal(summary.deadline?.getTime(), 1_700_000_000_000);
 });
