@@ -14,6 +14,7 @@ import {
   CONTINUATION_LIMIT_ERROR,
   continueTurn,
   type ModelClient,
+  type ModelRequest,
   StepwiseRunner,
   tool,
 } from "../src/stepwise/index.js";
@@ -537,6 +538,33 @@ describe("Stepwise", { skip: !hasUv && "uv is not installed" }, () => {
 });
 
 describe("Stepwise tools", () => {
+  test("the model call gets the turn's cancellation signal and the Step's deadline", async () => {
+    const requests: ModelRequest[] = [];
+    const recorder: ModelClient = {
+      model: "recorder",
+      complete: async (request) => {
+        requests.push(request);
+        const usage = {
+          modelCalls: 1,
+          inputTokens: 1,
+          outputTokens: 1,
+          cachedInputTokens: 0,
+          reasoningTokens: 0,
+        };
+        return { item: { role: "assistant", content: "Hi." }, usage, metadata: {} };
+      },
+      supportsForcedToolChoice: () => false,
+    };
+    const signal = new AbortController().signal;
+    const deadline = new Date(1_700_000_000_000);
+    const user = stored(1, "turn-1", { role: "user", content: "Hello" });
+    const turn = { ...turnContext(new MemoryEvents(), { messages: [user], signal }), deadline };
+    const outcome = await runner(recorder).runModelStep(turn);
+    assert.equal(outcome.kind, "turn_completed");
+    assert.equal(requests[0]?.cancellationSignal, signal);
+    assert.equal(requests[0]?.deadline, deadline);
+  });
+
   test("arguments are checked against the schema before the tool runs", async () => {
     const run = (args: string) =>
       getWeather.run(args, toolExecution(record("x", "get_weather", args, { status: "approved" })));

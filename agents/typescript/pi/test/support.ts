@@ -144,6 +144,7 @@ export function modelRequest(
     toolChoice: options.toolChoice ?? null,
     maxOutputTokens: options.maxOutputTokens ?? null,
     cancellationSignal: options.cancellationSignal ?? new AbortController().signal,
+    deadline: null,
     onText: (text) => texts.push(text),
     onReasoning: (text) => reasonings.push(text),
     heartbeat: () => {},

@@ -120,6 +120,7 @@ export async function summarize(
     toolChoice: null,
     maxOutputTokens,
     cancellationSignal: request.cancellationSignal,
+    deadline: request.deadline,
     onText: () => {},
     onReasoning: () => {},
     heartbeat: request.heartbeat,

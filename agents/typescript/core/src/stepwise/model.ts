@@ -23,6 +23,9 @@ export interface ModelRequest {
   toolChoice: ModelToolChoice | null;
   maxOutputTokens: number | null;
   cancellationSignal: AbortSignal;
+  /** When the RunModel Step's attempt times out (null: no timeout): a client may end its
+   *  call by then. */
+  deadline: Date | null;
   onText(text: string): void;
   onReasoning(text: string): void;
   heartbeat(): void;

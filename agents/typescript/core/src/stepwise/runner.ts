@@ -238,6 +238,7 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
       toolChoice,
       maxOutputTokens: this.definition.maxOutputTokens ?? null,
       cancellationSignal: turn.cancellationSignal,
+      deadline: turn.deadline,
       onText: (text) => turn.events.write("text_delta", { text }),
       onReasoning: (text) => turn.events.write("reasoning_delta", { text }),
       heartbeat: turn.heartbeat,
