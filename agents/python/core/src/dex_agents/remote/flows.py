@@ -11,11 +11,12 @@ until then, and lose nothing).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -41,12 +42,8 @@ def describe(url: str, flow_type: str, *, token: str | None = None) -> Mapping[s
 
     FlowLoadError (naming the URL) for another protocol major version or a flow type the
     runner does not serve; RunnerUnavailableError while it cannot be reached."""
-    try:
+    with _describing(url):
         answer = get_json(Endpoint(url, token), "describe")
-    except RunnerUnavailableError:
-        raise
-    except (DexAgentsError, ValueError) as error:
-        raise FlowLoadError(f"the runner at {url} did not describe itself: {error}") from error
     return _flow_entry(url, flow_type, answer)
 
 
@@ -54,13 +51,21 @@ async def describe_async(
     url: str, flow_type: str, *, token: str | None = None
 ) -> Mapping[str, Any]:
     """`describe` on the running event loop (a Worker waiting for the runner)."""
-    try:
+    with _describing(url):
         answer = await get_json_async(Endpoint(url, token), "describe")
+    return _flow_entry(url, flow_type, answer)
+
+
+@contextlib.contextmanager
+def _describing(url: str) -> Iterator[None]:
+    """A describe call's errors: RunnerUnavailableError as it is (the runner may come), any
+    other answer it cannot use as a FlowLoadError naming the URL."""
+    try:
+        yield
     except RunnerUnavailableError:
         raise
     except (DexAgentsError, ValueError) as error:
         raise FlowLoadError(f"the runner at {url} did not describe itself: {error}") from error
-    return _flow_entry(url, flow_type, answer)
 
 
 def _flow_entry(url: str, flow_type: str, answer: Any) -> Mapping[str, Any]:
