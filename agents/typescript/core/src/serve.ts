@@ -17,6 +17,7 @@ import {
   type HistoryPlan,
   planHistory,
 } from "./history.js";
+import { parsedBodyText } from "./node-body.js";
 import {
   type AgentFrameworkRunner,
   type AgentTurnContext,
@@ -672,9 +673,7 @@ function bodyOf(req: IncomingMessage & { body?: unknown }): Promise<string> | st
         "parsers, or leave the parsed body on req.body",
     );
   }
-  if (typeof parsed === "string") return parsed;
-  if (Buffer.isBuffer(parsed)) return parsed.toString("utf8");
-  return JSON.stringify(parsed);
+  return parsedBodyText(parsed);
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

@@ -24,6 +24,7 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
+import { parsedBodyText } from "./node-body.js";
 
 export interface ServeUiStreamOptions {
   /** The session API's root, as `AgentClient` takes it: `http://127.0.0.1:8000/api`. */
@@ -174,7 +175,7 @@ async function handleNode(relay: UiStreamRelay, req: IncomingMessage, res: Serve
   res.on("close", () => {
     if (!res.writableFinished) controller.abort(new Error("the client closed the connection"));
   });
-  const response = await relay.answer(await webRequest(req, controller.signal));
+  const response = await relay.answer(webRequest(req, controller.signal));
   res.writeHead(response.status, Object.fromEntries(response.headers));
   if (response.body === null) {
     res.end();
@@ -188,7 +189,7 @@ async function handleNode(relay: UiStreamRelay, req: IncomingMessage, res: Serve
 }
 
 /** `req` as a web `Request`: its URL (on the host it was sent to), headers and body. */
-async function webRequest(req: IncomingMessage, signal: AbortSignal): Promise<Request> {
+function webRequest(req: IncomingMessage, signal: AbortSignal): Request {
   const host = req.headers.host ?? "localhost";
   const url = new URL(req.url ?? "/", `http://${host}`);
   const headers = new Headers();
@@ -207,14 +208,6 @@ function bodyStream(req: IncomingMessage & { body?: unknown }): ReadableStream<U
   if (!req.readableEnded) {
     return Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>;
   }
-  const parsed = req.body;
-  const text =
-    parsed === undefined || parsed === null
-      ? ""
-      : typeof parsed === "string"
-        ? parsed
-        : Buffer.isBuffer(parsed)
-          ? parsed.toString("utf8")
-          : JSON.stringify(parsed);
+  const text = req.body === undefined || req.body === null ? "" : parsedBodyText(req.body);
   return new Blob([text]).stream() as unknown as ReadableStream<Uint8Array>;
 }
