@@ -77,7 +77,8 @@ async def test_a_waiting_session_parks_holds_no_workflow_and_a_message_wakes_it(
         session = await client.start_session("Assistant", "Hi")
         await client.wait_for(session, turns_done(1))
         await _parked(database_url, session, "AwaitUserMessage-3")
-        assert _held(database_url, session) == {}
+        # The park commits before the workflow's end is recorded: its workflow ends next.
+        await _until(lambda: _held(database_url, session) == {})
         history = {s.step_execution_id: s.status for s in await client.get_step_history(session)}
         assert history["AwaitUserMessage-3"] == "parked"
 
@@ -105,6 +106,7 @@ async def test_an_approval_parked_across_a_kill_wakes_on_another_worker_and_writ
     session = await client.start_session("Assistant", "Email Ana")
     await client.wait_for(session, pending_interrupt("w1"))
     await _parked(database_url, session, "AwaitToolApproval-3", "ResumeTurn-4")
+    await _until(lambda: _held(database_url, session) == {})
     first.kill()
     second = make_worker(**HOT_0).start()
     # The new Worker recovered nothing of this session: it waits in its rows alone.
