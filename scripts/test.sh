@@ -84,9 +84,10 @@ run_package() {
   )
 }
 
-# With every package and DEX_AGENTS_TEST_LANES unset or 2: the Python core first, alone (its
-# 3 test processes keep both cores busy), then the other Python packages and the TypeScript
-# packages in two lanes at once, each lane one package after another. A TypeScript package's
+# With every package and DEX_AGENTS_TEST_LANES unset or 2: the Python core first (its 3 test
+# processes keep both cores busy) with only the TypeScript core beside it, then the other
+# Python packages and the TypeScript packages in two lanes at once, each lane one package
+# after another. A TypeScript package's
 # time is mostly installs, builds and waits on processes, which a Python package's tests fill
 # (.ci/run: 34.8 minutes in one lane; 34.1 in two, with some 5 minutes more of tests, on
 # 2026-12-06). Each package's output is kept and printed whole
@@ -112,15 +113,19 @@ status=0
 python_rest=()
 typescript=()
 first=()
+beside_first=()
 for dir in "${packages[@]}"; do
   if [ "$dir" = agents/python/core ]; then
     first+=("$dir")
   elif [ -f "$dir/pyproject.toml" ]; then
     python_rest+=("$dir")
+  elif [ "$dir" = agents/typescript/core ]; then
+    beside_first+=("$dir")
   else
     typescript+=("$dir")
   fi
 done
+[ ${#first[@]} -gt 0 ] || { typescript=("${beside_first[@]}" "${typescript[@]}"); beside_first=(); }
 if [ "${DEX_AGENTS_TEST_LANES:-2}" = 1 ] || [ ${#python_rest[@]} -eq 0 ] ||
   [ ${#typescript[@]} -eq 0 ]; then
   for dir in "${packages[@]}"; do
@@ -128,22 +133,31 @@ if [ "${DEX_AGENTS_TEST_LANES:-2}" = 1 ] || [ ${#python_rest[@]} -eq 0 ] ||
     step run_package "$dir" || status=1
   done
 else
-  for dir in "${first[@]}"; do
-    echo "=== $dir"
-    step run_package "$dir" || status=1
-  done
   logs="$(mktemp -d)"
-  lane "$logs" "$logs/failed" "${python_rest[@]}" &
-  lane_pids=("$!")
-  lane "$logs" "$logs/failed" "${typescript[@]}" &
-  lane_pids+=("$!")
+  lane_pids=()
   stop_lanes() {
     trap - TERM INT
     for pid in "${lane_pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    [ -z "$step_pid" ] || kill -TERM -- "-$step_pid" 2>/dev/null || true
     exit "$1"
   }
   trap 'stop_lanes 143' TERM
   trap 'stop_lanes 130' INT
+  # The TypeScript core (installs, builds, a few Node and Worker processes) runs beside the
+  # Python core, whose printed output comes as it runs; the adapters' packages after both.
+  if [ ${#beside_first[@]} -gt 0 ]; then
+    lane "$logs" "$logs/failed" "${beside_first[@]}" &
+    lane_pids+=("$!")
+  fi
+  for dir in "${first[@]}"; do
+    echo "=== $dir"
+    step run_package "$dir" || status=1
+  done
+  for pid in "${lane_pids[@]}"; do wait "$pid" || status=1; done
+  lane "$logs" "$logs/failed" "${python_rest[@]}" &
+  lane_pids=("$!")
+  lane "$logs" "$logs/failed" "${typescript[@]}" &
+  lane_pids+=("$!")
   for pid in "${lane_pids[@]}"; do wait "$pid" || status=1; done
   trap 'stop_step 143' TERM
   trap 'stop_step 130' INT
