@@ -51,3 +51,15 @@ def test_the_workflow_table_has_the_columns_read_and_stamped() -> None:
         column_type = table.c[name].type
         wanted = sa.Integer if kind is sa.BigInteger else sa.String
         assert isinstance(column_type, wanted), (name, column_type)
+
+
+def test_the_internal_queue_and_the_background_jobs_poll_where_they_are_slowed() -> None:
+    from dbos import _queue, _workflow_commands
+    from dbos._dbos import DBOSRegistry
+
+    assert "_polling_interval_sec" in inspect.getsource(_queue.queue_worker_thread)
+    assert "get_internal_queue()" in inspect.getsource(_queue.queue_thread)
+    assert parameters(DBOSRegistry.get_internal_queue) == ["self"]
+    background = inspect.getsource(_workflow_commands.background_jobs_thread)
+    assert "_BACKGROUND_JOBS_INTERVAL_SEC" in background
+    assert isinstance(_workflow_commands._BACKGROUND_JOBS_INTERVAL_SEC, float)

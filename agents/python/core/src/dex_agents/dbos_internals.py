@@ -1,14 +1,18 @@
 """Every part of DBOS that is not its public API, in one place.
 
 dex-agents uses DBOS's public API (`DBOS`, `Queue`, `SetWorkflowID`, `DBOSClient`) wherever
-one exists. Three things have none:
+one exists. Four things have none:
 
 - claiming a queue's enqueued workflows at once, when a commit says they are there, instead
   of on the queue thread's next poll (dequeue.py): `SystemDatabase.start_queued_workflows`
   and `execute_dequeued_workflow`, the calls DBOS's own queue thread makes;
 - how many workflows this process runs (the claim delay that spreads new sessions);
 - DBOS's `workflow_status` table, which the Worker reads (metrics, the balancer, recovery)
-  and stamps (the queue of a Step workflow started outside its queue).
+  and stamps (the queue of a Step workflow started outside its queue);
+- how often DBOS looks for work dex-agents never gives it: its internal queue (scheduled,
+  Kafka and resumed workflows; a Step workflow is always on its flow type's queue) and its
+  background jobs (delayed workflows and workflow timeouts), each polled once a second by
+  default, the larger part of an idle Worker's CPU.
 
 The `dbos` requirement is pinned to a minor version for this reason, and
 tests/test_dbos_internals.py checks every signature, attribute and column used here, so an
@@ -19,10 +23,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import dbos._workflow_commands as _workflow_commands
 import sqlalchemy as sa
 from dbos import Queue
 from dbos._core import execute_dequeued_workflow
-from dbos._dbos import _get_dbos_instance
+from dbos._dbos import _get_dbos_instance, _get_or_create_dbos_registry
 from dbos._utils import GlobalParams, generate_uuid
 from sqlalchemy.engine import Connection
 
@@ -76,3 +81,11 @@ def claim_and_start(queue: Queue) -> None:
 def running_workflow_count() -> int:
     """How many workflows this process runs now."""
     return len(_get_dbos_instance()._workflow_tasks)
+
+
+def slow_unused_housekeeping(seconds: float) -> None:
+    """Makes DBOS poll its internal queue and run its background jobs every `seconds` instead
+    of every second: dex-agents enqueues nothing on that queue and uses neither delayed
+    workflows nor workflow timeouts. Call it before `DBOS.launch()`."""
+    _get_or_create_dbos_registry().get_internal_queue()._polling_interval_sec = seconds
+    _workflow_commands._BACKGROUND_JOBS_INTERVAL_SEC = seconds
