@@ -67,7 +67,7 @@ class OtlpReceiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                body = _read_body(self)
                 if self.headers.get("content-encoding") == "gzip":
                     body = gzip.decompress(body)
                 if self.path != "/v1/traces":
@@ -121,6 +121,19 @@ class OtlpReceiver:
                 for scope_spans in resource_spans.scope_spans:
                     self.schema_urls.add(scope_spans.schema_url)
                     self.spans.extend(_view(span) for span in scope_spans.spans)
+
+
+def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
+    """The request's body, sent with a length (Python's exporter) or chunked (Node's)."""
+    if handler.headers.get("transfer-encoding", "").lower() != "chunked":
+        return handler.rfile.read(int(handler.headers.get("content-length", 0)))
+    body = bytearray()
+    while size := int(handler.rfile.readline().split(b";", 1)[0].strip(), 16):
+        body += handler.rfile.read(size)
+        handler.rfile.readline()  # the CRLF after the chunk
+    while handler.rfile.readline().strip():  # trailers, up to the empty line
+        pass
+    return bytes(body)
 
 
 def _view(span: Span) -> SpanView:
