@@ -151,6 +151,8 @@ class RunnerServer {
   private readonly sessionOptions: Record<string, WireSessionOptions>;
   /** Loaded once, as the handler is made; null when `@opentelemetry/api` does not resolve. */
   private readonly tracing: Promise<RunnerTracing | null>;
+  /** What `tracing` resolved to, once it has: a call then starts without waiting a tick. */
+  private loadedTracing: RunnerTracing | null | undefined;
 
   constructor(
     readonly runners: Record<string, AnyRunner>,
@@ -162,6 +164,9 @@ class RunnerServer {
     this.tokenDigest = options.token === undefined ? null : digest(options.token);
     this.sessionOptions = sessionOptionsToWire(runners, options.sessionOptions ?? {});
     this.tracing = options.tracing === false ? Promise.resolve(null) : loadTracing();
+    void this.tracing.then((loaded) => {
+      this.loadedTracing = loaded;
+    });
   }
 
   /** The refusal of a request the head alone settles, or null to read its body. */
@@ -227,10 +232,13 @@ class RunnerServer {
   private traced(answer: Answer & { kind: "stream" }, call: TracedCall): Answer {
     return {
       ...answer,
-      run: async (write, signal) => {
-        const tracing = await this.tracing;
-        if (tracing === null) return answer.run(write, signal);
-        return tracing.inCall(call, (span) => answer.run(write, signal, span));
+      run: (write, signal) => {
+        const run = (tracing: RunnerTracing | null): Promise<void> =>
+          tracing === null
+            ? answer.run(write, signal)
+            : tracing.inCall(call, (span) => answer.run(write, signal, span));
+        const loaded = this.loadedTracing;
+        return loaded === undefined ? this.tracing.then(run) : run(loaded);
       },
     };
   }
