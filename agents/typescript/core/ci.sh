@@ -4,7 +4,8 @@
 # `dex-agents serve` and a Worker, and Stepwise's tests its scripted model server, through uv.
 # Then the end-to-end tests (e2e/): TypeScript Stepwise in a Node process called by a real
 # Python Worker (the shared matrix, the Node-runner suites, the features suite, the README's
-# example), on SQLite, and on Postgres when DEX_AGENTS_TEST_POSTGRES_URL is set.
+# example, the runner's spans under a traced Worker's), on SQLite, and on Postgres when
+# DEX_AGENTS_TEST_POSTGRES_URL is set.
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v uv >/dev/null || python3 -m pip install --quiet uv

@@ -5,6 +5,8 @@
  * the call runs: `accepted` first (or `need_history` instead, when the history cache lacks
  * what the body leaves out), then events, heartbeats and checkpoints, then `result` or
  * `error` last. A Node `(req, res)` handler and a web-standard `fetch` handler share it all.
+ * With the optional peer `@opentelemetry/api` installed, each accepted call runs in its own span
+ * under the Worker's Step span its `traceparent` header names (src/tracing.ts).
  */
 
 import { createHash, timingSafeEqual } from "node:crypto";
@@ -28,6 +30,13 @@ import {
   withToolExecution,
 } from "./runner.js";
 import * as texts from "./texts.js";
+import {
+  type CallSpan,
+  loadTracing,
+  type RunnerTracing,
+  type TracedCall,
+  type TraceHeaders,
+} from "./tracing.js";
 import {
   contextSummaryFromWire,
   contextSummaryResultToWire,
@@ -64,6 +73,9 @@ export interface ServeRunnersOptions {
   /** Session options per flow type, sent to the Worker in `describe`: they apply where the
    *  Worker's own options (`remote_flow`'s, `--remote-config`) leave them unset. */
   sessionOptions?: Record<string, SessionOptions>;
+  /** Whether calls are traced when `@opentelemetry/api` is installed (each in a
+   *  `dex.runner <method>` span under the Worker's Step span); false never imports it. */
+  tracing?: boolean;
 }
 
 /** The session options a TypeScript app sets for a flow it serves (Python's
@@ -112,12 +124,18 @@ type LineSink = (line: WireLine) => Promise<void>;
 
 type Answer =
   | { kind: "json"; status: number; body: unknown; headers?: Record<string, string> }
-  | { kind: "stream"; run(write: LineSink, signal: AbortSignal): Promise<void> };
+  | {
+      kind: "stream";
+      /** Whether the runner's code runs (an accepted call, traced), not `need_history`. */
+      accepted?: boolean;
+      run(write: LineSink, signal: AbortSignal, span?: CallSpan): Promise<void>;
+    };
 
 interface RequestHead {
   method: string;
   path: string;
   authorization: string | undefined;
+  trace: TraceHeaders;
 }
 
 function errorAnswer(status: number, kind: string, message: string): Answer {
@@ -131,6 +149,10 @@ class RunnerServer {
   readonly heartbeatIntervalMs: number;
   private readonly tokenDigest: Buffer | null;
   private readonly sessionOptions: Record<string, WireSessionOptions>;
+  /** Loaded once, as the handler is made; null when `@opentelemetry/api` does not resolve. */
+  private readonly tracing: Promise<RunnerTracing | null>;
+  /** What `tracing` resolved to, once it has: a call then starts without waiting a tick. */
+  private loadedTracing: RunnerTracing | null | undefined;
 
   constructor(
     readonly runners: Record<string, AnyRunner>,
@@ -141,6 +163,10 @@ class RunnerServer {
     if (options.token === "") throw new RangeError("the runner token must not be empty");
     this.tokenDigest = options.token === undefined ? null : digest(options.token);
     this.sessionOptions = sessionOptionsToWire(runners, options.sessionOptions ?? {});
+    this.tracing = options.tracing === false ? Promise.resolve(null) : loadTracing();
+    void this.tracing.then((loaded) => {
+      this.loadedTracing = loaded;
+    });
   }
 
   /** The refusal of a request the head alone settles, or null to read its body. */
@@ -192,11 +218,29 @@ class RunnerServer {
     }
     try {
       // Before a call is accepted only the body is read: whatever fails here is the body's.
-      return spec.answer(this, runner, body);
+      const answer = spec.answer(this, runner, body);
+      return answer.kind === "stream" && answer.accepted
+        ? this.traced(answer, { method, headers: head.trace, body })
+        : answer;
     } catch (error) {
       const problem = error instanceof HistoryError ? error.message : String(error);
       return errorAnswer(400, "bad_request", texts.badBody(problem));
     }
+  }
+
+  /** The answer run inside its call's span once tracing has loaded (as is without it). */
+  private traced(answer: Answer & { kind: "stream" }, call: TracedCall): Answer {
+    return {
+      ...answer,
+      run: (write, signal) => {
+        const run = (tracing: RunnerTracing | null): Promise<void> =>
+          tracing === null
+            ? answer.run(write, signal)
+            : tracing.inCall(call, (span) => answer.run(write, signal, span));
+        const loaded = this.loadedTracing;
+        return loaded === undefined ? this.tracing.then(run) : run(loaded);
+      },
+    };
   }
 
   describe(): WireDescribe {
@@ -518,7 +562,8 @@ interface CallLines {
 function accepted(invoke: Invoke): Answer {
   return {
     kind: "stream",
-    run: async (write, signal) => {
+    accepted: true,
+    run: async (write, signal, span) => {
       await write({ accepted: true });
       const lines: CallLines = {
         events: { write: (type, payload) => void write({ event: { type, payload } }) },
@@ -528,6 +573,7 @@ function accepted(invoke: Invoke): Answer {
       try {
         await write({ result: await invoke(lines, signal) });
       } catch (error) {
+        span?.failed(error);
         await write(errorLine(error));
       }
     },
@@ -632,6 +678,7 @@ async function handleNode(
     method: req.method ?? "GET",
     path: req.url ?? "/",
     authorization: req.headers.authorization,
+    trace: traceHeaders((name) => req.headers[name]),
   };
   const controller = new AbortController();
   res.on("close", () => {
@@ -688,6 +735,17 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+/** The W3C trace context headers a request carries (the first of a repeated one). */
+function traceHeaders(get: (name: string) => string | string[] | undefined): TraceHeaders {
+  const found: TraceHeaders = {};
+  for (const name of ["traceparent", "tracestate"] as const) {
+    const value = get(name);
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined) found[name] = first;
+  }
+  return found;
+}
+
 // The web-standard fetch handler ---------------------------------------------------------------
 
 async function handleFetch(server: RunnerServer, request: Request): Promise<Response> {
@@ -696,6 +754,7 @@ async function handleFetch(server: RunnerServer, request: Request): Promise<Resp
     method: request.method,
     path: url.pathname,
     authorization: request.headers.get("authorization") ?? undefined,
+    trace: traceHeaders((name) => request.headers.get(name) ?? undefined),
   };
   const answer = server.check(head) ?? server.answer(head, await request.text());
   if (answer.kind === "json") {

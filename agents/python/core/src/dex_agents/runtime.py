@@ -38,6 +38,7 @@ from .events import StreamingEventWriter
 from .flow import AgentSessionFlow
 from .logs import current_step
 from .message_cache import MessageCache
+from .otel import running_attempt
 from .parking import DEFAULT_HOT_WINDOW_SECONDS, DUE_SCAN_SECONDS, wake_due
 from .routing import STEP_WORKFLOW, step_queue_name, step_workflow_id, wake_workflow_id
 from .stepkit import (
@@ -504,7 +505,8 @@ class Runtime:
         """Execute inside the attempt's span: it ends, with the outcome, before the commit."""
         span = tracer.attempt(ctx)
         try:
-            result = await self._execute(ctx, handler)
+            with running_attempt(span):
+                result = await self._execute(ctx, handler)
         except BaseException as error:
             span.end(None, error)
             raise

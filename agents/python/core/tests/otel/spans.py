@@ -4,36 +4,11 @@ OTLP: name, kind, IDs, parent, links and attributes."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-
-@dataclass(frozen=True)
-class SpanView:
-    name: str
-    kind: str  # INTERNAL, CLIENT, ...
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    links: tuple[tuple[str, str], ...]  # (trace ID, span ID)
-    attributes: dict[str, Any]
-    error: bool
-    start: int
-    end: int
-
-    def is_named_by(self, traceparent: str | None) -> bool:
-        """Whether a stored W3C traceparent names this span, sampled."""
-        if traceparent is None:
-            return False
-        version, trace_id, span_id, flags = traceparent.split("-")
-        sampled = int(flags, 16) & 1
-        return (version, trace_id, span_id, sampled) == ("00", self.trace_id, self.span_id, 1)
-
-    @property
-    def step(self) -> tuple[str, str]:
-        return self.attributes["dex.step.type"], self.name
+from dex_agents.testing.otlp import SpanView
 
 
 def from_sdk(spans: Iterable[Any]) -> list[SpanView]:

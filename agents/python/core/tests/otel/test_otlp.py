@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from dex_agents.testing import reply_text, reply_tools
+from dex_agents.testing.otlp import OtlpReceiver
 from dex_agents.testing.sessions import pending_interrupt, turns_done
 
-from .receiver import OtlpReceiver
 from .spans import check_common, stored_trace_context
 
 APP = "tests.otel.otlp_app:flows"

@@ -3,14 +3,20 @@
 The Step machine calls one narrow protocol, `StepTracer`: `activate` in the commit of a Step
 that consumes an input from outside the session (the activation's `invoke_agent` root), and
 `attempt` around each Execute (a `chat` or `execute_tool` span that ends with the attempt).
-While tracing is off the Worker has no tracer: the Steps never call one, nothing here loads
-opentelemetry, and no session stores a trace context. This module itself imports nothing of
-opentelemetry; `make_tracer` loads `dex_agents.otel.tracer`, which does.
+While the Execute runs its span is the running attempt (`running_attempt`), whose trace
+context a call to a remote runner sends along (`trace_headers`), so the runner's spans are
+children of the Step's. While tracing is off the Worker has no tracer: the Steps never call
+one, nothing here loads opentelemetry, no request carries a trace context and no session
+stores one. This module itself imports nothing of opentelemetry; `make_tracer` loads
+`dex_agents.otel.tracer`, which does.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -35,6 +41,11 @@ class AttemptSpan(Protocol):
 
     def end(self, result: object, error: BaseException | None) -> None: ...
 
+    def trace_headers(self) -> dict[str, str]:
+        """The headers that make a remote call's spans children of this span (W3C
+        `traceparent`, `tracestate`); empty when it has none. Never raises."""
+        ...
+
 
 class StepTracer(Protocol):
     """What the Step machine calls while tracing is on. Neither method ever raises."""
@@ -47,6 +58,27 @@ class StepTracer(Protocol):
     def attempt(self, ctx: StepContext[Any]) -> AttemptSpan:
         """The span of the Execute about to run (a no-op for a Step type without one)."""
         ...
+
+
+# The attempt whose Execute runs in this context (only set while tracing is on).
+_RUNNING: ContextVar[AttemptSpan | None] = ContextVar("dex_agents_attempt_span", default=None)
+
+
+@contextmanager
+def running_attempt(span: AttemptSpan) -> Iterator[None]:
+    """Makes `span` the running attempt for the code (and the tasks it starts) inside."""
+    token = _RUNNING.set(span)
+    try:
+        yield
+    finally:
+        _RUNNING.reset(token)
+
+
+def trace_headers() -> dict[str, str]:
+    """The trace context headers of the running attempt, for a request to a remote runner;
+    empty while tracing is off or outside a traced Execute."""
+    span = _RUNNING.get()
+    return {} if span is None else span.trace_headers()
 
 
 def env_flag(name: str) -> bool:
@@ -80,4 +112,6 @@ __all__ = [
     "AttemptSpan",
     "StepTracer",
     "make_tracer",
+    "running_attempt",
+    "trace_headers",
 ]

@@ -2,8 +2,11 @@
 
 Every span ends inside the Step attempt that emits it: the `invoke_agent` root in its Step's
 commit, a `chat` or `execute_tool` span when its Execute ends (created then, with the
-attempt's start as its start time), so no span stays open across a durable wait. An
-OpenTelemetry error is logged and its span skipped: tracing never fails or retries a Step.
+attempt's start as its start time), so no span stays open across a durable wait. A remote
+runner's call needs the span's context while the Execute runs: asked for it, the attempt
+starts its span then (from the attempt's start), and names it and sets its attributes when it
+ends. An OpenTelemetry error is logged and its span skipped: tracing never fails or retries a
+Step.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ..runner import ContextSummaryResult, ToolCallsRequested, TurnCompleted, TurnContinued
@@ -93,8 +96,35 @@ class OtelStepTracer:
         _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
         return carrier.get("traceparent")
 
+    def start_early(self, ctx: StepContext[Any], start: int) -> Span:
+        """The attempt's span started before its outcome is known, for a remote runner's
+        call to name as its parent. Its kind is fixed now: `CLIENT` for a model call (the
+        Worker calls the runner), `INTERNAL` for a tool call; the rest is set at its end."""
+        if ctx.step_type in _CHAT_STEPS:
+            name, kind, parent = "chat", SpanKind.CLIENT, ctx.trace_context
+            turn_id = getattr(ctx.loaded, "turn_id", None)
+        else:
+            record = _tool_record(ctx)
+            name, kind = "execute_tool", SpanKind.INTERNAL
+            parent = record.trace_context if record is not None else None
+            turn_id = record.turn_id if record is not None else None
+            if record is not None:
+                name = f"execute_tool {record.tool_name}"
+        return self._tracer.start_span(
+            name,
+            context=_context(parent),
+            kind=kind,
+            attributes=attrs.common(ctx, turn_id),
+            start_time=start,
+        )
+
     def emit_chat(
-        self, ctx: StepContext[Any], start: int, result: object, error: BaseException | None
+        self,
+        ctx: StepContext[Any],
+        start: int,
+        result: object,
+        error: BaseException | None,
+        started: Span | None = None,
     ) -> None:
         outcome = result if isinstance(result, _MODEL_OUTCOMES) else None
         metadata = outcome.model_call_metadata if outcome is not None else None
@@ -105,72 +135,104 @@ class OtelStepTracer:
         attributes.update(attrs.chat(self.conventions, metadata, usage if client else None))
         attributes.update(attrs.chat_content(loaded, outcome, self.capture_content))
         request_model = metadata.request_model if metadata is not None else None
-        self._emit(
+        span = self._span(
+            started,
             f"chat {request_model}" if request_model else "chat",
             SpanKind.CLIENT if client else SpanKind.INTERNAL,
             ctx.trace_context,
             start,
             attributes,
-            error,
         )
+        _end(span, error)
 
     def emit_tool(
-        self, ctx: StepContext[Any], start: int, result: object, error: BaseException | None
+        self,
+        ctx: StepContext[Any],
+        start: int,
+        result: object,
+        error: BaseException | None,
+        started: Span | None = None,
     ) -> None:
-        loaded = ctx.loaded
-        record = loaded.record if isinstance(loaded, LoadedCall) else loaded
-        if not isinstance(record, AgentToolCall):
-            return  # the Step ended before it loaded its call: no tool ran
+        record = _tool_record(ctx)
+        if record is None:  # the Step ended before it loaded its call: no tool ran
+            if started is not None:
+                _end(started, error)
+            return
         attributes = attrs.common(ctx, record.turn_id)
         attributes.update(attrs.execute_tool(record, result, self.capture_content))
-        failure = attrs.tool_failure(result)
-        self._emit(
+        span = self._span(
+            started,
             f"execute_tool {record.tool_name}",
             SpanKind.INTERNAL,
             record.trace_context,
             start,
             attributes,
-            error,
-            failure,
         )
+        _end(span, error, attrs.tool_failure(result))
 
-    def _emit(
+    def _span(
         self,
+        started: Span | None,
         name: str,
         kind: SpanKind,
         parent: str | None,
         start: int,
         attributes: attrs.Attributes,
-        error: BaseException | None,
-        failure: str | None = None,
-    ) -> None:
-        span = self._tracer.start_span(
+    ) -> Span:
+        """The attempt's span: the one started early, named and completed now, or a new one."""
+        if started is not None:
+            started.update_name(name)
+            started.set_attributes(attributes)
+            return started
+        return self._tracer.start_span(
             name, context=_context(parent), kind=kind, attributes=attributes, start_time=start
         )
-        if error is not None:
-            span.set_attribute("error.type", type(error).__name__)
-            span.set_status(Status(StatusCode.ERROR, str(error) or type(error).__name__))
-        elif failure is not None:
-            span.set_attribute("error.type", "ToolExecutionError")
-            span.set_status(Status(StatusCode.ERROR, failure))
-        span.end()
+
+
+def _end(span: Span, error: BaseException | None, failure: str | None = None) -> None:
+    if error is not None:
+        span.set_attribute("error.type", type(error).__name__)
+        span.set_status(Status(StatusCode.ERROR, str(error) or type(error).__name__))
+    elif failure is not None:
+        span.set_attribute("error.type", "ToolExecutionError")
+        span.set_status(Status(StatusCode.ERROR, failure))
+    span.end()
+
+
+def _tool_record(ctx: StepContext[Any]) -> AgentToolCall | None:
+    loaded = ctx.loaded
+    record = loaded.record if isinstance(loaded, LoadedCall) else loaded
+    return record if isinstance(record, AgentToolCall) else None
 
 
 class _Attempt:
-    """One traced Execute: its span is built when it ends."""
+    """One traced Execute: its span is built when it ends, or started when a remote
+    runner's call asks for its context."""
 
     def __init__(self, tracer: OtelStepTracer, ctx: StepContext[Any], start: int) -> None:
         self._tracer = tracer
         self._ctx = ctx
         self._start = start
+        self._started: Span | None = None
+
+    def trace_headers(self) -> dict[str, str]:
+        try:
+            if self._started is None:
+                self._started = self._tracer.start_early(self._ctx, self._start)
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier, context=trace.set_span_in_context(self._started))
+            return carrier
+        except Exception:
+            log.exception("tracing: no trace context for %s", self._ctx.step_execution_id)
+            return {}
 
     def end(self, result: object, error: BaseException | None) -> None:
         ctx = self._ctx
         try:
             if ctx.step_type in _CHAT_STEPS:
-                self._tracer.emit_chat(ctx, self._start, result, error)
+                self._tracer.emit_chat(ctx, self._start, result, error, self._started)
             else:
-                self._tracer.emit_tool(ctx, self._start, result, error)
+                self._tracer.emit_tool(ctx, self._start, result, error, self._started)
         except Exception:
             log.exception(
                 "tracing: skipped the span of %s attempt %d", ctx.step_execution_id, ctx.attempt
@@ -180,6 +242,9 @@ class _Attempt:
 class _NoSpan:
     def end(self, result: object, error: BaseException | None) -> None:
         return None
+
+    def trace_headers(self) -> dict[str, str]:
+        return {}
 
 
 _NO_SPAN = _NoSpan()

@@ -4,6 +4,9 @@ A call is "not started" until the runner's `accepted` line arrives: anything tha
 before it (connection refused, a 5xx, a stream without `accepted`) raises RunnerUnavailableError,
 which a Step retries without counting a started attempt. After `accepted` the call has
 started, and a stream that ends without `result` is an ordinary failure of the attempt.
+
+While tracing is on, the POST carries the running Step attempt's span as W3C trace context
+headers (`traceparent`, `tracestate`), so the runner's spans are children of the Step's.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import httpx
 
 from ..clock import step_deadline_ms
 from ..errors import RemoteRunnerError, RunnerUnavailableError
+from ..otel import trace_headers
 from ..runner import EventWriter, ToolExecutionError
 
 # A runner that sends no line (no event, no heartbeat) for this long is treated as gone.
@@ -72,9 +76,10 @@ async def post(
     url = endpoint.method_url(method)
     # The Step attempt's deadline (epoch ms), so the runner can bound its own work by it.
     body = {**body, "deadline": step_deadline_ms()}
+    headers = {**endpoint.headers(), **trace_headers()}
     try:
         async with (
-            httpx.AsyncClient(timeout=endpoint.timeout(), headers=endpoint.headers()) as client,
+            httpx.AsyncClient(timeout=endpoint.timeout(), headers=headers) as client,
             client.stream("POST", url, json=body) as response,
         ):
             await _check_status(response, url)

@@ -1,11 +1,19 @@
-"""A small OTLP/HTTP trace receiver on loopback: it decodes each ExportTraceServiceRequest
-with opentelemetry-proto's classes and keeps the spans, as the tests' SpanViews."""
+"""A small OTLP/HTTP trace receiver on loopback, for tests that check the spans a real Worker
+(and whatever else exports to it, a remote runner's process) sends through a real exporter:
+it decodes each ExportTraceServiceRequest with opentelemetry-proto's classes and keeps the
+spans as SpanViews. Needs opentelemetry-proto (the core's dev dependencies have it).
+
+    with OtlpReceiver() as receiver:
+        # OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint in the exporting processes
+        spans = receiver.wait_for(6, session_id)
+"""
 
 from __future__ import annotations
 
 import gzip
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -16,10 +24,40 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from .spans import SpanView
+__all__ = ["OtlpReceiver", "SpanView"]
+
+
+@dataclass(frozen=True)
+class SpanView:
+    """One finished span, as the tests read it: name, kind, IDs, parent, links, attributes."""
+
+    name: str
+    kind: str  # INTERNAL, CLIENT, ...
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    links: tuple[tuple[str, str], ...]  # (trace ID, span ID)
+    attributes: dict[str, Any]
+    error: bool
+    start: int
+    end: int
+
+    def is_named_by(self, traceparent: str | None) -> bool:
+        """Whether a stored W3C traceparent names this span, sampled."""
+        if traceparent is None:
+            return False
+        version, trace_id, span_id, flags = traceparent.split("-")
+        sampled = int(flags, 16) & 1
+        return (version, trace_id, span_id, sampled) == ("00", self.trace_id, self.span_id, 1)
+
+    @property
+    def step(self) -> tuple[str, str]:
+        return self.attributes["dex.step.type"], self.name
 
 
 class OtlpReceiver:
+    """Receives OTLP/HTTP protobuf trace exports at `endpoint` while entered."""
+
     def __init__(self) -> None:
         self.spans: list[SpanView] = []
         self.resources: list[dict[str, Any]] = []
@@ -29,7 +67,7 @@ class OtlpReceiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                body = _read_body(self)
                 if self.headers.get("content-encoding") == "gzip":
                     body = gzip.decompress(body)
                 if self.path != "/v1/traces":
@@ -83,6 +121,19 @@ class OtlpReceiver:
                 for scope_spans in resource_spans.scope_spans:
                     self.schema_urls.add(scope_spans.schema_url)
                     self.spans.extend(_view(span) for span in scope_spans.spans)
+
+
+def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
+    """The request's body, sent with a length (Python's exporter) or chunked (Node's)."""
+    if handler.headers.get("transfer-encoding", "").lower() != "chunked":
+        return handler.rfile.read(int(handler.headers.get("content-length", 0)))
+    body = bytearray()
+    while size := int(handler.rfile.readline().split(b";", 1)[0].strip(), 16):
+        body += handler.rfile.read(size)
+        handler.rfile.readline()  # the CRLF after the chunk
+    while handler.rfile.readline().strip():  # trailers, up to the empty line
+        pass
+    return bytes(body)
 
 
 def _view(span: Span) -> SpanView:
