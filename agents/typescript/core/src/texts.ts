@@ -178,3 +178,25 @@ export function forcedChoiceProblem(model: string): string {
     `and ${model} does not (supportsForcedToolChoice returned false)`
   );
 }
+
+// The MCP tool source (dex_agents.texts): a call's failures as the model reads them.
+/** The task (or the call) asked for input the session cannot ask the user. */
+export function mcpInputNotSupported(tool: string, server: string, requested: string): string {
+  return (
+    `MCP tool ${tool} of server ${server} asked for input the session cannot ask the user ` +
+    `(${requested}), so the call was stopped`
+  );
+}
+export function mcpTaskFailed(tool: string, server: string, error: string): string {
+  return `MCP tool ${tool} of server ${server} failed in its task: ${error}`;
+}
+export function mcpTaskCancelled(tool: string, server: string): string {
+  return `MCP tool ${tool} of server ${server}: its task was cancelled`;
+}
+export function mcpTaskNoResult(tool: string, server: string): string {
+  return `MCP tool ${tool} of server ${server} completed its task without a result`;
+}
+/** An isError result without any text. */
+export function mcpToolFailed(tool: string, server: string): string {
+  return `MCP tool ${tool} of server ${server} failed`;
+}
