@@ -16,6 +16,7 @@ import type {
   DeferredToolOutcome,
   ResolvedToolPolicy,
   ToolEffect,
+  ToolPolicy,
   ToolTaskCancellation,
   ToolTaskPoll,
   ToolTaskPollOutcome,
@@ -72,4 +73,35 @@ export function isToolSource(value: unknown): value is ToolSource {
     typeof source.executeDeferredToolCall === "function" &&
     typeof source.deferredToolCall === "function"
   );
+}
+
+/**
+ * A source whose tools a framework adapter offers as its own framework's tools: each becomes a
+ * tool that calls `callListedTool` with the idempotency key of the adapter's tool Step
+ * (`currentToolExecution()`), declaring `sourceToolPolicy` as its effect and approval.
+ */
+export interface CallableToolSource {
+  listTools(options?: { refresh?: boolean }): Promise<readonly SourceTool[]>;
+  /** The source's explicit policies by tool name; they win over what a tool declares. */
+  readonly policies: Readonly<Record<string, ToolPolicy>>;
+  /** Calls listed tool `name`, the key passed to the server; the result's text. */
+  callListedTool(
+    name: string,
+    args: Record<string, unknown>,
+    idempotencyKey: string,
+    signal?: AbortSignal,
+  ): Promise<string>;
+}
+
+/** What a source's tool declares: the source's explicit policy for it, else its own effect
+ *  (for MCP, its annotations), and no approval of its own (the effect's default). The
+ *  session's tool_policies still win over both. */
+export function sourceToolPolicy(source: CallableToolSource, tool: SourceTool): ToolPolicy {
+  const explicit = Object.hasOwn(source.policies, tool.name)
+    ? source.policies[tool.name]
+    : undefined;
+  return {
+    effect: explicit?.effect || tool.effect,
+    requiresApproval: explicit?.requiresApproval ?? null,
+  };
 }

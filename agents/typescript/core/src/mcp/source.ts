@@ -24,7 +24,7 @@ import type {
 } from "../runner.js";
 import { resolveToolPolicy, ToolExecutionError } from "../runner.js";
 import type { FunctionToolDefinition } from "../texts.js";
-import type { PolicyResolver, SourceTool, ToolSource } from "../tool-source.js";
+import type { CallableToolSource, PolicyResolver, SourceTool, ToolSource } from "../tool-source.js";
 import {
   DEFAULT_TASK_TTL_MS,
   DEFAULT_TASK_WAIT_MS,
@@ -81,7 +81,7 @@ export interface McpToolSourceOptions {
  * `listTools()` lists every server once and caches the result; a server that cannot be listed,
  * and a name that collides with an earlier one, are left out with a warning.
  */
-export class McpToolSource implements ToolSource {
+export class McpToolSource implements ToolSource, CallableToolSource {
   readonly servers: ReadonlyMap<string, McpServerConfig>;
   readonly policies: Readonly<Record<string, ToolPolicy>>;
   readonly taskTtlMs: number;
