@@ -63,6 +63,16 @@ export interface ToolSource {
   cancelToolTask?(cancellation: ToolTaskCancellation): Promise<void>;
 }
 
+/**
+ * A tool request was sent and no result came back (a lost connection, a server that died): it
+ * fails the tool Step's attempt, so the call's effect decides what follows (CallTool tries
+ * again, CallSingleAttemptTool records outcome_unknown). An adapter that turns a tool's errors
+ * into failures the model reads lets this one through.
+ */
+export class ToolCallInterruptedError extends Error {
+  override name = "ToolCallInterruptedError";
+}
+
 /** Whether `value` is a ToolSource rather than a tool. */
 export function isToolSource(value: unknown): value is ToolSource {
   const source = value as Partial<ToolSource> | null;

@@ -24,7 +24,9 @@ import {
   stdioServer,
 } from "../src/mcp.js";
 import { resolveToolPolicy, ToolExecutionError } from "../src/runner.js";
+import { aiSdkModelClientApi, StepwiseRunner, tool } from "../src/stepwise/index.js";
 import * as texts from "../src/texts.js";
+import { ToolCallInterruptedError } from "../src/tool-source.js";
 import { hasUv, pythonValue, record, toolExecution } from "./stepwise-support.js";
 
 describe("names and effects", () => {
@@ -302,6 +304,7 @@ describe("McpToolSource over Streamable HTTP", () => {
         /could not be reached, so lookup was not called/.test(error.message),
     );
     assert.ok(!(McpToolCallInterruptedError.prototype instanceof ToolExecutionError));
+    assert.ok(McpToolCallInterruptedError.prototype instanceof ToolCallInterruptedError);
   });
 
   test("a task-required tool: a session-bound task polled in the tool Step, a heartbeat per poll", async () => {
@@ -318,5 +321,45 @@ describe("McpToolSource over Streamable HTTP", () => {
     assert.equal(seen.keys["report May"], "flow-1/turn-1/c5");
     assert.ok(heartbeats >= 2, `heartbeats: ${heartbeats}`);
     assert.deepEqual(checkpoints, []); // a session-bound task no other connection can poll
+  });
+
+  test("Stepwise takes the source among its tools: it runs the source's records and polls its tasks", async () => {
+    const own = tool({
+      name: "shop__lookup",
+      description: "Shadows the source's.",
+      execute: () => "own",
+    });
+    const runner = new StepwiseRunner({
+      name: "A",
+      instructions: "",
+      model: aiSdkModelClientApi("unused"),
+      tools: [own, source],
+    });
+    assert.equal(typeof runner.pollToolTask, "function");
+    assert.equal(
+      typeof new StepwiseRunner({
+        name: "B",
+        instructions: "",
+        model: aiSdkModelClientApi("unused"),
+      }).pollToolTask,
+      "undefined",
+    );
+    const reference = JSON.stringify({ server: "shop", tool: "lookup" });
+    const referenced = toolExecution(
+      record("c6", "shop__lookup", '{"order_id":"B-1"}', {
+        status: "approved",
+        toolSourceReference: reference,
+      }),
+    );
+    assert.deepEqual(await runner.executeDeferredToolCall(referenced), {
+      kind: "tool_execution_result",
+      output: "order B-1\nshipped",
+    });
+    assert.equal(seen.keys["lookup B-1"], "flow-1/turn-1/c6");
+    const unreferenced = toolExecution(record("c7", "shop__lookup", "{}", { status: "approved" }));
+    assert.deepEqual(await runner.executeDeferredToolCall(unreferenced), {
+      kind: "tool_execution_result",
+      output: "own",
+    });
   });
 });

@@ -11,6 +11,7 @@ import { CallToolResultSchema, type GetTaskResult } from "@modelcontextprotocol/
 import type { ToolExecutionResult } from "../runner.js";
 import { ToolExecutionError } from "../runner.js";
 import { mcpInputNotSupported, mcpTaskCancelled, mcpTaskFailed } from "../texts.js";
+import { ToolCallInterruptedError } from "../tool-source.js";
 import { intervalSeconds } from "./names.js";
 import { resultOf } from "./results.js";
 
@@ -23,7 +24,7 @@ export const TASK_INPUT_REQUEST =
 /** A request was sent and no result came back; it fails the Step's attempt, so the call's
  *  effect decides what follows (a new request for read and idempotent_write, outcome_unknown
  *  for a single-attempt write). */
-export class McpToolCallInterruptedError extends Error {
+export class McpToolCallInterruptedError extends ToolCallInterruptedError {
   override name = "McpToolCallInterruptedError";
 }
 

@@ -85,6 +85,9 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
   readonly supportsPlanMode = true;
   readonly tools = new Map<string, Tool>();
   readonly sources: ToolSource[] = [];
+  /** Present when a tool source polls tasks (the MCP source does), as `tool_tasks`. */
+  readonly pollToolTask?: (poll: ToolTaskPoll) => Promise<ToolTaskPollOutcome>;
+  readonly cancelToolTask?: (cancellation: ToolTaskCancellation) => Promise<void>;
 
   constructor(readonly definition: AgentDefinition) {
     checkDefinition(definition);
@@ -96,6 +99,10 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
       if (this.tools.has(tool.name))
         throw new RangeError(`two tools are named ${JSON.stringify(tool.name)}`);
       this.tools.set(tool.name, tool);
+    }
+    if (this.sources.some((source) => source.pollToolTask !== undefined)) {
+      this.pollToolTask = (poll) => this.pollSourceTask(poll);
+      this.cancelToolTask = (cancellation) => this.cancelSourceTask(cancellation);
     }
     if (definition.planningToolChoice === "required" && definition.resolveModel === undefined) {
       const problem = forcedProblem(this.client({}));
@@ -156,7 +163,7 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
   }
 
   /** Polls a task that a tool source started. */
-  async pollToolTask(poll: ToolTaskPoll): Promise<ToolTaskPollOutcome> {
+  private async pollSourceTask(poll: ToolTaskPoll): Promise<ToolTaskPollOutcome> {
     const source = this.sourceOf(poll.toolCall);
     if (source?.pollToolTask === undefined) {
       throw new ToolExecutionError(`no tool source polls the task of ${poll.toolCall.toolName}`);
@@ -165,7 +172,7 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
   }
 
   /** Cancels a source's task that cancel_turn abandoned. */
-  async cancelToolTask(cancellation: ToolTaskCancellation): Promise<void> {
+  private async cancelSourceTask(cancellation: ToolTaskCancellation): Promise<void> {
     await this.sourceOf(cancellation.toolCall)?.cancelToolTask?.(cancellation);
   }
 
