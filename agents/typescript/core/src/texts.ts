@@ -61,6 +61,14 @@ export function notExecutableText(toolName: string): string {
   return `tool ${JSON.stringify(toolName)} has no execute function, so a tool Step cannot run it`;
 }
 
+/** A tool source's tool called outside a tool Step, where no idempotency key exists. */
+export function sourceToolOutsideStepText(toolName: string): string {
+  return (
+    `tool ${JSON.stringify(toolName)} of a tool source runs only in its tool Step, which ` +
+    "gives the call its idempotency key"
+  );
+}
+
 // The built-in tools as the model sees them, and the plan note (dex_agents.builtins).
 export const PLAN_NOTE_PLANNING_LINE =
   "This turn only plans: write or revise the plan with write_todos, and do not do or claim " +
