@@ -27,7 +27,7 @@ import { resolveToolPolicy, ToolExecutionError } from "../src/runner.js";
 import { aiSdkModelClientApi, StepwiseRunner, tool } from "../src/stepwise/index.js";
 import * as texts from "../src/texts.js";
 import { ToolCallInterruptedError } from "../src/tool-source.js";
-import { hasUv, pythonValue, record, toolExecution } from "./stepwise-support.js";
+import { hasUv, MemoryEvents, pythonValue, record, toolExecution } from "./stepwise-support.js";
 
 describe("names and effects", () => {
   test("annotations map to effects as in Python: readOnly, then idempotent, else none", () => {
@@ -87,10 +87,18 @@ interface Seen {
   keys: Record<string, string | undefined>;
   deletes: number;
   sessions: number;
+  /** Completes the report task of a month that waits (`held-*`). */
+  finish: Map<string, () => Promise<void>>;
 }
 
-/** A stateful Streamable HTTP MCP server: one McpServer per protocol session. */
-async function startServer(seen: Seen): Promise<{ url: string; close(): Promise<void> }> {
+const newSeen = (): Seen => ({ keys: {}, deletes: 0, sessions: 0, finish: new Map() });
+
+/** A Streamable HTTP MCP server: stateful (one McpServer per protocol session), or stateless
+ *  (one per request, no session), its tasks in one store either way. */
+async function startServer(
+  seen: Seen,
+  stateless = false,
+): Promise<{ url: string; close(): Promise<void> }> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const taskStore = new InMemoryTaskStore();
   const newServer = (): McpServer => {
@@ -146,11 +154,12 @@ async function startServer(seen: Seen): Promise<{ url: string; close(): Promise<
             ttl: extra.taskRequestedTtl ?? null,
             pollInterval: 100,
           });
-          setTimeout(() => {
-            void extra.taskStore.storeTaskResult(task.taskId, "completed", {
+          const finish = async (): Promise<void> =>
+            await extra.taskStore.storeTaskResult(task.taskId, "completed", {
               content: [{ type: "text", text: `report for ${month}` }],
             });
-          }, 300);
+          if (month.startsWith("held-")) seen.finish.set(month, finish);
+          else setTimeout(() => void finish(), 300);
           return { task };
         },
         getTask: async (_args, extra) => await extra.taskStore.getTask(extra.taskId),
@@ -163,6 +172,12 @@ async function startServer(seen: Seen): Promise<{ url: string; close(): Promise<
     return server;
   };
   const httpServer_ = http.createServer(async (req, res) => {
+    if (stateless) {
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      await newServer().connect(transport);
+      await transport.handleRequest(req, res);
+      return;
+    }
     const id = req.headers["mcp-session-id"];
     if (req.method === "DELETE") seen.deletes++;
     let transport = typeof id === "string" ? transports.get(id) : undefined;
@@ -191,7 +206,7 @@ async function startServer(seen: Seen): Promise<{ url: string; close(): Promise<
 }
 
 describe("McpToolSource over Streamable HTTP", () => {
-  const seen: Seen = { keys: {}, deletes: 0, sessions: 0 };
+  const seen = newSeen();
   let server: { url: string; close(): Promise<void> };
   let source: McpToolSource;
   const warnings: string[] = [];
@@ -361,5 +376,73 @@ describe("McpToolSource over Streamable HTTP", () => {
       kind: "tool_execution_result",
       output: "own",
     });
+  });
+});
+
+describe("McpToolSource and a stateless Streamable HTTP server's task", () => {
+  const seen = newSeen();
+  let server: { url: string; close(): Promise<void> };
+  let source: McpToolSource;
+
+  before(async () => {
+    server = await startServer(seen, true);
+    source = new McpToolSource([httpServer({ name: "shop", url: server.url })], {
+      taskTtlMs: 60_000,
+    });
+    await source.listTools();
+  });
+  after(async () => await server.close());
+
+  test("becomes ToolTaskStarted, saved first; a retried attempt takes the saved task; polls read it", async () => {
+    const call = source.deferredToolCall("t1", "shop__report", '{"month":"held-July"}');
+    const toolCall = record("t1", call.toolName, call.arguments, { status: "approved", ...call });
+    const execution = toolExecution(toolCall);
+    const checkpoints: string[] = [];
+    execution.supportsToolTasks = true;
+    execution.saveHeartbeatCheckpoint = async (text) => void checkpoints.push(text);
+    const started = await source.executeDeferredToolCall(execution);
+    assert.ok(started.kind === "tool_task_started");
+    assert.equal(started.pollIntervalSeconds, 1);
+    assert.equal(seen.keys["report held-July"], "flow-1/turn-1/t1");
+    assert.equal(checkpoints.length, 1);
+    assert.equal(JSON.parse(checkpoints[0] ?? "").task_id, started.taskId);
+
+    const retried = toolExecution(toolCall);
+    retried.supportsToolTasks = true;
+    retried.heartbeatCheckpoint = checkpoints[0] ?? null;
+    assert.deepEqual(await source.executeDeferredToolCall(retried), started);
+    assert.equal(seen.finish.size, 1, "the retry sent no second tools/call");
+
+    const events = new MemoryEvents();
+    const polled = { ...toolCall, taskId: started.taskId, taskPollIntervalSeconds: 1 };
+    const poll = (continuation: string | null) => ({
+      flowType: "Test",
+      flowId: "flow-1",
+      toolCall: { ...polled, inputContinuation: continuation },
+      idempotencyKey: "flow-1/turn-1/t1",
+      attempt: 1,
+      inputAnswers: [],
+      events,
+      heartbeat: () => {},
+      cancellationSignal: new AbortController().signal,
+      deadline: null,
+      pendingAnswer: null,
+    });
+    const pending = await source.pollToolTask(poll(null));
+    // The server's 100 ms is shorter than double the last interval (1 s): 2 s.
+    assert.deepEqual(pending, {
+      kind: "tool_task_pending",
+      pollIntervalSeconds: 2,
+      continuation: "working",
+    });
+    assert.deepEqual(await source.pollToolTask(poll("working")), pending);
+    await seen.finish.get("held-July")?.();
+    const done = await source.pollToolTask(poll("working"));
+    assert.deepEqual(done, { kind: "tool_execution_result", output: "report for held-July" });
+    const statuses = events.events.map((event) => [event.type, event.payload.status]);
+    assert.deepEqual(statuses, [
+      ["mcp.task_status", "working"],
+      ["mcp.task_status", "completed"],
+    ]);
   });
 });
