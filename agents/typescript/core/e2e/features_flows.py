@@ -1,9 +1,11 @@
 """The Worker's flows for test_features.py: the Stepwise app's Node process serving the features
-suite's `Features` and `FeaturesCompaction` (`dex_agents.testing.features`) and `Continuing`
+suite's `Features`, `FeaturesCompaction` and `FeaturesMcp` (`dex_agents.testing.features`)
+and `Continuing`
 (turn continuations), and the README's
 example in a Node process of its own serving `Assistant` with the options of the README's
 flows.toml, both started beside the Worker (`dex-agents worker features_flows:flows`). The
-app has no MCP tool source, so there is no `FeaturesMcp` flow."""
+MCP server of `FeaturesMcp` is started by the Node runner (its tool source), not by the
+Worker."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from dex_agents.testing.features import (
     BUILT_INS,
     COMPACTION_FLOW_TYPE,
     FLOW_TYPE,
+    MCP_FLOW_TYPE,
     feature_compaction_options,
+    feature_mcp_options,
     feature_options,
 )
 from dex_agents.testing.node_runner import NodeRunner
@@ -26,6 +30,7 @@ readme_url = NodeRunner(BUILD / "readme-example.js").url
 flows = [
     remote_flow(url, FLOW_TYPE, feature_options()),
     remote_flow(url, COMPACTION_FLOW_TYPE, feature_compaction_options()),
+    remote_flow(url, MCP_FLOW_TYPE, feature_mcp_options()),
     remote_flow(url, "Continuing", AgentSessionOptions()),
     remote_flow(
         readme_url,

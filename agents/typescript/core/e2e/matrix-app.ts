@@ -3,8 +3,9 @@
  * the scripted model server, through the AI SDK's OpenAI-compatible provider, in the flow
  * types of the shared matrix (`Matrix`, `MatrixDeadline`, `MatrixClientRetries`: the four
  * matrix tools) and of the shared features suite (`Features`, `FeaturesCompaction`:
- * `get_weather`, the model and the instructions from the session settings), and `Continuing`
- * (turn continuations, no tools). Each tool records
+ * `get_weather`, the model and the instructions from the session settings; `FeaturesMcp`: the
+ * tool source over the Python core's stdio MCP server `dex_agents.testing.mcp_server`, as
+ * `feature_mcp_source()` configures it), and `Continuing` (turn continuations, no tools). Each tool records
  * its runs to the JSON-lines tool log at $TOOL_LOG, as the Python apps do, and returns exactly
  * the text the suites expect.
  *
@@ -13,6 +14,7 @@
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import {
@@ -23,6 +25,7 @@ import {
   type Tool,
   tool,
 } from "../src/index.js";
+import { McpToolSource, stdioServer } from "../src/mcp.js";
 
 function env(name: string): string {
   const value = process.env[name];
@@ -123,6 +126,28 @@ function features(): StepwiseRunner {
   });
 }
 
+/** `FeaturesMcp`: `get_weather` and the tools of the features suite's MCP server (the Python
+ *  core's, over stdio, from the core's environment), which records each run with the
+ *  idempotency key it finds in `_meta`; the refund needs approval (`feature_mcp_source()`). */
+function featuresMcp(): StepwiseRunner {
+  const venv =
+    process.env.VIRTUAL_ENV ?? join(import.meta.dirname, "../../../../python/core/.venv");
+  const orders = stdioServer({
+    name: "orders",
+    command: join(venv, "bin", "python"),
+    args: ["-m", "dex_agents.testing.mcp_server"],
+    env: { TOOL_LOG: env("TOOL_LOG") },
+  });
+  const refund = { effect: "non_idempotent_write", requiresApproval: true } as const;
+  const source = new McpToolSource([orders], { policies: { orders__refund_order: refund } });
+  return new StepwiseRunner({
+    name: "FeaturesMcp",
+    instructions: FEATURE_INSTRUCTIONS,
+    tools: [getWeather, source],
+    model: aiSdkModelClientApi(provider.chatModel(DEFAULT_MODEL)),
+  });
+}
+
 /** `Continuing`: an answer that starts with "Again" continues the turn. */
 function continuing(): StepwiseRunner {
   return new StepwiseRunner({
@@ -141,6 +166,7 @@ const handler = serveRunners({
   MatrixClientRetries: matrix(2),
   Features: features(),
   FeaturesCompaction: features(),
+  FeaturesMcp: featuresMcp(),
   Continuing: continuing(),
 });
 const server = createServer(handler);

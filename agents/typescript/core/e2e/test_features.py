@@ -8,14 +8,14 @@ once with its idempotency key. And turn continuations through the Worker: a cont
 one turn of several RunModel Steps, and the ninth continuation in a row ends it with the
 contract's turn error.
 
-The MCP row is skipped: the TypeScript core has no MCP tool source (`McpToolSource` is the
-Python core's), so a TypeScript Stepwise agent has no MCP tools to offer."""
+The MCP row runs the `/mcp` subpath's McpToolSource in the Node runner: the runner starts the
+Python core's stdio MCP server for each request, and the server records the idempotency key
+it finds in `_meta`."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import ClassVar
 
 from dex_agents.stepwise import CONTINUATION_LIMIT_ERROR
 from dex_agents.testing.features import FeatureApp, FeatureSuite
@@ -30,8 +30,6 @@ class TestFeatures(FeatureSuite):
         worker_cwd=Path(__file__).resolve().parent,
         model_view=chat_completions,
     )
-    supports_mcp: ClassVar[bool] = False
-    unsupported_reason: ClassVar[str] = "the TypeScript core has no MCP tool source"
 
     async def test_the_readme_example_reads_then_writes_once_approved(
         self, run: SessionRun

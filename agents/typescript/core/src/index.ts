@@ -5,5 +5,6 @@ export * from "./runner.js";
 export * from "./serve.js";
 export * from "./stepwise/index.js";
 export * as texts from "./texts.js";
+export * from "./tool-source.js";
 export * from "./ui.js";
 export * from "./wire.js";

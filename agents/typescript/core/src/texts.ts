@@ -61,6 +61,14 @@ export function notExecutableText(toolName: string): string {
   return `tool ${JSON.stringify(toolName)} has no execute function, so a tool Step cannot run it`;
 }
 
+/** A tool source's tool called outside a tool Step, where no idempotency key exists. */
+export function sourceToolOutsideStepText(toolName: string): string {
+  return (
+    `tool ${JSON.stringify(toolName)} of a tool source runs only in its tool Step, which ` +
+    "gives the call its idempotency key"
+  );
+}
+
 // The built-in tools as the model sees them, and the plan note (dex_agents.builtins).
 export const PLAN_NOTE_PLANNING_LINE =
   "This turn only plans: write or revise the plan with write_todos, and do not do or claim " +
@@ -177,4 +185,26 @@ export function forcedChoiceProblem(model: string): string {
     "planningToolChoice 'required' needs a model that accepts a forced tool choice, " +
     `and ${model} does not (supportsForcedToolChoice returned false)`
   );
+}
+
+// The MCP tool source (dex_agents.texts): a call's failures as the model reads them.
+/** The task (or the call) asked for input the session cannot ask the user. */
+export function mcpInputNotSupported(tool: string, server: string, requested: string): string {
+  return (
+    `MCP tool ${tool} of server ${server} asked for input the session cannot ask the user ` +
+    `(${requested}), so the call was stopped`
+  );
+}
+export function mcpTaskFailed(tool: string, server: string, error: string): string {
+  return `MCP tool ${tool} of server ${server} failed in its task: ${error}`;
+}
+export function mcpTaskCancelled(tool: string, server: string): string {
+  return `MCP tool ${tool} of server ${server}: its task was cancelled`;
+}
+export function mcpTaskNoResult(tool: string, server: string): string {
+  return `MCP tool ${tool} of server ${server} completed its task without a result`;
+}
+/** An isError result without any text. */
+export function mcpToolFailed(tool: string, server: string): string {
+  return `MCP tool ${tool} of server ${server} failed`;
 }

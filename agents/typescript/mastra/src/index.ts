@@ -2,3 +2,4 @@ export { buildUserMessage, type ModelMessage, parseItem, toFrameworkMessages } f
 export type { StreamOptions } from "./model-step.js";
 export { type DurableToolOptions, durableTool } from "./policy.js";
 export { MastraRunner, type MastraRunnerOptions } from "./runner.js";
+export { sourceTools } from "./tool-source.js";

@@ -21,6 +21,7 @@ import type {
   DeferredToolOutcome,
   FrameworkMessage,
 } from "./dex.js";
+import { withToolExecution } from "./dex.js";
 import {
   argumentsText,
   buildUserMessage,
@@ -120,8 +121,11 @@ export class MastraRunner implements AgentFrameworkRunner<ModelMessage> {
 
   async executeDeferredToolCall(call: DeferredToolExecution<ModelMessage>): Promise<DeferredToolOutcome> {
     const tools = await this.#tools();
-    return await withHeartbeat(call.heartbeat, this.#heartbeatMs, () =>
-      runToolCall({ tools, agentId: this.#agent.id, requestContext: this.#requestContext() }, call),
+    // serveRunners sets the tool execution too; this serves a runner driven on its own.
+    return await withToolExecution(call, () =>
+      withHeartbeat(call.heartbeat, this.#heartbeatMs, () =>
+        runToolCall({ tools, agentId: this.#agent.id, requestContext: this.#requestContext() }, call),
+      ),
     );
   }
 

@@ -8,7 +8,13 @@
 import type { ToolsInput } from "@mastra/core/agent";
 import { RequestContext } from "@mastra/core/request-context";
 import { isValidationError, validateToolInput } from "@mastra/core/tools";
-import { type DeferredToolExecution, type DeferredToolOutcome, ToolExecutionError, texts } from "./dex.js";
+import {
+  type DeferredToolExecution,
+  type DeferredToolOutcome,
+  ToolCallInterruptedError,
+  ToolExecutionError,
+  texts,
+} from "./dex.js";
 
 type Execute = (input: unknown, context: Record<string, unknown>) => unknown;
 
@@ -44,7 +50,12 @@ export async function runToolCall(run: ToolRun, call: DeferredToolExecution): Pr
       }),
     );
   } catch (error) {
-    if (error instanceof ToolExecutionError || call.cancellationSignal.aborted) {
+    // A request sent with no result back fails the attempt: the call's effect decides.
+    if (
+      error instanceof ToolExecutionError ||
+      error instanceof ToolCallInterruptedError ||
+      call.cancellationSignal.aborted
+    ) {
       throw error;
     }
     throw new ToolExecutionError(errorText(error));

@@ -33,7 +33,7 @@ import type {
   FrameworkMessage,
   ModelCallMetadata,
 } from "./dex.js";
-import { isFinal, modelVisibleResult } from "./dex.js";
+import { isFinal, modelVisibleResult, withToolExecution } from "./dex.js";
 import { AgentGraph, type AnyAgent, withRecordedResults } from "./gating.js";
 import { buildUserMessage, parseItem, toFrameworkMessages, unansweredCalls, unfinishedResult } from "./items.js";
 import { declaredPolicy } from "./policy.js";
@@ -160,8 +160,9 @@ export class OpenAIAgentsRunner<TContext = unknown> implements AgentFrameworkRun
 
   async executeDeferredToolCall(call: DeferredToolExecution<AgentInputItem>): Promise<DeferredToolOutcome> {
     const context = await this.#context(call, {});
-    return await withHeartbeat(call.heartbeat, this.#options.heartbeatIntervalMs, () =>
-      runToolCall(this.#graph, context, call),
+    // serveRunners sets the tool execution too; this serves a runner driven on its own.
+    return await withToolExecution(call, () =>
+      withHeartbeat(call.heartbeat, this.#options.heartbeatIntervalMs, () => runToolCall(this.#graph, context, call)),
     );
   }
 

@@ -4,7 +4,9 @@
  * OpenAI-compatible provider (through `piModelClient`) on the scripted model server, in the
  * flow types of the shared matrix (`Matrix`, `MatrixDeadline`, `MatrixClientRetries`: the
  * four matrix tools) and of the shared features suite (`Features`, `FeaturesCompaction`:
- * `get_weather`, the model and the instructions from the session settings). Each tool records
+ * `get_weather`, the model and the instructions from the session settings; `FeaturesMcp`: the
+ * core's McpToolSource over the Python core's stdio MCP server, as `feature_mcp_source()`
+ * configures it). Each tool records
  * its runs to the JSON-lines tool log at $TOOL_LOG, as the Python apps do, and returns exactly
  * the text the suites expect.
  *
@@ -13,10 +15,12 @@
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentTool } from "@mariozechner/pi-agent-core";
 import { type Model, type TSchema, Type } from "@mariozechner/pi-ai";
 import { StepwiseRunner, serveRunners } from "@superdurable/dex-agents";
+import { McpToolSource, stdioServer } from "@superdurable/dex-agents/mcp";
 import { currentToolExecution, piModelClient, piTools } from "../src/index.js";
 
 function env(name: string): string {
@@ -142,6 +146,27 @@ function features(): StepwiseRunner {
   });
 }
 
+/** `FeaturesMcp`: `get_weather` and the tools of the features suite's MCP server (the Python
+ *  core's, over stdio, from the core's environment), which records each run with the
+ *  idempotency key it finds in `_meta`; the refund needs approval (`feature_mcp_source()`). */
+function featuresMcp(): StepwiseRunner {
+  const venv = process.env.VIRTUAL_ENV ?? join(import.meta.dirname, "../../../../python/core/.venv");
+  const orders = stdioServer({
+    name: "orders",
+    command: join(venv, "bin", "python"),
+    args: ["-m", "dex_agents.testing.mcp_server"],
+    env: { TOOL_LOG: String(process.env.TOOL_LOG) },
+  });
+  const refund = { effect: "non_idempotent_write", requiresApproval: true } as const;
+  const source = new McpToolSource([orders], { policies: { orders__refund_order: refund } });
+  return new StepwiseRunner({
+    name: "FeaturesMcp",
+    instructions: FEATURE_INSTRUCTIONS,
+    tools: [...piTools([getWeather]), source],
+    model: piModelClient(scriptedModel(DEFAULT_MODEL), { options: apiKey }),
+  });
+}
+
 const handler = serveRunners({
   Matrix: matrix(),
   MatrixDeadline: matrix(),
@@ -149,6 +174,7 @@ const handler = serveRunners({
   MatrixClientRetries: matrix(2),
   Features: features(),
   FeaturesCompaction: features(),
+  FeaturesMcp: featuresMcp(),
 });
 const server = createServer(handler);
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {

@@ -1,19 +1,19 @@
 """The shared session-features suite (`dex_agents.testing.features`) on pi-ai models and Pi
 tools, through a real Python Worker calling TypeScript Stepwise in a real Node process
-(features_flows.py): the built-ins, plan mode, session settings and compaction.
+(features_flows.py): the built-ins, plan mode, session settings, compaction and MCP tools.
 
 With them, on the same Worker, the README's example as it is written (readme-example.ts):
 Pi's own read tool runs in its tool Step, and Pi's write tool waits for approval, then runs
 once and writes the file.
 
-The MCP row is skipped: the TypeScript core has no MCP tool source (`McpToolSource` is the
-Python core's), so a Pi agent on Stepwise has no MCP tools to offer."""
+The MCP row runs the core's McpToolSource (`@superdurable/dex-agents/mcp`) among a Pi agent's
+tools on Stepwise: the Node runner starts the Python core's stdio MCP server for each request,
+and the server records the idempotency key it finds in `_meta`."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import ClassVar
 
 from dex_agents.testing.features import FeatureApp, FeatureSuite
 from dex_agents.testing.model_server import reply_text, reply_tools
@@ -30,8 +30,6 @@ class TestFeatures(FeatureSuite):
         model_view=chat_completions,
         worker_env={"WORKSPACE": str(WORKSPACE)},
     )
-    supports_mcp: ClassVar[bool] = False
-    unsupported_reason: ClassVar[str] = "the TypeScript core has no MCP tool source"
 
     async def test_the_readme_example_reads_then_writes_once_approved(
         self, run: SessionRun

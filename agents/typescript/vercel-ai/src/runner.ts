@@ -17,6 +17,7 @@ import type {
   DeferredToolOutcome,
   FrameworkMessage,
 } from "./dex.js";
+import { withToolExecution } from "./dex.js";
 import {
   argumentsText,
   buildUserMessage,
@@ -118,8 +119,11 @@ export class VercelAiRunner implements AgentFrameworkRunner<ModelMessage> {
   }
 
   async executeDeferredToolCall(call: DeferredToolExecution<ModelMessage>): Promise<DeferredToolOutcome> {
-    return await withHeartbeat(call.heartbeat, this.#options.heartbeatIntervalMs, () =>
-      runToolCall({ tools: this.#tools, toolsContext: this.#options.toolsContext }, call),
+    // serveRunners sets the tool execution too; this serves a runner driven on its own.
+    return await withToolExecution(call, () =>
+      withHeartbeat(call.heartbeat, this.#options.heartbeatIntervalMs, () =>
+        runToolCall({ tools: this.#tools, toolsContext: this.#options.toolsContext }, call),
+      ),
     );
   }
 

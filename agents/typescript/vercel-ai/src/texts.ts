@@ -12,4 +12,5 @@ export const {
   argumentsNotJsonText,
   invalidArgumentsText,
   notExecutableText,
+  sourceToolOutsideStepText,
 } = texts;

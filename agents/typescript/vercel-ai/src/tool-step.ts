@@ -5,7 +5,12 @@
  * checks them before it runs a tool; a call that does not fit is a failure the model reads.
  */
 import { asSchema, type JSONValue, type Tool, type ToolSet } from "ai";
-import { type DeferredToolExecution, type DeferredToolOutcome, ToolExecutionError } from "./dex.js";
+import {
+  type DeferredToolExecution,
+  type DeferredToolOutcome,
+  ToolCallInterruptedError,
+  ToolExecutionError,
+} from "./dex.js";
 import { argumentsNotJsonText, invalidArgumentsText, notExecutableText, unknownToolText } from "./texts.js";
 
 export interface ToolRun {
@@ -35,7 +40,12 @@ export async function runToolCall(run: ToolRun, call: DeferredToolExecution): Pr
       }),
     );
   } catch (error) {
-    if (error instanceof ToolExecutionError || call.cancellationSignal.aborted) {
+    // A request sent with no result back fails the attempt: the call's effect decides.
+    if (
+      error instanceof ToolExecutionError ||
+      error instanceof ToolCallInterruptedError ||
+      call.cancellationSignal.aborted
+    ) {
       throw error;
     }
     throw new ToolExecutionError(errorText(error));

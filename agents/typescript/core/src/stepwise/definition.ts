@@ -4,6 +4,7 @@
  */
 
 import type { AgentToolCall, InteractionMode } from "../runner.js";
+import type { ToolSource } from "../tool-source.js";
 import type { ModelClient } from "./model.js";
 import type { Tool } from "./tools.js";
 
@@ -51,7 +52,10 @@ export interface AgentDefinition {
   name: string;
   /** Text, or a function of the turn's session settings and mode. */
   instructions: Instructions;
-  tools?: readonly Tool[];
+  /** Tools, and tool sources such as the `/mcp` subpath's McpToolSource, whose tools are
+   *  listed before the first model call (a name the agent's own tools or an enabled built-in
+   *  use wins over a source's). */
+  tools?: readonly (Tool | ToolSource)[];
   /** The model of every call, unless `resolveModel` chooses per call. */
   model?: ModelClient;
   /** Chooses the model of each call from the turn's session settings. */

@@ -21,6 +21,9 @@ import type {
   DeferredToolOutcome,
   FrameworkMessage,
   ToolCallsRequested,
+  ToolTaskCancellation,
+  ToolTaskPoll,
+  ToolTaskPollOutcome,
   TurnCompleted,
 } from "../runner.js";
 import { ToolExecutionError, withToolExecution } from "../runner.js";
@@ -31,6 +34,7 @@ import {
   MAX_CONSECUTIVE_CONTINUATIONS,
   unknownToolText,
 } from "../texts.js";
+import { isToolSource, type ToolSource } from "../tool-source.js";
 import { BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, buildPlanNote } from "./builtins.js";
 import { selectCutoff, summarize } from "./compaction.js";
 import {
@@ -80,13 +84,25 @@ const BUILT_IN_POLICY = { effect: "read", requiresApproval: false } as const;
 export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
   readonly supportsPlanMode = true;
   readonly tools = new Map<string, Tool>();
+  readonly sources: ToolSource[] = [];
+  /** Present when a tool source polls tasks (the MCP source does), as `tool_tasks`. */
+  readonly pollToolTask?: (poll: ToolTaskPoll) => Promise<ToolTaskPollOutcome>;
+  readonly cancelToolTask?: (cancellation: ToolTaskCancellation) => Promise<void>;
 
   constructor(readonly definition: AgentDefinition) {
     checkDefinition(definition);
     for (const tool of definition.tools ?? []) {
+      if (isToolSource(tool)) {
+        this.sources.push(tool);
+        continue;
+      }
       if (this.tools.has(tool.name))
         throw new RangeError(`two tools are named ${JSON.stringify(tool.name)}`);
       this.tools.set(tool.name, tool);
+    }
+    if (this.sources.some((source) => source.pollToolTask !== undefined)) {
+      this.pollToolTask = (poll) => this.pollSourceTask(poll);
+      this.cancelToolTask = (cancellation) => this.cancelSourceTask(cancellation);
     }
     if (definition.planningToolChoice === "required" && definition.resolveModel === undefined) {
       const problem = forcedProblem(this.client({}));
@@ -105,6 +121,7 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
   }
 
   async runModelStep(turn: Turn): Promise<AgentTurnOutcome> {
+    for (const source of this.sources) await source.listTools(); // cached after the first
     const state = RunState.load(turn.frameworkRunState);
     const resolved = unansweredCalls(state.items);
     const items = [...state.items, ...toolResultItems(state.items, turn.toolCalls, true)];
@@ -133,12 +150,30 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
     call: DeferredToolExecution<StepwiseItem>,
   ): Promise<DeferredToolOutcome> {
     const record = call.toolCall;
+    const source = this.sourceOf(record);
+    if (source !== null) {
+      return await withToolExecution(call, () => source.executeDeferredToolCall(call));
+    }
     const tool = this.tools.get(record.toolName);
     if (tool === undefined) {
       throw new ToolExecutionError(unknownToolText(record.toolName, [...this.tools.keys()]));
     }
     // serveRunners sets it too; this serves a runner driven on its own (tests).
     return await withToolExecution(call, () => tool.run(record.arguments, call));
+  }
+
+  /** Polls a task that a tool source started. */
+  private async pollSourceTask(poll: ToolTaskPoll): Promise<ToolTaskPollOutcome> {
+    const source = this.sourceOf(poll.toolCall);
+    if (source?.pollToolTask === undefined) {
+      throw new ToolExecutionError(`no tool source polls the task of ${poll.toolCall.toolName}`);
+    }
+    return await source.pollToolTask(poll);
+  }
+
+  /** Cancels a source's task that cancel_turn abandoned. */
+  private async cancelSourceTask(cancellation: ToolTaskCancellation): Promise<void> {
+    await this.sourceOf(cancellation.toolCall)?.cancelToolTask?.(cancellation);
   }
 
   // Compaction -----------------------------------------------------------------------------------
@@ -209,10 +244,40 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
     const tools = [...this.tools.values()]
       .filter((tool) => !enabled.has(tool.name))
       .map((tool) => tool.definition());
+    tools.push(...this.sourceDefinitions(enabled));
     for (const name of BUILT_IN_TOOL_NAMES) {
       if (enabled.has(name)) tools.push(BUILT_IN_TOOL_DEFINITIONS[name]);
     }
     return tools;
+  }
+
+  // Tool sources ---------------------------------------------------------------------------------
+
+  /** The sources' listed tools, skipping a name the agent's own tools or an enabled built-in
+   *  already use. */
+  private sourceDefinitions(reserved: ReadonlySet<string>): FunctionToolDefinition[] {
+    const taken = new Set([...this.tools.keys(), ...reserved]);
+    const definitions: FunctionToolDefinition[] = [];
+    for (const source of this.sources) {
+      for (const definition of source.toolDefinitions()) {
+        if (taken.has(definition.function.name)) continue;
+        taken.add(definition.function.name);
+        definitions.push(definition);
+      }
+    }
+    return definitions;
+  }
+
+  private offeringSource(turn: Turn, name: string): ToolSource | null {
+    if (this.tools.has(name) || turn.enabledBuiltInTools.includes(name)) return null;
+    return this.sources.find((source) => source.hasTool(name)) ?? null;
+  }
+
+  private sourceOf(record: AgentToolCall | ToolTaskPoll["toolCall"]): ToolSource | null {
+    const unreferenced =
+      record.toolSourceReference === null || record.toolSourceReference === undefined;
+    if (unreferenced && this.tools.has(record.toolName)) return null;
+    return this.sources.find((source) => source.owns(record)) ?? null;
   }
 
   // One model call -------------------------------------------------------------------------------
@@ -359,6 +424,12 @@ export class StepwiseRunner implements AgentFrameworkRunner<StepwiseItem> {
     name: string,
     args: string,
   ): DeferredToolCall {
+    const source = this.offeringSource(turn, name);
+    if (source !== null) {
+      return source.deferredToolCall(toolCallId, name, args, (...a) =>
+        turn.resolveToolPolicy(...a),
+      );
+    }
     return { toolCallId, toolName: name, arguments: args, policy: this.policy(turn, name) };
   }
 
