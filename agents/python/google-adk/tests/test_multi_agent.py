@@ -11,6 +11,7 @@ from dex_agents.runner import ToolCallsRequested, TurnCompleted, TurnContinued
 from dex_agents.testing import RunnerDriver, ScriptedModelServer, reply_text, reply_tools
 from google.adk.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
 from google.adk.models.lite_llm import LiteLlm
+from google.adk.tools.tool_context import ToolContext
 
 from dex_agents_google_adk import AdkRunner, UnsupportedAgentError
 
@@ -84,6 +85,62 @@ async def test_a_transfer_ends_the_step_and_the_next_one_is_the_target_agents(
         ("assistant", None, "Refunded."),
     ]
     # The next turn goes on with billing, the agent that answered (ADK's own choice).
+    model.enqueue(reply_text("Anything else?"))
+    await driver.turn("Thanks")
+    assert instruction(model.requests[-1].body) == "You refund orders."
+
+
+def hand_over(order_id: str, tool_context: ToolContext) -> str:
+    """Hand the order over to billing."""
+    tool_context.state["order"] = order_id
+    tool_context.actions.transfer_to_agent = "billing"
+    return f"handed {order_id} over"
+
+
+async def test_a_tools_transfer_takes_effect_when_its_call_resumes(
+    model: ScriptedModelServer,
+) -> None:
+    """A tool that sets `tool_context.actions.transfer_to_agent` transfers as ADK would after
+    running it: the RunModel Step that resumes the turn with its result makes the target's
+    first model call, and triage makes none."""
+    agent = triage(model)
+    agent.tools.append(hand_over)
+    driver = RunnerDriver(AdkRunner(agent), default_tool_effect="read")
+    model.enqueue(
+        reply_tools(("h1", "hand_over", {"order_id": "o-1"})),
+        reply_tools(("r1", "refund", {"order_id": "o-1"})),
+        reply_text("Refunded."),
+    )
+    result = await driver.turn("Refund o-1")
+
+    assert [type(o) for o in result.outcomes] == [
+        ToolCallsRequested,
+        ToolCallsRequested,
+        TurnCompleted,
+    ]
+    assert [instruction(r.body) for r in model.requests] == [
+        "Route the customer.",
+        "You refund orders.",
+        "You refund orders.",
+    ]
+    assert [tool_names(r.body) for r in model.requests] == [
+        ["transfer_to_agent", "lookup_order", "hand_over"],
+        ["transfer_to_agent", "refund"],
+        ["transfer_to_agent", "refund"],
+    ]
+    # billing reads the tool's result, as ADK gives another agent's events ("For context").
+    assert "handed o-1 over" in json.dumps(model.requests[1].body["messages"])
+    assert driver.events.of_type("google_adk.transfer") == [
+        {"from_agent": "triage", "to_agent": "billing", "tool_call_id": "h1"}
+    ]
+    assert [(m.role, m.tool_name, m.text) for m in result.new_messages] == [
+        ("assistant", "hand_over", None),
+        ("tool", "hand_over", None),
+        ("assistant", "refund", None),
+        ("tool", "refund", None),
+        ("assistant", None, "Refunded."),
+    ]
+    # The next turn goes on with billing, the agent that answered.
     model.enqueue(reply_text("Anything else?"))
     await driver.turn("Thanks")
     assert instruction(model.requests[-1].body) == "You refund orders."

@@ -215,6 +215,55 @@ class TestAdkWorker(SharedWorkerSuite):
         await run.client.wait_for(session, turns_done(2))
         assert instruction(run, -1) == "You refund order o-7 (noted 1 times)."
 
+    async def test_a_tools_transfer_survives_kills_in_the_target_agent(
+        self, run: SessionRun
+    ) -> None:
+        """triage's `hand_over` sets the transfer in its tool Step; the RunModel that resumes
+        the turn with its result makes billing's first model call, and the Worker is killed
+        in it; then again in billing's answer, after the refund's tool Step."""
+        run.model.enqueue(
+            reply_tools(("h1", "hand_over", {"order_id": "o-8"})),
+            ScriptedReply(text="never delivered", hang=True),
+            reply_tools(("r1", "refund", {"order_id": "o-8"})),
+            ScriptedReply(text="never delivered", hang=True),
+            reply_text("Refunded o-8."),
+        )
+        session = await run.client.start_session("Triage", "Refund o-8, please.")
+        await asyncio.to_thread(run.model.wait_for_requests, run.first_request + 2, 60)
+        run.kill_and_restart()
+        await asyncio.to_thread(run.model.wait_for_requests, run.first_request + 4, 60)
+        run.kill_and_restart()
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        assert snapshot.messages[-1].text == "Refunded o-8."
+        assert run.tool_log.count("hand_over") == 1
+        [refunded] = run.tool_log.entries("refund")
+        assert (refunded["agent"], refunded["noted"]) == ("billing", "o-8")
+        # Requests: triage, then billing's only: its first (killed), again, and its answer
+        # (killed), again. triage made no model call after its tool's transfer.
+        agents = [instruction(run, i) for i in range(len(run.requests))]
+        assert agents == ["Route the customer."] + ["You refund order o-8 (noted  times)."] * 4
+        assert chat_completions.tool_names(run.requests[1]) == ["transfer_to_agent", "refund"]
+        transfers = await events_of(run.client, session, "google_adk.transfer")
+        # Written by the RunModel that applied it: once per attempt (one was killed).
+        assert transfers and all(
+            t == {"from_agent": "triage", "to_agent": "billing", "tool_call_id": "h1"}
+            for t in transfers
+        )
+        steps = [s for s in await step_types(run.client, session) if s != "ResumeTurn"]
+        assert steps[-6:] == [
+            "RunModel",  # triage: hand_over
+            "CallTool",
+            "RunModel",  # the transfer and billing's refund (killed once in it)
+            "CallTool",
+            "RunModel",  # billing: the answer (killed once in it)
+            "AwaitUserMessage",
+        ]
+        run.model.enqueue(reply_text("You're welcome."))
+        await run.client.send_user_message(session, "Thanks!")
+        await run.client.wait_for(session, turns_done(2))
+        assert instruction(run, -1) == "You refund order o-8 (noted  times)."
+
     async def test_a_loop_agent_runs_a_model_call_per_step_until_exit_loop_escalates(
         self, run: SessionRun
     ) -> None:

@@ -33,8 +33,9 @@ from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from ._compat import declaration_of
+from ._compat import declaration_of, run_transfers_of_resumed_calls
 from .tool_actions import PAYLOAD_ACTIONS, ToolActions
+from .transfers import pending_transfer, transfer_to_resume
 
 PAYLOAD_RESULT = "dex_agents_result"
 """The key of a confirmation payload that holds the call's recorded, model-visible result."""
@@ -215,7 +216,10 @@ class _TreeCopy:
             # An agent without a model of its own inherits its LlmAgent ancestor's copy;
             # without one, its copy is of ADK's default model.
             update["model"] = self.model(agent)
-        return agent.clone(update=update)
+        gated_agent = agent.clone(update=update)
+        # A tool's transfer, carried from its tool Step, takes effect when the call resumes.
+        run_transfers_of_resumed_calls(gated_agent, pending_transfer, transfer_to_resume)
+        return gated_agent
 
 
 def gated_tree(

@@ -7,8 +7,9 @@ as the record's framework data (`ToolActions` JSON); the core stores it with the
 and gives it back on `AgentToolCall.framework_data` to the RunModel Step that resumes the
 turn. There the confirmation's payload carries it to the call's gate, which sets it on its own
 `ToolContext`: ADK records it on the call's function response event, as if the tool had run
-there, so the state delta is applied to the session, an escalation takes effect, and the event
-(and with it the delta and the artifacts) is stored with the turn's messages.
+there, so the state delta is applied to the session, an escalation takes effect, a transfer
+runs its target agent next (`transfers.pending_transfer`), and the event (and with it the
+delta and the artifacts) is stored with the turn's messages.
 
 The RunModel Step builds its session from the stored messages and the run state of the Step
 that asked for the call, which never holds that function response; so each attempt of that
