@@ -18,6 +18,8 @@ from google.adk.events import Event
 from google.adk.flows.llm_flows.functions import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
 from google.genai import types
 
+from .artifacts import add_parts, stored_json, without_parts
+
 
 def encode_event(event: Event) -> str:
     return event.model_dump_json(exclude_none=True, by_alias=True)
@@ -68,19 +70,42 @@ def _is_bookkeeping(event: Event, part: types.Part) -> bool:
 
 
 def kept_events(events: Iterable[Event]) -> list[Event]:
-    """The turn's events that later turns replay, each function response its own event."""
+    """The turn's events that later turns replay, each function response its own event.
+
+    The artifacts an event saved stay with what is replayed (`artifacts.py`): those of an
+    event that is not replayed go on the next replayed event, before its own (they were saved
+    first), or on the last one when none follows; an event split into one event per function
+    response keeps them on its first."""
     kept: list[Event] = []
+    waiting: list[dict[str, list[Any]]] = []
+    """The artifacts of the events left out since the last kept one, in order."""
     for event in events:
-        if event.partial or event.content is None or not event.content.parts:
+        pieces = _kept_pieces(event)
+        if not pieces:
+            waiting.append(stored_json(event))
             continue
-        parts = [p for p in event.content.parts if not _is_bookkeeping(event, p)]
-        if not parts:
-            continue
-        if all(p.function_response is not None for p in parts) and len(parts) > 1:
-            kept.extend(_with_parts(event, [p]) for p in parts)
-        else:
-            kept.append(_with_parts(event, parts))
+        first, *rest = [without_parts(p) for p in pieces]
+        for saved in [*waiting, stored_json(event)]:
+            add_parts(first, saved)
+        waiting = []
+        kept += [first, *rest]
+    if kept:
+        for saved in waiting:
+            add_parts(kept[-1], saved)
     return kept
+
+
+def _kept_pieces(event: Event) -> list[Event]:
+    """The event as it is replayed: none, itself without the bookkeeping parts, or one event
+    per function response."""
+    if event.partial or event.content is None or not event.content.parts:
+        return []
+    parts = [p for p in event.content.parts if not _is_bookkeeping(event, p)]
+    if not parts:
+        return []
+    if all(p.function_response is not None for p in parts) and len(parts) > 1:
+        return [_with_parts(event, [p]) for p in parts]
+    return [_with_parts(event, parts)]
 
 
 def _with_parts(event: Event, parts: list[types.Part]) -> Event:

@@ -24,9 +24,8 @@ from typing import Any
 
 from google.adk.events.event_actions import EventActions
 from google.adk.tools.tool_context import ToolContext
-from google.genai import types
 
-from .artifacts import carried_json, carried_parts
+from .artifacts import Save, carried_json, carried_parts
 
 PAYLOAD_ACTIONS = "dex_agents_actions"
 """The key of a confirmation payload that holds the call's carried actions."""
@@ -44,7 +43,7 @@ class ToolActions:
     skip_summarization: bool | None = None
 
     @classmethod
-    def of(cls, actions: EventActions, saved: list[tuple[str, int, types.Part]]) -> ToolActions:
+    def of(cls, actions: EventActions, saved: list[Save]) -> ToolActions:
         return cls(
             dict(actions.state_delta),
             carried_json(saved),

@@ -18,6 +18,7 @@ from google.adk.events import Event
 from google.adk.flows.llm_flows.functions import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
 
 from ._compat import current_branch_events, matching_call
+from .artifacts import add_parts, stored_json
 
 TRANSFER_EVENT: Final = "google_adk.transfer"
 """The session event written when control passes to another agent of the tree."""
@@ -104,12 +105,15 @@ def without_premature_ends(
     An `LlmAgent` that resumes a sub-agent it transferred to marks itself ended once that
     sub-agent's run returns, even when the sub-agent paused on a gate's confirmation: the
     next Step would then find the invocation over and not resume it. An agent cannot be done
-    while an agent under it waits, so those marks are dropped."""
+    while an agent under it waits, so those marks are dropped (the artifacts one saved go on
+    the event before it)."""
     waiting = set(pending)
     kept: list[Event] = []
     paused: set[str] = set()
     for event in events:
         if event.actions.end_of_agent and event.content is None and event.author in paused:
+            if kept:  # what it saved (`artifacts.py`) goes on the event before it
+                add_parts(kept[-1], stored_json(event))
             continue
         kept.append(event)
         if any(c.id in waiting for c in event.get_function_calls()):
