@@ -147,3 +147,44 @@ async def test_an_agent_callbacks_artifacts_are_stored_and_loaded_in_later_turns
         "before.txt": ["0", "1", "2", "3"],
         "after.txt": ["0", "1", "2", "3"],
     }
+
+
+async def test_an_artifact_saved_beside_another_call_is_stored_once(
+    model: ScriptedModelServer,
+) -> None:
+    """Two calls of one response: their function responses are one ADK event, stored as one
+    message per response; the parts one call's tool saved are stored on one of them only, so
+    a later turn counts each version once."""
+
+    async def save_note(text: str, tool_context: ToolContext) -> str:
+        """Save a note."""
+        await tool_context.save_artifact("note.txt", types.Part(text=text))
+        return "saved"
+
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    async def count_notes(tool_context: ToolContext) -> str:
+        """Count the note's versions."""
+        latest = await tool_context.get_artifact_version("note.txt")
+        return str(latest.version + 1 if latest else 0)
+
+    llm = LiteLlm(model="openai/gpt-test", api_base=model.base_url, api_key="test")
+    agent = LlmAgent(name="notes", model=llm, tools=[save_note, ping, count_notes])
+    driver = RunnerDriver(AdkRunner(agent), default_tool_effect="read")
+    model.enqueue(
+        reply_tools(("s1", "save_note", {"text": "hello"}), ("p1", "ping", {})),
+        reply_text("Saved."),
+    )
+    first = await driver.turn("Save a note and ping.")
+    stored = [
+        (decode_event(m.framework_item).custom_metadata or {}).get(ARTIFACTS_KEY)
+        for m in first.new_messages
+        if m.role == "tool"
+    ]
+    assert sorted(stored, key=bool) == [None, {"note.txt": [{"text": "hello"}]}]
+
+    model.enqueue(reply_tools(("c1", "count_notes", {})), reply_text("One."))
+    second = await driver.turn("How many versions?")
+    assert [r.output for r in second.records] == ["1"]
