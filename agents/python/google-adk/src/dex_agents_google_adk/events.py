@@ -72,27 +72,41 @@ def _is_bookkeeping(event: Event, part: types.Part) -> bool:
 def kept_events(events: Iterable[Event]) -> list[Event]:
     """The turn's events that later turns replay, each function response its own event.
 
-    The artifacts an event saved stay with what is replayed (`artifacts.py`): those of an
-    event that is not replayed go on the next replayed event, before its own (they were saved
-    first), or on the last one when none follows; an event split into one event per function
-    response keeps them on its first."""
+    What an event that is not replayed did stays with what is replayed: its state changes
+    (an agent callback's, on an event with only actions) and the artifacts it saved
+    (`artifacts.py`) go on the next replayed event, before its own (they came first), or on
+    the last one when none follows; an event split into one event per function response
+    keeps its artifacts on its first."""
     kept: list[Event] = []
-    waiting: list[dict[str, list[Any]]] = []
-    """The artifacts of the events left out since the last kept one, in order."""
+    parts: list[dict[str, list[Any]]] = []
+    state: dict[str, Any] = {}
+    """What the events left out since the last kept one saved and wrote, in order."""
     for event in events:
         pieces = _kept_pieces(event)
         if not pieces:
-            waiting.append(stored_json(event))
+            parts.append(stored_json(event))
+            state.update(event.actions.state_delta)
             continue
         first, *rest = [without_parts(p) for p in pieces]
-        for saved in [*waiting, stored_json(event)]:
+        for saved in [*parts, stored_json(event)]:
             add_parts(first, saved)
-        waiting = []
+        _add_state(first, state, before=True)
+        parts, state = [], {}
         kept += [first, *rest]
     if kept:
-        for saved in waiting:
+        for saved in parts:
             add_parts(kept[-1], saved)
+        _add_state(kept[-1], state, before=False)
     return kept
+
+
+def _add_state(event: Event, delta: dict[str, Any], *, before: bool) -> None:
+    """Adds `delta` to the event's state changes: applied before its own, or after them."""
+    if not delta:
+        return
+    own = event.actions.state_delta
+    merged = {**delta, **own} if before else {**own, **delta}
+    event.actions = event.actions.model_copy(update={"state_delta": merged})
 
 
 def _kept_pieces(event: Event) -> list[Event]:
