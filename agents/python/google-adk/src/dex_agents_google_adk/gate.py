@@ -14,7 +14,9 @@ The tree is copied whole: every `LlmAgent` (the root, its sub-agents, the childr
 workflow agents `SequentialAgent`, `ParallelAgent` and `LoopAgent`) gets gated tools, and the
 runner keeps each agent's real tools by the agent's name, since a call's event names the agent
 that made it. Tool policies name tools, so a plain tool's name must be unique in the tree; a
-custom `BaseAgent` is refused (its own loop keeps no state ADK could resume it from).
+custom `BaseAgent` is refused (its own loop keeps no state ADK could resume it from). Each
+`LlmAgent` copy is of a subclass of its agent's class that runs a tool's transfer when the
+call resumes (`_compat.run_transfers_of_resumed_calls`, `transfers.py`).
 """
 
 from __future__ import annotations
