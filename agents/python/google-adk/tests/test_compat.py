@@ -8,6 +8,10 @@ import inspect
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.invocation_context import InvocationContext
+from google.adk.agents.llm_agent import LlmAgent
+from google.adk.flows.llm_flows.auto_flow import AutoFlow
+from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
+from google.adk.flows.llm_flows.single_flow import SingleFlow
 from google.adk.models import lite_llm
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
@@ -58,3 +62,47 @@ def test_a_tools_declaration_is_the_method_a_custom_tool_overrides() -> None:
     assert parameters(BaseTool._get_declaration) == ["self"]
     declaration = _compat.declaration_of(FunctionTool(plus))
     assert declaration is not None and declaration.name == "plus"
+
+
+def no_target(invocation: InvocationContext) -> str | None:
+    return None
+
+
+def test_an_agents_flow_and_resumption_run_the_transfers_of_resumed_calls() -> None:
+    """The members `run_transfers_of_resumed_calls` overrides and calls, as it uses them; the
+    agent keeps its class (a subclass of it) and its flow ADK's (AutoFlow with sub-agents,
+    SingleFlow without any transfer)."""
+    assert isinstance(inspect.getattr_static(LlmAgent, "_llm_flow"), property)
+    assert parameters(BaseLlmFlow._preprocess_async) == [
+        "self",
+        "invocation_context",
+        "llm_request",
+    ]
+    assert parameters(BaseLlmFlow._call_llm_async) == [
+        "self",
+        "invocation_context",
+        "llm_request",
+        "model_response_event",
+    ]
+    assert parameters(BaseLlmFlow._get_agent_to_run) == ["self", "invocation_context", "agent_name"]
+    assert parameters(LlmAgent._get_subagent_to_resume) == ["self", "ctx"]
+    assert parameters(InvocationContext._find_matching_function_call) == [
+        "self",
+        "function_response_event",
+    ]
+    assert "self._get_subagent_to_resume(ctx)" in inspect.getsource(LlmAgent._run_async_impl)
+    assert "self._llm_flow.run_async(ctx)" in inspect.getsource(LlmAgent._run_async_impl)
+
+    class Custom(LlmAgent):
+        pass
+
+    router = Custom(name="router", sub_agents=[LlmAgent(name="helper")])
+    _compat.run_transfers_of_resumed_calls(router, no_target, no_target)
+    assert isinstance(router, Custom) and type(router) is not Custom
+    assert isinstance(router._llm_flow, AutoFlow)
+    assert router.sub_agents[0].parent_agent is router
+    alone = LlmAgent(
+        name="alone", disallow_transfer_to_parent=True, disallow_transfer_to_peers=True
+    )
+    _compat.run_transfers_of_resumed_calls(alone, no_target, no_target)
+    assert isinstance(alone._llm_flow, SingleFlow) and not isinstance(alone._llm_flow, AutoFlow)

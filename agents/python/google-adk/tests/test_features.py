@@ -120,6 +120,36 @@ async def test_model_and_tool_callbacks_run_in_model_steps_and_see_the_recorded_
     assert agent_hooks == ["before_agent", "after_agent"] * 2  # once per RunModel Step
 
 
+async def test_the_state_agent_callbacks_write_is_kept_in_later_turns(
+    model: ScriptedModelServer,
+) -> None:
+    """A `before_agent_callback`'s state write is on an event with only actions, which is no
+    stored message: it is stored with the next message of the turn, so each RunModel Step
+    (one in the first turn, two in the second) counts on from the last."""
+
+    def visit(callback_context: CallbackContext) -> None:
+        callback_context.state["visits"] = int(callback_context.state.get("visits", 0)) + 1
+
+    def read_visits(tool_context: ToolContext) -> str:
+        """How many times the agent ran."""
+        return str(tool_context.state.get("visits"))
+
+    agent = LlmAgent(
+        name="counter",
+        model=lite_llm(model),
+        tools=[read_visits],
+        before_agent_callback=visit,
+    )
+    driver = RunnerDriver(AdkRunner(agent), default_tool_effect="read")
+    model.enqueue(reply_text("Hi."))
+    await driver.turn("Hi")
+    outputs: list[str | None] = []
+    for turn in ("Visits?", "Visits now?"):
+        model.enqueue(reply_tools(("v1", "read_visits", {})), reply_text("Counted."))
+        outputs += [r.output for r in (await driver.turn(turn)).records]
+    assert outputs == ["2", "4"]
+
+
 class Forecast(BaseModel):
     city: str
     sunny: bool

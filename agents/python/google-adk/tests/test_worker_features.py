@@ -2,9 +2,10 @@
 runners warm up before the Worker is ready and LiteLLM fetches no cost map, an AgentTool runs
 its agent inside its tool Step, a tool reads the session state a model callback wrote, a call
 of a tool the agent does not have ends the turn with ADK's error, an MCP toolset's tools run
-in tool Steps whose type their annotations give, and agent trees (tests/apps/multi.py): a
-transfer between agents and state a tool Step wrote, applied by the RunModel that follows,
-each surviving a SIGKILL of the Worker there, and a LoopAgent left by ADK's `exit_loop`. The
+in tool Steps whose type their annotations give, agent callbacks' artifacts outlive a
+restart, and agent trees (tests/apps/multi.py): a transfer between agents (by the model, and
+by a tool) and state a tool Step wrote, applied by the RunModel that follows, each surviving a
+SIGKILL of the Worker there, and a LoopAgent left by ADK's `exit_loop`. The
 Step shape of each turn comes from the Step history; what ran, and how often, from the
 tool-run log (outside the database)."""
 
@@ -69,8 +70,10 @@ class TestAdkWorker(SharedWorkerSuite):
         Worker reported ready; LiteLLM read its bundled cost map because the adapter said so,
         attempting no fetch."""
         log = run.worker.log()
-        before_ready = log[: log.index(" hosts Concierge, Shop, Inspector, Triage, Drafts")]
-        assert before_ready.count("AdkRunner warmed up in") == 5, log
+        before_ready = log[
+            : log.index(" hosts Concierge, Shop, Inspector, Journal, Triage, Drafts")
+        ]
+        assert before_ready.count("AdkRunner warmed up in") == 6, log
         assert "could not warm up" not in log
 
         run.model.enqueue(reply_tools(("c1", "cost_map_source", {})), reply_text("Local."))
@@ -126,6 +129,23 @@ class TestAdkWorker(SharedWorkerSuite):
         assert "Tool 'teleport' not found" in (snapshot.state.last_turn_error or "")
         assert run.tool_log.entries("get_weather") == []
         assert len(run.requests) == 3  # one per RunModel attempt, each failing the same way
+
+    async def test_an_agent_callbacks_artifacts_are_loaded_after_a_restart(
+        self, run: SessionRun
+    ) -> None:
+        """The journal's `before_agent_callback` and `after_agent_callback` save artifacts
+        where ADK records no event; a new Worker's tool Step of the next turn loads the first
+        turn's, stored in the database, and the second turn's first RunModel Step's."""
+        run.model.enqueue(reply_text("Hello."))
+        session = await run.client.start_session("Journal", "Hi")
+        await run.client.wait_for(session, turns_done(1))
+        run.kill_and_restart()
+        run.model.enqueue(reply_tools(("j1", "read_journal", {})), reply_text("Read."))
+        await run.client.send_user_message(session, "Read the journal.")
+        await run.client.wait_for(session, turns_done(2))
+
+        [entry] = run.tool_log.entries("read_journal")
+        assert (entry["before"], entry["after"]) == (["0", "1"], ["0", "1"])
 
     async def test_mcp_toolset_tools_run_once_each_in_the_step_their_annotations_give(
         self, run: SessionRun
@@ -214,6 +234,49 @@ class TestAdkWorker(SharedWorkerSuite):
         await run.client.send_user_message(session, "Thanks!")
         await run.client.wait_for(session, turns_done(2))
         assert instruction(run, -1) == "You refund order o-7 (noted 1 times)."
+
+    async def test_a_tools_transfer_survives_a_kill_in_the_target_agent(
+        self, run: SessionRun
+    ) -> None:
+        """triage's `hand_over` sets the transfer in its tool Step; the RunModel that resumes
+        the turn with its result makes billing's first model call (triage makes none), and
+        the Worker is killed in the RunModel just after, billing's answer after the refund:
+        the new Worker resumes the turn in billing."""
+        run.model.enqueue(
+            reply_tools(("h1", "hand_over", {"order_id": "o-8"})),
+            reply_tools(("r1", "refund", {"order_id": "o-8"})),
+            ScriptedReply(text="never delivered", hang=True),
+            reply_text("Refunded o-8."),
+        )
+        session = await run.client.start_session("Triage", "Refund o-8, please.")
+        await asyncio.to_thread(run.model.wait_for_requests, run.first_request + 3, 60)
+        run.kill_and_restart()
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        assert snapshot.messages[-1].text == "Refunded o-8."
+        assert run.tool_log.count("hand_over") == 1
+        [refunded] = run.tool_log.entries("refund")
+        assert (refunded["agent"], refunded["noted"]) == ("billing", "o-8")
+        # Requests: triage, then billing's only: its first, its answer (killed), again.
+        agents = [instruction(run, i) for i in range(len(run.requests))]
+        assert agents == ["Route the customer."] + ["You refund order o-8 (noted  times)."] * 3
+        assert chat_completions.tool_names(run.requests[1]) == ["transfer_to_agent", "refund"]
+        assert await events_of(run.client, session, "google_adk.transfer") == [
+            {"from_agent": "triage", "to_agent": "billing", "tool_call_id": "h1"}
+        ]
+        steps = [s for s in await step_types(run.client, session) if s != "ResumeTurn"]
+        assert steps[-6:] == [
+            "RunModel",  # triage: hand_over
+            "CallTool",
+            "RunModel",  # the transfer, and billing's refund
+            "CallTool",
+            "RunModel",  # billing: the answer (killed once in it)
+            "AwaitUserMessage",
+        ]
+        run.model.enqueue(reply_text("You're welcome."))
+        await run.client.send_user_message(session, "Thanks!")
+        await run.client.wait_for(session, turns_done(2))
+        assert instruction(run, -1) == "You refund order o-8 (noted  times)."
 
     async def test_a_loop_agent_runs_a_model_call_per_step_until_exit_loop_escalates(
         self, run: SessionRun

@@ -3,10 +3,19 @@
 Each Step runs ADK with a `StepArtifactService` built from the Step's session: every event of
 the stored messages and of the turn that saved artifacts carries their parts in its
 `custom_metadata` (`ARTIFACTS_KEY`: the parts saved, by filename, in the order saved), so
-the service's versions are those of the session, whichever Worker runs the Step. What a Step
-saves is put on the event ADK marks as having saved it (`EventActions.artifact_delta`: the
-model response of a model callback, the function response of a tool), and so is stored with
-the turn's messages (and in the run state until the turn ends).
+the service's versions are those of the session, whichever Worker runs the Step.
+
+The service records each save itself, with where in the session it happened (how many events
+the session held), rather than relying on ADK to mark an event for it: ADK marks one only
+when it records an event there (`EventActions.artifact_delta`), which a
+`before_agent_callback` or `after_agent_callback` that only saves does not get. After the
+Step, each part goes on the first event the Step appended after its save (the model response
+after a model callback's save, the function response after a tool's), else on the Step's
+last event; so the events hold the saves in the order they were made. What a turn stores is
+its messages (`events.kept_events`): the parts of an event that is not one (an agent's state
+event, a confirmation) move onto the next stored event of the turn, before its own, or the
+last one when none follows, keeping that order. Until the turn ends they stay in the run
+state's events.
 
 A tool saves in its tool Step: the parts it saved are carried with its other actions in the
 record's framework data (`tool_actions.py`), and the call's gate saves them again, in the same
@@ -17,7 +26,8 @@ or its text), since it is stored in a message that every later Step of the sessi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from dex_agents.errors import DexAgentsError
@@ -50,13 +60,26 @@ def _size(part: types.Part) -> int:
     return len((part.text or "").encode())
 
 
+@dataclass(frozen=True)
+class Save:
+    """One save of a Step."""
+
+    filename: str
+    version: int
+    part: types.Part
+    position: int
+    """How many events the Step's session held when the part was saved."""
+
+
 class StepArtifactService(BaseArtifactService):
     """The session's artifacts for one Step: versions from 0 per filename, in save order.
-    Every save of the Step is also in `saved`, in order, for the runner to store."""
+    Every save of the Step is also in `saved`, in order, for the runner to store;
+    `position()` is how many events the Step's session holds."""
 
-    def __init__(self) -> None:
+    def __init__(self, position: Callable[[], int]) -> None:
         self.parts: dict[str, list[types.Part]] = {}
-        self.saved: list[tuple[str, int, types.Part]] = []
+        self.saved: list[Save] = []
+        self._position = position
 
     def load_events(self, events: Iterable[Event]) -> None:
         """Adds the artifacts `events` saved, in order."""
@@ -84,7 +107,7 @@ class StepArtifactService(BaseArtifactService):
             )
         versions = self.parts.setdefault(filename, [])
         versions.append(part)
-        self.saved.append((filename, len(versions) - 1, part))
+        self.saved.append(Save(filename, len(versions) - 1, part, self._position()))
         return len(versions) - 1
 
     async def load_artifact(
@@ -154,26 +177,44 @@ def saved_parts(event: Event) -> dict[str, list[types.Part]]:
     return {name: [types.Part.model_validate(p) for p in parts] for name, parts in stored.items()}
 
 
-def attach_saved(events: list[Event], saved: list[tuple[str, int, types.Part]]) -> None:
-    """Puts each part the Step saved on the first event whose `artifact_delta` names its file
-    at that version or a later one."""
-    pending = list(range(len(saved)))
-    for event in events:
-        delta = event.actions.artifact_delta
-        mine = [i for i in pending if saved[i][0] in delta and saved[i][1] <= delta[saved[i][0]]]
-        if not mine:
-            continue
-        stored = dict((event.custom_metadata or {}).get(ARTIFACTS_KEY) or {})
-        for i in mine:
-            filename, _version, part = saved[i]
-            stored[filename] = [*stored.get(filename, []), part_json(part)]
-        event.custom_metadata = {**(event.custom_metadata or {}), ARTIFACTS_KEY: stored}
-        pending = [i for i in pending if i not in mine]
+def attach_saved(events: list[Event], saved: list[Save], first_position: int) -> None:
+    """Puts each part the Step saved on the first event appended after the save (`events`
+    are the Step's, the first at `first_position` in the session), else on the last one."""
+    for save in saved:
+        if not events:
+            return
+        index = min(max(save.position - first_position, 0), len(events) - 1)
+        event = events[index]
+        add_parts(event, {save.filename: [part_json(save.part)]})
 
 
-def carried_json(saved: list[tuple[str, int, types.Part]]) -> list[list[Any]]:
+def stored_json(event: Event) -> dict[str, list[Any]]:
+    """The parts an event saved, as stored: {filename: [part JSON, ...]}."""
+    stored = (event.custom_metadata or {}).get(ARTIFACTS_KEY)
+    return {k: list(v) for k, v in stored.items()} if isinstance(stored, dict) else {}
+
+
+def add_parts(event: Event, parts: dict[str, list[Any]], *, before: bool = False) -> None:
+    """Adds `parts` ({filename: [part JSON, ...]}) to what `event` saved: after its own
+    parts, or before them (parts saved before the event's own)."""
+    if not parts:
+        return
+    stored = stored_json(event)
+    for filename, more in parts.items():
+        own = stored.get(filename, [])
+        stored[filename] = [*more, *own] if before else [*own, *more]
+    event.custom_metadata = {**(event.custom_metadata or {}), ARTIFACTS_KEY: stored}
+
+
+def without_parts(event: Event) -> Event:
+    """A copy of `event` that saved nothing."""
+    metadata = {k: v for k, v in (event.custom_metadata or {}).items() if k != ARTIFACTS_KEY}
+    return event.model_copy(update={"custom_metadata": metadata or None})
+
+
+def carried_json(saved: list[Save]) -> list[list[Any]]:
     """A tool Step's saves, for its framework data: [[filename, part JSON], ...]."""
-    return [[filename, part_json(part)] for filename, _version, part in saved]
+    return [[save.filename, part_json(save.part)] for save in saved]
 
 
 def carried_parts(data: Any) -> list[tuple[str, types.Part]]:

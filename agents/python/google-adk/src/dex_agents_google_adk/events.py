@@ -18,6 +18,8 @@ from google.adk.events import Event
 from google.adk.flows.llm_flows.functions import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
 from google.genai import types
 
+from .artifacts import add_parts, stored_json, without_parts
+
 
 def encode_event(event: Event) -> str:
     return event.model_dump_json(exclude_none=True, by_alias=True)
@@ -68,19 +70,56 @@ def _is_bookkeeping(event: Event, part: types.Part) -> bool:
 
 
 def kept_events(events: Iterable[Event]) -> list[Event]:
-    """The turn's events that later turns replay, each function response its own event."""
+    """The turn's events that later turns replay, each function response its own event.
+
+    What an event that is not replayed did stays with what is replayed: its state changes
+    (an agent callback's, on an event with only actions) and the artifacts it saved
+    (`artifacts.py`) go on the next replayed event, before its own (they came first), or on
+    the last one when none follows; an event split into one event per function response
+    keeps its artifacts on its first."""
     kept: list[Event] = []
+    parts: list[dict[str, list[Any]]] = []
+    state: dict[str, Any] = {}
+    """What the events left out since the last kept one saved and wrote, in order."""
     for event in events:
-        if event.partial or event.content is None or not event.content.parts:
+        pieces = _kept_pieces(event)
+        if not pieces:
+            parts.append(stored_json(event))
+            state.update(event.actions.state_delta)
             continue
-        parts = [p for p in event.content.parts if not _is_bookkeeping(event, p)]
-        if not parts:
-            continue
-        if all(p.function_response is not None for p in parts) and len(parts) > 1:
-            kept.extend(_with_parts(event, [p]) for p in parts)
-        else:
-            kept.append(_with_parts(event, parts))
+        first, *rest = [without_parts(p) for p in pieces]
+        for saved in [*parts, stored_json(event)]:
+            add_parts(first, saved)
+        _add_state(first, state, before=True)
+        parts, state = [], {}
+        kept += [first, *rest]
+    if kept:
+        for saved in parts:
+            add_parts(kept[-1], saved)
+        _add_state(kept[-1], state, before=False)
     return kept
+
+
+def _add_state(event: Event, delta: dict[str, Any], *, before: bool) -> None:
+    """Adds `delta` to the event's state changes: applied before its own, or after them."""
+    if not delta:
+        return
+    own = event.actions.state_delta
+    merged = {**delta, **own} if before else {**own, **delta}
+    event.actions = event.actions.model_copy(update={"state_delta": merged})
+
+
+def _kept_pieces(event: Event) -> list[Event]:
+    """The event as it is replayed: none, itself without the bookkeeping parts, or one event
+    per function response."""
+    if event.partial or event.content is None or not event.content.parts:
+        return []
+    parts = [p for p in event.content.parts if not _is_bookkeeping(event, p)]
+    if not parts:
+        return []
+    if all(p.function_response is not None for p in parts) and len(parts) > 1:
+        return [_with_parts(event, [p]) for p in parts]
+    return [_with_parts(event, parts)]
 
 
 def _with_parts(event: Event, parts: list[types.Part]) -> Event:

@@ -14,7 +14,9 @@ The tree is copied whole: every `LlmAgent` (the root, its sub-agents, the childr
 workflow agents `SequentialAgent`, `ParallelAgent` and `LoopAgent`) gets gated tools, and the
 runner keeps each agent's real tools by the agent's name, since a call's event names the agent
 that made it. Tool policies name tools, so a plain tool's name must be unique in the tree; a
-custom `BaseAgent` is refused (its own loop keeps no state ADK could resume it from).
+custom `BaseAgent` is refused (its own loop keeps no state ADK could resume it from). Each
+`LlmAgent` copy is of a subclass of its agent's class that runs a tool's transfer when the
+call resumes (`_compat.run_transfers_of_resumed_calls`, `transfers.py`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from ._compat import declaration_of
+from ._compat import declaration_of, run_transfers_of_resumed_calls
 from .tool_actions import PAYLOAD_ACTIONS, ToolActions
+from .transfers import pending_transfer, transfer_to_resume
 
 PAYLOAD_RESULT = "dex_agents_result"
 """The key of a confirmation payload that holds the call's recorded, model-visible result."""
@@ -215,7 +218,10 @@ class _TreeCopy:
             # An agent without a model of its own inherits its LlmAgent ancestor's copy;
             # without one, its copy is of ADK's default model.
             update["model"] = self.model(agent)
-        return agent.clone(update=update)
+        gated_agent = agent.clone(update=update)
+        # A tool's transfer, carried from its tool Step, takes effect when the call resumes.
+        run_transfers_of_resumed_calls(gated_agent, pending_transfer, transfer_to_resume)
+        return gated_agent
 
 
 def gated_tree(

@@ -158,7 +158,9 @@ class AdkRunner:
         step = await self._start_step(turn)
         crossed = await self._run(turn, step)
         session = step.service.session
-        attach_saved(session.events[step.session_length :], step.service.artifacts.saved)
+        attach_saved(
+            session.events[step.session_length :], step.service.artifacts.saved, step.session_length
+        )
         events = session.events[step.history_length :]
         usage = usage_of(session.events[step.session_length :])
         pending = pending_confirmations(events)

@@ -124,7 +124,7 @@ class SessionFeaturesPlugin(BasePlugin):
         invocation = invocation_of(callback_context)
         if summarization_skipped(invocation):
             return LlmResponse()  # no content: ADK records nothing and the agent's run ends
-        features.model_calls.start(invocation.branch)
+        await features.model_calls.start(invocation.branch)
         if self._resolve_model is not None:
             model = self._resolve_model(features.session_settings)
             if model:

@@ -24,7 +24,7 @@ USER_ID = "dex-agents"
 class StepSessionService(BaseSessionService):
     def __init__(self, app_name: str, session_id: str) -> None:
         self.session = Session(id=session_id, app_name=app_name, user_id=USER_ID)
-        self.artifacts = StepArtifactService()
+        self.artifacts = StepArtifactService(lambda: len(self.session.events))
         """The session's artifacts, from the same events (`artifacts.py`)."""
 
     async def create_session(

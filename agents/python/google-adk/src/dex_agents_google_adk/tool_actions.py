@@ -7,8 +7,9 @@ as the record's framework data (`ToolActions` JSON); the core stores it with the
 and gives it back on `AgentToolCall.framework_data` to the RunModel Step that resumes the
 turn. There the confirmation's payload carries it to the call's gate, which sets it on its own
 `ToolContext`: ADK records it on the call's function response event, as if the tool had run
-there, so the state delta is applied to the session, an escalation takes effect, and the event
-(and with it the delta and the artifacts) is stored with the turn's messages.
+there, so the state delta is applied to the session, an escalation takes effect, a transfer
+runs its target agent next (`transfers.pending_transfer`), and the event (and with it the
+delta and the artifacts) is stored with the turn's messages.
 
 The RunModel Step builds its session from the stored messages and the run state of the Step
 that asked for the call, which never holds that function response; so each attempt of that
@@ -23,9 +24,8 @@ from typing import Any
 
 from google.adk.events.event_actions import EventActions
 from google.adk.tools.tool_context import ToolContext
-from google.genai import types
 
-from .artifacts import carried_json, carried_parts
+from .artifacts import Save, carried_json, carried_parts
 
 PAYLOAD_ACTIONS = "dex_agents_actions"
 """The key of a confirmation payload that holds the call's carried actions."""
@@ -43,7 +43,7 @@ class ToolActions:
     skip_summarization: bool | None = None
 
     @classmethod
-    def of(cls, actions: EventActions, saved: list[tuple[str, int, types.Part]]) -> ToolActions:
+    def of(cls, actions: EventActions, saved: list[Save]) -> ToolActions:
         return cls(
             dict(actions.state_delta),
             carried_json(saved),

@@ -2,7 +2,8 @@
 Chat Completions server, one with an AgentTool whose agent has a tool of its own and a model
 callback that writes session state which the tools read, and one whose tools come from an MCP
 toolset (tests/apps/mcp_server.py over stdio), and one whose tool reports where LiteLLM took
-its model cost map from in the Worker process; and the agent trees of tests/apps/multi.py.
+its model cost map from in the Worker process, and one whose agent callbacks save artifacts
+that its tool reads; and the agent trees of tests/apps/multi.py.
 Tools record their runs to the ToolRunLog at $TOOL_LOG."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from google.adk.models import LlmRequest
 from google.adk.models.lite_llm import LiteLlm
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.tool_context import ToolContext
+from google.genai import types
 
 from dex_agents_google_adk import AdkRunner, current_tool_execution
 
@@ -76,6 +78,40 @@ def cost_map_source() -> str:
 
 inspector = LlmAgent(name="inspector", model=_model(), tools=[cost_map_source])
 
+
+async def _count_up(callback_context: CallbackContext, filename: str) -> None:
+    """Saves the next number in `filename`: 0, then one more than its latest version."""
+    latest = await callback_context.load_artifact(filename)
+    number = int(latest.text or "0") + 1 if latest else 0
+    await callback_context.save_artifact(filename, types.Part(text=str(number)))
+
+
+async def count_before(callback_context: CallbackContext) -> None:
+    await _count_up(callback_context, "before.txt")
+
+
+async def count_after(callback_context: CallbackContext) -> None:
+    await _count_up(callback_context, "after.txt")
+
+
+async def read_journal(tool_context: ToolContext) -> str:
+    """Read the journal."""
+    counts: dict[str, list[str | None]] = {"before": [], "after": []}
+    for name, versions in counts.items():
+        while (part := await tool_context.load_artifact(f"{name}.txt", len(versions))) is not None:
+            versions.append(part.text)
+    _log().record("read_journal", **counts)
+    return json.dumps(counts)
+
+
+journal = LlmAgent(
+    name="journal",
+    model=_model(),
+    tools=[read_journal],
+    before_agent_callback=count_before,
+    after_agent_callback=count_after,
+)
+
 flows = [
     AgentSessionFlow(
         AdkRunner(agent),
@@ -92,6 +128,11 @@ flows = [
     AgentSessionFlow(
         AdkRunner(inspector),
         flow_type="Inspector",
+        options=AgentSessionOptions(default_tool_effect="read"),
+    ),
+    AgentSessionFlow(
+        AdkRunner(journal),
+        flow_type="Journal",
         options=AgentSessionOptions(default_tool_effect="read"),
     ),
     *agent_tree_flows,

@@ -1,7 +1,8 @@
 """The Worker app of tests/test_worker_multi_agent.py: ADK agent trees on LiteLlm against the
-scripted Chat Completions server. Triage transfers to billing (its sub-agent); triage's
-`note_order` writes session state in its tool Step that billing's instruction reads, and saves
-an artifact that billing's `refund` loads; a loop
+scripted Chat Completions server. Triage transfers to billing (its sub-agent), by the model's
+`transfer_to_agent` or by its tool `hand_over`, which sets the transfer on its tool context;
+triage's `note_order` writes session state in its tool Step that billing's instruction reads,
+and saves an artifact that billing's `refund` loads; a loop
 of a writer whose `add_line` appends to state and whose `exit_loop` (ADK's own) escalates out
 of the loop. Tools record their runs to the ToolRunLog at $TOOL_LOG."""
 
@@ -39,6 +40,14 @@ async def note_order(order_id: str, tool_context: ToolContext) -> str:
     return f"noted {order_id}"
 
 
+def hand_over(order_id: str, tool_context: ToolContext) -> str:
+    """Hand the order over to billing."""
+    _log().record("hand_over", order_id=order_id, key=current_tool_execution().idempotency_key)
+    tool_context.state["order"] = order_id
+    tool_context.actions.transfer_to_agent = "billing"
+    return f"handed {order_id} over"
+
+
 async def refund(order_id: str, tool_context: ToolContext) -> str:
     """Refund an order."""
     note = await tool_context.load_artifact("note.txt")
@@ -65,7 +74,7 @@ triage = LlmAgent(
     name="triage",
     model=_model(),
     instruction="Route the customer.",
-    tools=[note_order],
+    tools=[note_order, hand_over],
     sub_agents=[billing],
 )
 
