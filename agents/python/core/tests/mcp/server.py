@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -27,7 +28,8 @@ from task_extension import JOBS, TasksServerExtension
 
 KEY = "io.superdurable.dex/idempotencyKey"
 
-server = MCPServer("dex-test", extensions=[TasksServerExtension()])
+TASKS = TasksServerExtension()
+server = MCPServer("dex-test", extensions=[TASKS])
 
 
 def _record(tool: str, ctx: Context, **extra: Any) -> Any:
@@ -140,7 +142,14 @@ def confirm(ctx: Context) -> InputRequiredResult:
 assert set(JOBS) == {"report", "ship", "batches", "long_job", "survey"}
 
 
+def forget_tasks(signum: int, frame: object) -> None:
+    """SIGUSR1: the server forgets its tasks, as a restarted one would, with no moment
+    in which it cannot be reached."""
+    TASKS.tasks.clear()
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGUSR1, forget_tasks)
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:

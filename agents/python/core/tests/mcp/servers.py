@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -89,6 +90,11 @@ class HttpServerProcess:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError("the MCP test server did not start") from None
                 time.sleep(0.05)
+
+    def forget_tasks(self) -> None:
+        """The server forgets every task it knows, as a restart would (server.py)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGUSR1)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -184,8 +184,7 @@ class TestMcpTasks(SharedWorkerSuite):
         await run.client.wait_for(
             session, lambda s: sum(c.status == "waiting_for_task" for c in s.tool_calls) == 2
         )
-        task_server.stop()  # its tasks live in the process: the new one knows none of them
-        task_server.start()
+        task_server.forget_tasks()  # as a restarted server, which keeps none of them
         await run.client.wait_for(session, turns_done(1), timeout=60)
 
         finished = await events_of(run.client, session, "tool_call_finished")
@@ -195,9 +194,8 @@ class TestMcpTasks(SharedWorkerSuite):
         }
         assert "does not know task" in run.tool_outputs(1)["r1"]
         assert len(created(session)) == 2
-        # A poll during the restart could not reach the server and was tried again; an
-        # unknown task is not: the poll fails at once, then RecordToolFailure records failed
-        # for the read and outcome_unknown for the idempotent write.
+        # An unknown task is not tried again: the poll fails at once, then RecordToolFailure
+        # records failed for the read and outcome_unknown for the idempotent write.
         history = await run.client.get_step_history(session)
         failed = [s for s in history if s.step_type == "PollToolTask" and s.status == "failed"]
         assert len(failed) == 2
