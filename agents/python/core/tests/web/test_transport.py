@@ -386,7 +386,10 @@ def test_no_auth_answers_only_loopback_names_and_pages(
             started = http.post("/api/sessions", json={"flow_type": "Assistant", "message": "Hi"})
             session = started.json()["session_id"]
             deadline = time.monotonic() + 30
-            while not http.get(f"/api/sessions/{session}/snapshot").json()["state"]["turn_count"]:
+            # The snapshot's state is null until the Worker's first Step has run.
+            while not (http.get(f"/api/sessions/{session}/snapshot").json()["state"] or {}).get(
+                "turn_count"
+            ):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
 
