@@ -42,8 +42,10 @@ from .parking import DEFAULT_HOT_WINDOW_SECONDS, DUE_SCAN_SECONDS, wake_due
 from .routing import STEP_WORKFLOW, step_queue_name, step_workflow_id, wake_workflow_id
 from .stepkit import (
     Recovery,
+    RoutedInput,
     StepContext,
     StepHandler,
+    StepScope,
     StepTx,
     Transition,
 )
@@ -696,7 +698,7 @@ class Runtime:
             )
             progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
             return Begun(
-                next_steps=self._route_failure(tx, handler, detail, progress, "WorkerLost")
+                next_steps=self._route_failure(ctx, tx, handler, detail, progress, "WorkerLost")
             )
         started: dict[str, Any] = {"started_at": now_text()} if row.started_at is None else {}
         transition = handler.begin(ctx, tx)
@@ -771,22 +773,23 @@ class Runtime:
             return TryAgain(advice.delay)
         progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
         tx = StepTx(conn, session, ctx)
-        return self._route_failure(tx, handler, detail, progress, type(error).__name__)
+        return self._route_failure(ctx, tx, handler, detail, progress, type(error).__name__)
 
     def _route_failure(
         self,
+        ctx: StepContext[Any],
         tx: StepTx,
         handler: StepHandler[Any, Any],
         detail: str,
         progress: str,
         error_type: str,
     ) -> Sequence[str]:
-        route = handler.failure_route(tx.ctx, tx)
+        route = handler.failure_route(ctx, tx)
         recovery = Recovery(detail, progress, error_type)
         if route is None:
             log.error("%s failed with no failure route: %s", tx.ctx.step_execution_id, detail)
             return self._finish(tx, Transition(), "failed", error=detail)
-        wrapped = {"input": tx.ctx.step_input, "recovery": recovery.to_json()}
+        wrapped: RoutedInput = {"input": ctx.step_input, "recovery": recovery.to_json()}
         return self._finish(tx, Transition(next=[(route, wrapped)]), "failed", error=detail)
 
     def _commit(
@@ -870,7 +873,7 @@ class Runtime:
 
     # Services for Steps -------------------------------------------------------------------
 
-    def event_writer(self, ctx: StepContext[Any], turn_id: str | None) -> StreamingEventWriter:
+    def event_writer(self, ctx: StepScope, turn_id: str | None) -> StreamingEventWriter:
         return StreamingEventWriter(
             self.database,
             ctx.session_id,
@@ -880,7 +883,7 @@ class Runtime:
             leftovers=ctx.unflushed,
         )
 
-    def checkpoint_saver(self, ctx: StepContext[Any]) -> Callable[[str], Awaitable[None]]:
+    def checkpoint_saver(self, ctx: StepScope) -> Callable[[str], Awaitable[None]]:
         async def save(checkpoint: str) -> None:
             await self.database.write(
                 lambda conn: store.update_step(
