@@ -42,12 +42,12 @@ from .parking import DEFAULT_HOT_WINDOW_SECONDS, DUE_SCAN_SECONDS, wake_due
 from .routing import STEP_WORKFLOW, step_queue_name, step_workflow_id, wake_workflow_id
 from .stepkit import (
     Recovery,
-    RoutedInput,
     StepContext,
     StepHandler,
     StepScope,
     StepTx,
     Transition,
+    stored_input,
 )
 from .waker import WAKE_POLL_SECONDS, Waker
 
@@ -397,13 +397,15 @@ class Runtime:
             return StepDone(row.next_steps, may_move, replayed=True)
         if row.status == "cancelled":
             return StepDone(())
+        step_input, recovery = stored_input(row)
         ctx: StepContext[Any] = StepContext(
             services=self,
             flow=await self._flow_of(session_id),
             session_id=session_id,
             step_execution_id=step_execution_id,
             step_type=row.step_type,
-            input=row.input_value,
+            step_input=step_input,
+            recovery=recovery,
             checkpoint=row.checkpoint,
             scheduled_at=row.scheduled_at,
         )
@@ -789,8 +791,8 @@ class Runtime:
         if route is None:
             log.error("%s failed with no failure route: %s", tx.ctx.step_execution_id, detail)
             return self._finish(tx, Transition(), "failed", error=detail)
-        wrapped: RoutedInput = {"input": ctx.step_input, "recovery": recovery.to_json()}
-        return self._finish(tx, Transition(next=[(route, wrapped)]), "failed", error=detail)
+        routed = Transition(next=[(route, ctx.step_input)])
+        return self._finish(tx, routed, "failed", error=detail, recovery=recovery)
 
     def _commit(
         self,
@@ -836,8 +838,14 @@ class Runtime:
         return self._finish(tx, transition, "succeeded")
 
     def _finish(
-        self, tx: StepTx, transition: Transition, status: str, error: str | None = None
+        self,
+        tx: StepTx,
+        transition: Transition,
+        status: str,
+        error: str | None = None,
+        recovery: Recovery | None = None,
     ) -> list[str]:
+        """Ends the Step and schedules its next Steps (a failure route with its `recovery`)."""
         conn, session = tx.conn, tx.session
         rows = [
             store.schedule_step(
@@ -846,6 +854,7 @@ class Runtime:
                 step_type,
                 step_input,
                 status="waiting" if self.step_handlers[step_type].options.waits else "scheduled",
+                recovery=None if recovery is None else recovery.to_json(),
             )
             for step_type, step_input in transition.next
         ]

@@ -8,6 +8,7 @@ one transaction.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -45,17 +46,8 @@ class RecoveryJson(TypedDict):
     error_type: str
 
 
-@final
-class RoutedInput(TypedDict):
-    """A failure route's stored input: the failing Step's input and why it failed."""
-
-    input: StepInput
-    recovery: RecoveryJson
-
-
-# A next Step a commit names: its Step type and its input (a failure route's wraps the
-# failing Step's, written by the driver).
-Successor = tuple[str, StepInput | RoutedInput]
+# A next Step a commit names: its Step type and its input.
+Successor = tuple[str, StepInput]
 
 
 @dataclass(frozen=True)
@@ -122,6 +114,19 @@ class Recovery:
         return Recovery(value["detail"], value["attempt_progress"], value["error_type"])
 
 
+def stored_input(row: store.StepRow) -> tuple[StepInput, Recovery | None]:
+    """A Step row's input and, on a failure route, its recovery. A Worker of a version before
+    schema 6 still running during a rolling upgrade writes a failure route's recovery inside
+    its input, `{"input": ..., "recovery": ...}`; such a row reads as if written in two fields
+    (migration 6 moved those written before it)."""
+    value = row.input_value
+    if row.recovery is not None:
+        return value, Recovery.from_json(json.loads(row.recovery))
+    if isinstance(value, dict) and set(value) == {"input", "recovery"}:
+        return value["input"], Recovery.from_json(value["recovery"])
+    return value, None
+
+
 class NonRetryableError(Exception):
     """An Execute failure that another attempt cannot fix, such as a runner defect."""
 
@@ -179,7 +184,10 @@ class StepScope:
     session_id: str
     step_execution_id: str
     step_type: str
-    input: StepInput | RoutedInput
+    # The Step's input; a failure route's is the failing Step's.
+    step_input: StepInput
+    # Why the Step that routed here failed: set on a failure route only.
+    recovery: Recovery | None = None
     attempt: int = 0
     checkpoint: str | None = None
     scheduled_at: str = ""
@@ -191,21 +199,6 @@ class StepScope:
     successors: dict[str, store.StepRow] = field(default_factory=dict)
     # The session's AgentTraceContext as the attempt began; read only while tracing is on.
     trace_context: str | None = None
-
-    @property
-    def step_input(self) -> StepInput:
-        """The Step's own input; a failure route's input wraps the failing Step's."""
-        value = self.input
-        if isinstance(value, dict) and "recovery" in value:
-            return value["input"]
-        return value
-
-    @property
-    def recovery(self) -> Recovery | None:
-        value = self.input
-        if isinstance(value, dict) and "recovery" in value:
-            return Recovery.from_json(value["recovery"])
-        return None
 
     def id_input(self) -> str:
         """The input of a Step that acts on one tool call or turn: its ID."""
