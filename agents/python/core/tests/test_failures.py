@@ -82,7 +82,12 @@ async def test_a_tool_raising_an_unexpected_error_is_retried_then_recorded_faile
     history = await client.get_step_history(session)
     call = next(s for s in history if s.step_type == "CallTool")
     assert (call.status, call.attempts) == ("failed", 3)
-    assert "RecordToolFailure" in [s.step_type for s in history]
+    # The failure route's input is the failing Step's; its recovery is kept apart from it.
+    route = next(s for s in history if s.step_type == "RecordToolFailure")
+    assert route.input == call.input == '"b1"'
+    assert route.recovery is not None
+    recovery = (route.recovery.detail, route.recovery.attempt_progress, route.recovery.error_type)
+    assert recovery == ("the disk is on fire", "NOT_COMPLETED", "RuntimeError")
 
 
 async def test_tool_call_ids_that_break_the_rules_fail_the_turn_clearly(make_worker, model, client):

@@ -11,6 +11,7 @@ is enqueued on the released single queue `dex_agents_steps`.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import threading
 from pathlib import Path
@@ -25,7 +26,7 @@ from dex_agents.errors import SchemaTooNewError
 from dex_agents.routing import STEP_QUEUE, STEP_WORKFLOW, step_queue_name
 from dex_agents.testing import reply_text, reply_tools
 
-from .helpers import pending_interrupt, step_types, turns_done
+from .helpers import pending_interrupt, step_types, tool_messages, turns_done
 
 FIXTURES = Path(__file__).parent / "fixtures"
 APPROVAL, QUEUED = "acme/approval", "acme/queued"
@@ -36,6 +37,7 @@ VERSIONS = [
     (3, "sessions keep the trace context of their activation"),
     (4, "waiting Steps park: a wake counter and a due time per Step"),
     (5, "event logs are bounded, and the metrics' sessions by state are indexed"),
+    (6, "a failure route's recovery in its own column, not in its input"),
 ]
 
 
@@ -167,6 +169,62 @@ async def test_a_released_database_upgrades_and_its_waiting_and_queued_sessions_
     ]
     # The upgraded database and a fresh one hold the same tables.
     assert dex_tables(database_url) == declared_tables()
+
+
+@pytest.mark.parametrize("written", ["before the upgrade", "by an older Worker after it"])
+async def test_a_failure_route_with_its_recovery_in_its_input_still_recovers(
+    written, harness, model, client, tool_log, database_url
+):
+    """Before schema 6 a failure route's recovery rode in its input. A route written that way
+    before the upgrade is moved by migration 6; one that a Worker of the older version writes
+    during a rolling upgrade (its recovery column left null) reads the same. Either records
+    the call as a route written the new way does."""
+    harness.runtime.retry_backoff_seconds = 0.0
+    model.enqueue(reply_tools(("b1", "broken_tool", {})), reply_text("The tool is broken."))
+    session = await client.start_session("Assistant", "Use the broken tool.")
+    while (rows := await harness.runnable(session))[0].step_type != "RecordToolFailure":
+        await harness.run(session, rows[0].step_execution_id)
+    route = rows[0]
+    # Written the new way: the failing CallTool's input, and its recovery beside it.
+    assert route.input == '"b1"'
+    recovery = json.loads(route.recovery or "null")
+    assert recovery["detail"] == "the disk is on fire"
+    old_input = json.dumps({"input": "b1", "recovery": recovery}, separators=(",", ":"))
+    ids = {"sid": session, "sx": route.step_execution_id}
+    engine = sa.create_engine(normalize_url(database_url))
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "UPDATE dex_steps SET input = :old, recovery = NULL "
+                    "WHERE session_id = :sid AND step_execution_id = :sx"
+                ),
+                {"old": old_input, **ids},
+            )
+            if written == "before the upgrade":
+                conn.execute(sa.text("ALTER TABLE dex_steps DROP COLUMN recovery"))
+                conn.execute(sa.text("DELETE FROM dex_schema_version WHERE version = 6"))
+        if written == "before the upgrade":
+            assert schema.migrate(engine) == 5
+            moved = query(
+                database_url,
+                "SELECT input, recovery FROM dex_steps "
+                "WHERE session_id = :sid AND step_execution_id = :sx",
+                **ids,
+            )
+            assert [(i, json.loads(r)) for i, r in moved] == [('"b1"', recovery)]
+    finally:
+        engine.dispose()
+
+    # Driven as by a Worker that did not schedule it: from the row as stored.
+    harness.runtime.forget_fresh(session, route.step_execution_id)
+    await harness.run_until_idle(session)
+    snapshot = await client.wait_for(session, turns_done(1))
+    assert tool_log.count("broken_tool") == 3
+    assert tool_messages(model, 1) == {"b1": "The tool call failed: the disk is on fire"}
+    assert snapshot.messages[-1].text == "The tool is broken."
+    history = await client.get_step_history(session)
+    assert [s.status for s in history if s.step_type == "RecordToolFailure"] == ["succeeded"]
 
 
 def test_a_fresh_database_gets_exactly_the_tables_db_py_declares(database_url):

@@ -192,6 +192,9 @@ steps = sa.Table(
     # the workflow of each wake, and when a parked Step is due (epoch seconds) if ever.
     sa.Column("wakes", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.Column("due_at", sa.Float),
+    # A failure route's recovery (stepkit.Recovery as JSON): why the Step that routed to it
+    # failed. Null on every other Step.
+    sa.Column("recovery", LosslessText()),
     sa.Index("dex_steps_by_seq", "session_id", "seq"),
     # Only parked rows: a commit that wakes a session finds its parked Steps, and a Worker
     # finds the due ones, without reading the Steps that run or ended.

@@ -43,7 +43,7 @@ from . import db, dbos_internals, store
 from .routing import STEP_QUEUE, step_queue_name
 
 if TYPE_CHECKING:
-    from .stepkit import StepContext, StepTx
+    from .stepkit import StepContext, StepScope, StepTx
 
 log = logging.getLogger("dex_agents.metrics")
 
@@ -218,7 +218,7 @@ class Metrics:
 
         db.after_commit(tx.conn, count)
 
-    def _step_ended(self, ctx: StepContext[Any], outcome: str) -> None:
+    def _step_ended(self, ctx: StepScope, outcome: str) -> None:
         flow_type = ctx.flow.flow_type
         self.steps_finished.labels(flow_type, ctx.step_type, outcome).inc()
         with self._lock:

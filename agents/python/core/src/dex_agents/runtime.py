@@ -45,8 +45,10 @@ from .stepkit import (
     Recovery,
     StepContext,
     StepHandler,
+    StepScope,
     StepTx,
     Transition,
+    stored_input,
 )
 from .waker import WAKE_POLL_SECONDS, Waker
 
@@ -396,13 +398,15 @@ class Runtime:
             return StepDone(row.next_steps, may_move, replayed=True)
         if row.status == "cancelled":
             return StepDone(())
+        step_input, recovery = stored_input(row)
         ctx: StepContext[Any] = StepContext(
             services=self,
             flow=await self._flow_of(session_id),
             session_id=session_id,
             step_execution_id=step_execution_id,
             step_type=row.step_type,
-            input=row.input_value,
+            step_input=step_input,
+            recovery=recovery,
             checkpoint=row.checkpoint,
             scheduled_at=row.scheduled_at,
         )
@@ -698,7 +702,7 @@ class Runtime:
             )
             progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
             return Begun(
-                next_steps=self._route_failure(tx, handler, detail, progress, "WorkerLost")
+                next_steps=self._route_failure(ctx, tx, handler, detail, progress, "WorkerLost")
             )
         started: dict[str, Any] = {"started_at": now_text()} if row.started_at is None else {}
         transition = handler.begin(ctx, tx)
@@ -773,23 +777,24 @@ class Runtime:
             return TryAgain(advice.delay)
         progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
         tx = StepTx(conn, session, ctx)
-        return self._route_failure(tx, handler, detail, progress, type(error).__name__)
+        return self._route_failure(ctx, tx, handler, detail, progress, type(error).__name__)
 
     def _route_failure(
         self,
+        ctx: StepContext[Any],
         tx: StepTx,
         handler: StepHandler[Any, Any],
         detail: str,
         progress: str,
         error_type: str,
     ) -> Sequence[str]:
-        route = handler.failure_route(tx.ctx, tx)
+        route = handler.failure_route(ctx, tx)
         recovery = Recovery(detail, progress, error_type)
         if route is None:
             log.error("%s failed with no failure route: %s", tx.ctx.step_execution_id, detail)
             return self._finish(tx, Transition(), "failed", error=detail)
-        wrapped = {"input": tx.ctx.step_input, "recovery": recovery.to_json()}
-        return self._finish(tx, Transition(next=[(route, wrapped)]), "failed", error=detail)
+        routed = Transition(next=[(route, ctx.step_input)])
+        return self._finish(tx, routed, "failed", error=detail, recovery=recovery)
 
     def _commit(
         self,
@@ -835,8 +840,14 @@ class Runtime:
         return self._finish(tx, transition, "succeeded")
 
     def _finish(
-        self, tx: StepTx, transition: Transition, status: str, error: str | None = None
+        self,
+        tx: StepTx,
+        transition: Transition,
+        status: str,
+        error: str | None = None,
+        recovery: Recovery | None = None,
     ) -> list[str]:
+        """Ends the Step and schedules its next Steps (a failure route with its `recovery`)."""
         conn, session = tx.conn, tx.session
         rows = [
             store.schedule_step(
@@ -845,6 +856,7 @@ class Runtime:
                 step_type,
                 step_input,
                 status="waiting" if self.step_handlers[step_type].options.waits else "scheduled",
+                recovery=None if recovery is None else recovery.to_json(),
             )
             for step_type, step_input in transition.next
         ]
@@ -872,7 +884,7 @@ class Runtime:
 
     # Services for Steps -------------------------------------------------------------------
 
-    def event_writer(self, ctx: StepContext[Any], turn_id: str | None) -> StreamingEventWriter:
+    def event_writer(self, ctx: StepScope, turn_id: str | None) -> StreamingEventWriter:
         return StreamingEventWriter(
             self.database,
             ctx.session_id,
@@ -882,7 +894,7 @@ class Runtime:
             leftovers=ctx.unflushed,
         )
 
-    def checkpoint_saver(self, ctx: StepContext[Any]) -> Callable[[str], Awaitable[None]]:
+    def checkpoint_saver(self, ctx: StepScope) -> Callable[[str], Awaitable[None]]:
         async def save(checkpoint: str) -> None:
             await self.database.write(
                 lambda conn: store.update_step(

@@ -16,6 +16,7 @@ To change a table, change `db.py` and append a migration.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -400,6 +401,49 @@ def _bound_event_logs(conn: Connection) -> None:
 EVENT_OVERHEAD_BYTES = 64
 
 
+# Migration 6 --------------------------------------------------------------------------------
+
+# The failure routes, whose input carried the recovery before version 6 (frozen here).
+FAILURE_ROUTES = ("RecordTurnFailure", "RecordToolFailure", "RecordToolOutcomeUnknown")
+
+
+def _move_recovery_out_of_input(conn: Connection) -> None:
+    """A failure route's recovery (why the Step that routed to it failed) gets its own column
+    on the Step execution; it rode in the input, `{"input": ..., "recovery": ...}`, which the
+    Step history showed as the route's input. Rows written that way move: the input becomes
+    the failing Step's input again, the recovery goes to its column. Inputs are ASCII JSON
+    (store.schedule_step), so they are read and written as stored."""
+    conn.execute(sa.text("ALTER TABLE dex_steps ADD COLUMN recovery TEXT"))
+    steps = sa.table(
+        "dex_steps",
+        sa.column("session_id", sa.Text),
+        sa.column("step_execution_id", sa.Text),
+        sa.column("step_type", sa.Text),
+        sa.column("input", sa.Text),
+        sa.column("recovery", sa.Text),
+    )
+    routed = conn.execute(
+        sa.select(steps.c.session_id, steps.c.step_execution_id, steps.c.input).where(
+            steps.c.step_type.in_(FAILURE_ROUTES), steps.c.input.like('{"input":%')
+        )
+    ).all()
+    for session_id, step_execution_id, stored in routed:
+        value = json.loads(stored)
+        if not (isinstance(value, dict) and set(value) == {"input", "recovery"}):
+            continue
+        conn.execute(
+            steps.update()
+            .where(
+                steps.c.session_id == session_id,
+                steps.c.step_execution_id == step_execution_id,
+            )
+            .values(
+                input=json.dumps(value["input"], separators=(",", ":")),
+                recovery=json.dumps(value["recovery"], separators=(",", ":")),
+            )
+        )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables of dex-agents 0.2", _create_baseline),
     Migration(
@@ -411,6 +455,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         5,
         "event logs are bounded, and the metrics' sessions by state are indexed",
         _bound_event_logs,
+    ),
+    Migration(
+        6,
+        "a failure route's recovery in its own column, not in its input",
+        _move_recovery_out_of_input,
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

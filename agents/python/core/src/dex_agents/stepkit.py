@@ -8,10 +8,11 @@ one transaction.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol
+from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypedDict, final
 
 from sqlalchemy.engine import Connection
 from typing_extensions import TypeVar
@@ -25,6 +26,28 @@ from .types import AgentMessage
 if TYPE_CHECKING:
     from .flow import AgentSessionFlow, AgentSessionOptions
     from .otel import StepTracer
+
+
+@final
+class CompactionInput(TypedDict):
+    """CompactContext's input: the last message sequence its summary covers."""
+
+    through_sequence: int
+
+
+# A Step execution's input as stored (JSON): None, the ID of the tool call or turn it acts
+# on, ResumeTurn's count of the tool results it waits for, or CompactContext's input.
+StepInput = str | int | CompactionInput | None
+
+
+class RecoveryJson(TypedDict):
+    detail: str
+    attempt_progress: str
+    error_type: str
+
+
+# A next Step a commit names: its Step type and its input.
+Successor = tuple[str, StepInput]
 
 
 @dataclass(frozen=True)
@@ -45,7 +68,7 @@ class Transition:
     Step ends `failed` with that text though it names its next Steps (an attempt that never
     reached its runner: the history shows it failed, and a new Step tries again)."""
 
-    next: Sequence[tuple[str, Any]] = ()
+    next: Sequence[Successor] = ()
     wait_again: bool = False
     error: str | None = None
 
@@ -54,7 +77,7 @@ END = Transition()
 WAIT_AGAIN = Transition(wait_again=True)
 
 
-def go(*steps: tuple[str, Any]) -> Transition:
+def go(*steps: Successor) -> Transition:
     return Transition(next=steps)
 
 
@@ -79,7 +102,7 @@ class Recovery:
     attempt_progress: str  # NOT_STARTED or NOT_COMPLETED
     error_type: str
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> RecoveryJson:
         return {
             "detail": self.detail,
             "attempt_progress": self.attempt_progress,
@@ -87,8 +110,21 @@ class Recovery:
         }
 
     @staticmethod
-    def from_json(value: Mapping[str, str]) -> Recovery:
+    def from_json(value: RecoveryJson) -> Recovery:
         return Recovery(value["detail"], value["attempt_progress"], value["error_type"])
+
+
+def stored_input(row: store.StepRow) -> tuple[StepInput, Recovery | None]:
+    """A Step row's input and, on a failure route, its recovery. A Worker of a version before
+    schema 6 still running during a rolling upgrade writes a failure route's recovery inside
+    its input, `{"input": ..., "recovery": ...}`; such a row reads as if written in two fields
+    (migration 6 moved those written before it)."""
+    value = row.input_value
+    if row.recovery is not None:
+        return value, Recovery.from_json(json.loads(row.recovery))
+    if isinstance(value, dict) and set(value) == {"input", "recovery"}:
+        return value["input"], Recovery.from_json(value["recovery"])
+    return value, None
 
 
 class NonRetryableError(Exception):
@@ -122,9 +158,9 @@ class StepServices(Protocol):
     @property
     def messages(self) -> MessageLoader: ...
 
-    def event_writer(self, ctx: StepContext[Any], turn_id: str | None) -> StreamingEventWriter: ...
+    def event_writer(self, ctx: StepScope, turn_id: str | None) -> StreamingEventWriter: ...
 
-    def checkpoint_saver(self, ctx: StepContext[Any]) -> Callable[[str], Awaitable[None]]: ...
+    def checkpoint_saver(self, ctx: StepScope) -> Callable[[str], Awaitable[None]]: ...
 
     @property
     def tracer(self) -> StepTracer | None:
@@ -139,20 +175,24 @@ ResultT = TypeVar("ResultT", default=None)
 
 
 @dataclass
-class StepContext(Generic[LoadedT]):
+class StepScope:
+    """What the context of every Step holds, whatever its Step type loads: the helpers that
+    several Step types share take this."""
+
     services: StepServices
     flow: AgentSessionFlow
     session_id: str
     step_execution_id: str
     step_type: str
-    input: Any
+    # The Step's input; a failure route's is the failing Step's.
+    step_input: StepInput
+    # Why the Step that routed here failed: set on a failure route only.
+    recovery: Recovery | None = None
     attempt: int = 0
     checkpoint: str | None = None
     scheduled_at: str = ""
     # Whether an earlier attempt passed its point of no return (a tool took effect).
     progress_started: bool = False
-    # What `begin` loaded for Execute; retries of the same run reuse it.
-    loaded: LoadedT | None = None
     # Events the attempt streamed and left unwritten, written first in its commit.
     unflushed: list[EventRecord] = field(default_factory=list)
     # The rows of the successors the Step's last commit scheduled (for the driver).
@@ -160,24 +200,41 @@ class StepContext(Generic[LoadedT]):
     # The session's AgentTraceContext as the attempt began; read only while tracing is on.
     trace_context: str | None = None
 
+    def id_input(self) -> str:
+        """The input of a Step that acts on one tool call or turn: its ID."""
+        value = self.step_input
+        if not isinstance(value, str):
+            raise NonRetryableError(f"{self.step_execution_id}: input {value!r} is not an ID")
+        return value
+
+    def count_input(self) -> int:
+        """The input of a Step that counts (ResumeTurn: the tool results it waits for)."""
+        value = self.step_input
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise NonRetryableError(f"{self.step_execution_id}: input {value!r} is not a count")
+        return int(value)
+
+    def compaction_input(self) -> CompactionInput:
+        value = self.step_input
+        if not isinstance(value, dict) or "through_sequence" not in value:
+            raise NonRetryableError(
+                f"{self.step_execution_id}: input {value!r} names no through_sequence"
+            )
+        return value
+
+
+@dataclass
+class StepContext(StepScope, Generic[LoadedT]):
+    """A Step's context as its own handler sees it: with what its `begin` loaded."""
+
+    # What `begin` loaded for Execute and commit; retries of the same run reuse it.
+    loaded: LoadedT | None = None
+
     def need_loaded(self) -> LoadedT:
         """The value `begin` loaded; Execute and commit run only after a begin that loads it."""
         if self.loaded is None:
             raise RuntimeError(f"{self.step_execution_id}: nothing was loaded for this attempt")
         return self.loaded
-
-    @property
-    def step_input(self) -> Any:
-        """The Step's own input; a failure route's input wraps the failing Step's."""
-        if isinstance(self.input, dict) and "recovery" in self.input:
-            return self.input["input"]
-        return self.input
-
-    @property
-    def recovery(self) -> Recovery | None:
-        if isinstance(self.input, dict) and "recovery" in self.input:
-            return Recovery.from_json(self.input["recovery"])
-        return None
 
 
 @dataclass
@@ -186,11 +243,13 @@ class StepTx:
 
     conn: Connection
     session: Session
-    ctx: StepContext[Any]
+    ctx: StepScope
     events: list[EventRecord] = field(default_factory=list)
     progress_started: bool = False
 
-    def event(self, type: str, payload: Mapping[str, Any], *, turn_id: str | None = None) -> None:
+    def event(
+        self, type: str, payload: Mapping[str, object], *, turn_id: str | None = None
+    ) -> None:
         state = self.session.state
         self.events.append(
             EventRecord(

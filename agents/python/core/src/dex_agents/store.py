@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -676,6 +676,8 @@ class StepRow:
     # When the Step began: its first attempt, or for a Step that waits, its scheduling (it
     # waits from then on, so its duration is its wait). Set once.
     started_at: str | None = None
+    # A failure route's recovery as JSON (stepkit.Recovery), None on every other Step.
+    recovery: str | None = None
 
     @property
     def input_value(self) -> Any:
@@ -692,9 +694,11 @@ def schedule_step(
     step_input: Any,
     *,
     status: str = "scheduled",
+    recovery: Mapping[str, object] | None = None,
 ) -> StepRow:
     """Inserts a new Step execution; returns its row as stored. A Step scheduled waiting
-    starts now: its history shows when it began waiting and how long it waited."""
+    starts now: its history shows when it began waiting and how long it waited. A failure
+    route gets the failing Step's input and, beside it, its `recovery`."""
     session.step_counter += 1
     scheduled_at = now_text()
     row = StepRow(
@@ -711,6 +715,7 @@ def schedule_step(
         next_steps=[],
         scheduled_at=scheduled_at,
         started_at=scheduled_at if status == "waiting" else None,
+        recovery=None if recovery is None else json.dumps(recovery, separators=(",", ":")),
     )
     fastsql.execute(conn, _INSERT_STEP, {**asdict(row), "next_steps": "[]"})
     return row
@@ -741,6 +746,7 @@ def load_step(conn: Connection, session_id: str, step_execution_id: str) -> Step
         wakes=row.wakes,
         due_at=row.due_at,
         started_at=row.started_at,
+        recovery=row.recovery,
     )
 
 
@@ -887,6 +893,7 @@ def step_history(conn: Connection, session_id: str) -> list[StepExecution]:
             scheduled_at=row.scheduled_at,
             started_at=row.started_at,
             ended_at=row.ended_at,
+            recovery=None if row.recovery is None else json.loads(row.recovery),
         )
         for row in conn.execute(query)
     ]

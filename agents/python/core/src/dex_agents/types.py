@@ -315,6 +315,15 @@ class ListAgentMessagesRequest(WireModel):
     limit: int = 50
 
 
+class StepRecovery(WireModel):
+    """Why the Step that routed to a failure route failed: its last error, whether its last
+    attempt had passed its point of no return, and the error's type."""
+
+    detail: str
+    attempt_progress: Literal["NOT_STARTED", "NOT_COMPLETED"]
+    error_type: str
+
+
 class StepExecution(WireModel):
     """One entry of a session's Step history."""
 
@@ -329,6 +338,8 @@ class StepExecution(WireModel):
     scheduled_at: str
     started_at: str | None = None
     ended_at: str | None = None
+    # On a failure route only (an addition to the contract): why the Step it handles failed.
+    recovery: StepRecovery | None = None
 
 
 class SessionSummary(WireModel):

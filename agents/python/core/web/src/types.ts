@@ -135,6 +135,13 @@ export interface SessionSnapshot {
   waiting_for: WaitingFor | null;
 }
 
+/** Why the Step a failure route handles failed. */
+export interface StepRecovery {
+  detail: string;
+  attempt_progress: "NOT_STARTED" | "NOT_COMPLETED";
+  error_type: string;
+}
+
 export interface StepExecution {
   step_execution_id: string;
   step_type: string;
@@ -146,6 +153,8 @@ export interface StepExecution {
   scheduled_at: string;
   started_at: string | null;
   ended_at: string | null;
+  /** On a failure route only. */
+  recovery?: StepRecovery | null;
 }
 
 export interface WorkerInfo {

@@ -16,6 +16,9 @@ from .tools import (
 from .turns import ApplyTurnControl, AwaitUserMessage, FinishTurnCancellation, StartAgentSession
 from .waits import AwaitQuestionAnswer, AwaitTimer, AwaitToolApproval, ResumeTurn
 
+# Each handler has its own Loaded and Result types; the driver hands each only the context it
+# built for that handler and the result that handler's Execute returned, so the table holds
+# them as Any.
 STEP_HANDLERS: dict[str, StepHandler[Any, Any]] = {
     handler.step_type: handler
     for handler in (

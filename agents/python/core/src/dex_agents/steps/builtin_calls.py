@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
 from .. import store
 from ..builtins import (
@@ -22,12 +21,12 @@ from ..builtins import (
 )
 from ..clock import after, now_text
 from ..runner import DeferredToolCall
-from ..stepkit import StepContext, StepTx
+from ..stepkit import StepScope, StepTx, Successor
 from ..types import AgentToolCall
 from .common import finish_tool_call, raise_interrupt
 
 
-def is_built_in(ctx: StepContext[Any], tool_name: str) -> bool:
+def is_built_in(ctx: StepScope, tool_name: str) -> bool:
     """An enabled built-in name is reserved; a disabled one is an ordinary tool name."""
     return tool_name in ctx.flow.options.built_in_tools
 
@@ -52,8 +51,8 @@ def settle_planning_rejection(tx: StepTx, record: AgentToolCall) -> None:
 
 
 def route_built_in(
-    ctx: StepContext[Any], tx: StepTx, record: AgentToolCall, write_todos_calls: int
-) -> tuple[str, Any] | None:
+    ctx: StepScope, tx: StepTx, record: AgentToolCall, write_todos_calls: int
+) -> Successor | None:
     """Records a built-in call; returns the Step that waits for it, or None when it is final."""
     if record.tool_name == "write_todos" and write_todos_calls > 1:
         finish_tool_call(tx, _failed(record, WRITE_TODOS_CALLED_TWICE))
@@ -80,8 +79,8 @@ def _failed(record: AgentToolCall, error: str) -> AgentToolCall:
 
 
 def _ask_user(
-    ctx: StepContext[Any], tx: StepTx, record: AgentToolCall, parsed: AskUserArguments
-) -> tuple[str, Any]:
+    ctx: StepScope, tx: StepTx, record: AgentToolCall, parsed: AskUserArguments
+) -> Successor:
     asking = record.model_copy(
         update={
             "status": "awaiting_answer",
@@ -102,9 +101,7 @@ def _ask_user(
     return ("AwaitQuestionAnswer", record.tool_call_id)
 
 
-def _durable_wait(
-    tx: StepTx, record: AgentToolCall, parsed: DurableWaitArguments
-) -> tuple[str, Any]:
+def _durable_wait(tx: StepTx, record: AgentToolCall, parsed: DurableWaitArguments) -> Successor:
     wait_until = after(timedelta(seconds=parsed.seconds))
     waiting = record.model_copy(update={"status": "waiting_for_timer", "wait_until": wait_until})
     store.save_tool_call(tx.conn, tx.session.session_id, waiting)
@@ -129,5 +126,5 @@ def _write_todos(tx: StepTx, record: AgentToolCall, parsed: WriteTodosArguments)
     finish_tool_call(tx, record.model_copy(update=done))
 
 
-def write_todos_count(ctx: StepContext[Any], calls: Sequence[DeferredToolCall]) -> int:
+def write_todos_count(ctx: StepScope, calls: Sequence[DeferredToolCall]) -> int:
     return sum(1 for c in calls if c.tool_name == "write_todos" and is_built_in(ctx, c.tool_name))

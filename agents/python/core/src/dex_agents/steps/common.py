@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from .. import store, texts
 from ..clock import after, now_text, parse_time, utc_now
 from ..policy import EFFECT_TABLE
 from ..runner import FrameworkMessage
-from ..stepkit import NonRetryableError, StepContext, StepTx
+from ..stepkit import NonRetryableError, StepScope, StepTx
 from ..store import STEERED_USER_MESSAGES, TOOL_CALL_RESULTS, Session
 from ..types import AgentInterrupt, AgentToolCall, AgentUsage, CancellationReason
 
@@ -106,7 +105,7 @@ def load_record(tx: StepTx, tool_call_id: str) -> AgentToolCall | None:
     return store.load_tool_call(tx.conn, tx.session.session_id, tool_call_id)
 
 
-def poll_interval_seconds(value: Any) -> int | None:
+def poll_interval_seconds(value: object) -> int | None:
     """A task's poll interval, rounded up to whole seconds from 1 to a day; None when the
     value is not a number."""
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
@@ -135,7 +134,7 @@ def pending_interrupt_of(session: Session, record: AgentToolCall) -> AgentInterr
 
 
 def raise_interrupt(
-    ctx: StepContext[Any],
+    ctx: StepScope,
     tx: StepTx,
     record: AgentToolCall,
     *,
@@ -185,7 +184,7 @@ def resolve_interrupt_for_cancellation(
     )
 
 
-def interrupt_raised_payload(interrupt: AgentInterrupt) -> dict[str, Any]:
+def interrupt_raised_payload(interrupt: AgentInterrupt) -> dict[str, object]:
     return {
         "interrupt_id": interrupt.interrupt_id,
         "tool_call_id": interrupt.tool_call_id,
@@ -205,7 +204,7 @@ def interrupt_resolved_payload(
     rejection_message: str | None,
     answered: bool = False,
     cancellation_reason: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     return {
         "interrupt_id": interrupt.interrupt_id,
         "approved": approved,
@@ -228,7 +227,7 @@ def deadline_epoch(deadline: str) -> float:
 # Messages and usage ---------------------------------------------------------------------------
 
 
-def build_user_item(ctx: StepContext[Any], text: str) -> FrameworkMessage:
+def build_user_item(ctx: StepScope, text: str) -> FrameworkMessage:
     item = ctx.flow.runner.build_user_message(text)
     if not isinstance(item, FrameworkMessage) or item.role != "user":
         raise NonRetryableError(
@@ -238,7 +237,8 @@ def build_user_item(ctx: StepContext[Any], text: str) -> FrameworkMessage:
     return item
 
 
-def checked_messages(ctx: StepContext[Any], items: Sequence[Any]) -> list[FrameworkMessage]:
+def checked_messages(ctx: StepScope, items: Sequence[object]) -> list[FrameworkMessage]:
+    checked: list[FrameworkMessage] = []
     for item in items:
         if (
             not isinstance(item, FrameworkMessage)
@@ -250,7 +250,8 @@ def checked_messages(ctx: StepContext[Any], items: Sequence[Any]) -> list[Framew
                 f"FrameworkMessage with a user, assistant or tool role and a string "
                 f"framework_item: {item!r}"
             )
-    return list(items)
+        checked.append(item)
+    return checked
 
 
 def record_usage(tx: StepTx, usage: AgentUsage | None) -> None:
@@ -267,7 +268,7 @@ def no_heartbeat() -> None:
     """Attempts are fenced by the Step-execution row, so a heartbeat has nothing to renew."""
 
 
-def settings_problem(settings: Any, limit: int | None = None) -> str | None:
+def settings_problem(settings: object, limit: int | None = None) -> str | None:
     """Why settings are refused: not a JSON object, or compact UTF-8 JSON over `limit` bytes
     (the session's own check, which accepts the tolerance over what Clients allow)."""
     if not isinstance(settings, dict):

@@ -4,7 +4,7 @@ and the retention that later deletes what a summary covers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import store
 from ..clock import now_text
@@ -21,6 +21,7 @@ from ..stepkit import (
     StepContext,
     StepHandler,
     StepOptions,
+    StepScope,
     StepTx,
     Transition,
     go,
@@ -41,7 +42,7 @@ class CompactionNeeded:
     through_sequence: int
 
 
-def compaction_decision(ctx: StepContext[Any], turn: AgentTurnContext) -> CompactionNeeded | None:
+def compaction_decision(ctx: StepScope, turn: AgentTurnContext) -> CompactionNeeded | None:
     """At trigger_ratio of the window, a cutoff after the current summary compacts."""
     policy = ctx.flow.options.compaction
     runner = ctx.flow.runner
@@ -57,7 +58,7 @@ def compaction_decision(ctx: StepContext[Any], turn: AgentTurnContext) -> Compac
     return CompactionNeeded(cutoff)
 
 
-def apply_retention(ctx: StepContext[Any], tx: StepTx) -> None:
+def apply_retention(ctx: StepScope, tx: StepTx) -> None:
     """Deletes messages a summary covers, keeping the newest retained_message_limit."""
     limit = ctx.flow.options.retained_message_limit
     summary = tx.session.context_summary
@@ -77,7 +78,7 @@ class LoadedCompaction:
     through: int
     previous: ContextSummary | None
     messages: list[AgentMessage]
-    settings: dict[str, Any]
+    settings: dict[str, object]
 
 
 class CompactContext(StepHandler[LoadedCompaction, ContextSummaryResult]):
@@ -97,7 +98,7 @@ class CompactContext(StepHandler[LoadedCompaction, ContextSummaryResult]):
         state = session.active_state
         if state.active_turn_id is None:
             return END
-        through = int(ctx.step_input["through_sequence"])
+        through = int(ctx.compaction_input()["through_sequence"])
         tx.event("compaction_started", {"through_sequence": through})
         previous = session.context_summary
         ctx.loaded = LoadedCompaction(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import store, texts
 from ..model_errors import model_call_retry_advice
@@ -23,6 +23,7 @@ from ..stepkit import (
     StepHandler,
     StepOptions,
     StepTx,
+    Successor,
     Transition,
     go,
 )
@@ -160,7 +161,7 @@ class RunModel(StepHandler[LoadedTurn, ModelOutcome]):
         first_order = len(known)
         planning = session.active_state.interaction_mode == "planning"
         write_todos = write_todos_count(ctx, result.tool_calls)
-        next_steps: list[tuple[str, Any]] = []
+        next_steps: list[Successor] = []
         for order, call in enumerate(result.tool_calls, start=first_order):
             built_in = is_built_in(ctx, call.tool_name)
             if built_in:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Connection
 
@@ -35,6 +35,7 @@ from ..stepkit import (
     StepContext,
     StepHandler,
     StepOptions,
+    StepScope,
     StepTx,
     Transition,
     Wait,
@@ -100,7 +101,7 @@ PollOutcome = RunnerOutcome | ToolFailed
 
 
 async def _after_runner_unavailable(
-    ctx: StepContext[Any], record: AgentToolCall, error: RunnerUnavailableError
+    ctx: StepScope, record: AgentToolCall, error: RunnerUnavailableError
 ) -> RunnerWasUnavailable:
     """Waits out the backoff, then hands the commit a result that schedules the call again.
 
@@ -163,7 +164,7 @@ class CallTool(StepHandler[LoadedCall, CallOutcome]):
         return options.tool_call_timeout
 
     def begin(self, ctx: StepContext[LoadedCall], tx: StepTx) -> Transition | None:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         if record is None or record.status != "approved":
             return END
         # Steering decides only before tool_call_started: a started tool runs to the end.
@@ -214,7 +215,7 @@ class CallTool(StepHandler[LoadedCall, CallOutcome]):
         return _checked_outcome(ctx, outcome, "execute_deferred_tool_call")
 
     def commit(self, ctx: StepContext[LoadedCall], tx: StepTx, result: CallOutcome) -> Transition:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         if record is None or record.is_final:
             return END
         if isinstance(result, ToolTaskStarted):
@@ -277,7 +278,7 @@ class CallSingleAttemptTool(CallTool):
     options = StepOptions(max_attempts=1, failure_route="RecordToolOutcomeUnknown")
 
 
-def _checked_outcome(ctx: StepContext[Any], outcome: object, method: str) -> RunnerOutcome:
+def _checked_outcome(ctx: StepScope, outcome: object, method: str) -> RunnerOutcome:
     allowed = (ToolExecutionResult, ToolInputRequested, ToolTaskStarted, ToolTaskPending)
     if isinstance(outcome, ToolExecutionResult) and not (
         isinstance(outcome.output, str) and isinstance(outcome.framework_data, str | None)
@@ -316,7 +317,7 @@ def record_outcome(
     raise NonRetryableError(f"unexpected tool outcome {result!r}")
 
 
-def _done(record: AgentToolCall, **values: Any) -> AgentToolCall:
+def _done(record: AgentToolCall, **values: object) -> AgentToolCall:
     return record.model_copy(update={**values, "task_answer_pending": False})
 
 
@@ -332,7 +333,7 @@ class PollToolTask(StepHandler[AgentToolCall, PollOutcome]):
         return options.tool_call_timeout
 
     def failure_route(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> str | None:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         return (
             "RecordToolFailure"
             if record and record.effect in ("read", "idempotent_write")
@@ -341,7 +342,7 @@ class PollToolTask(StepHandler[AgentToolCall, PollOutcome]):
 
     def check(self, ctx: StepContext[AgentToolCall], conn: Connection) -> Wait:
         session = store.read_session(conn, ctx.session_id)
-        record = store.load_tool_call(conn, ctx.session_id, ctx.step_input)
+        record = store.load_tool_call(conn, ctx.session_id, ctx.id_input())
         if record is None or record.is_final or record.task_answer_pending or is_cancelled(session):
             return READY
         interval = record.task_poll_interval_seconds or 1
@@ -349,7 +350,7 @@ class PollToolTask(StepHandler[AgentToolCall, PollOutcome]):
         return READY if due <= time.time() else Wait(False, due)
 
     def begin(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> Transition | None:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         if record is None or record.is_final:
             return END
         if is_cancelled(tx.session):
@@ -385,7 +386,7 @@ class PollToolTask(StepHandler[AgentToolCall, PollOutcome]):
     def commit(
         self, ctx: StepContext[AgentToolCall], tx: StepTx, result: PollOutcome
     ) -> Transition:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         if record is None or record.is_final:
             return END
         if isinstance(result, ToolTaskPending):
@@ -413,7 +414,7 @@ class CancelToolTask(StepHandler[AgentToolCall, None]):
     has_execute = True
 
     def begin(self, ctx: StepContext[AgentToolCall], tx: StepTx) -> Transition | None:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         if record is None or record.is_final:
             return END
         ctx.loaded = record
@@ -435,7 +436,7 @@ class CancelToolTask(StepHandler[AgentToolCall, None]):
             await runner.cancel_tool_task(cancellation)
 
     def commit(self, ctx: StepContext[AgentToolCall], tx: StepTx, result: None) -> Transition:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         if record is None or record.is_final:
             return END
         finish_tool_call(tx, cancelled_task_record(record))
@@ -459,7 +460,7 @@ class RecordToolFailure(StepHandler[None]):
     step_type = "RecordToolFailure"
 
     def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         recovery = ctx.recovery
         if record is None or record.is_final or recovery is None:
             return END

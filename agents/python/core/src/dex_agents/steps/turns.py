@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -27,7 +26,9 @@ from ..stepkit import (
     StepContext,
     StepHandler,
     StepOptions,
+    StepScope,
     StepTx,
+    Successor,
     Transition,
     Wait,
     go,
@@ -70,7 +71,7 @@ MAX_CHANNEL_MESSAGES = texts.MAX_INT32
 
 
 def interaction_mode_for(
-    ctx: StepContext[Any], session: Session, messages: Sequence[AgentUserMessage]
+    ctx: StepScope, session: Session, messages: Sequence[AgentUserMessage]
 ) -> InteractionMode:
     """One decision for every turn start: planning when plan mode is enabled and a message
     asks for it or a draft plan exists, else chat."""
@@ -80,7 +81,7 @@ def interaction_mode_for(
     return "planning" if draft or any(m.plan_mode for m in messages) else "chat"
 
 
-def flow_features(ctx: StepContext[Any]) -> dict[str, Any]:
+def flow_features(ctx: StepScope) -> dict[str, object]:
     options = ctx.flow.options
     return {
         "plan_mode_enabled": options.plan_mode_enabled,
@@ -89,7 +90,7 @@ def flow_features(ctx: StepContext[Any]) -> dict[str, Any]:
 
 
 def begin_turn(
-    ctx: StepContext[Any],
+    ctx: StepScope,
     tx: StepTx,
     messages: Sequence[AgentUserMessage],
     mode: InteractionMode | None = None,
@@ -118,7 +119,7 @@ def begin_turn(
         turn_id=turn_id, session_settings=session.session_settings or {}
     )
     session.features = flow_features(ctx)
-    payload: dict[str, Any] = {"sequence": stored[0].sequence}
+    payload: dict[str, object] = {"sequence": stored[0].sequence}
     if message_id is not None:
         # The queued message that began the turn, so its sender can find the turn.
         payload["message_id"] = str(message_id)
@@ -240,7 +241,7 @@ class LoadedTurn:
     messages: list[AgentMessage]
     run_state: str | None
     tool_calls: list[AgentToolCall]
-    settings: dict[str, Any]
+    settings: dict[str, object]
     mode: InteractionMode
     plan: AgentPlan | None
     summary: ContextSummary | None
@@ -249,7 +250,7 @@ class LoadedTurn:
     framework_items: FrameworkItemCache
 
 
-def load_turn(ctx: StepContext[Any], tx: StepTx) -> LoadedTurn | None:
+def load_turn(ctx: StepScope, tx: StepTx) -> LoadedTurn | None:
     """What a runner call of the active turn needs; with a context summary, only the
     messages after it."""
     session = tx.session
@@ -276,9 +277,7 @@ def load_turn(ctx: StepContext[Any], tx: StepTx) -> LoadedTurn | None:
     )
 
 
-def turn_context(
-    ctx: StepContext[Any], loaded: LoadedTurn, events: EventWriter
-) -> AgentTurnContext:
+def turn_context(ctx: StepScope, loaded: LoadedTurn, events: EventWriter) -> AgentTurnContext:
     options = ctx.flow.options
     return AgentTurnContext(
         flow_id=ctx.session_id,
@@ -380,19 +379,19 @@ class FinishTurnCancellation(StepHandler[None]):
     def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
         session = tx.session
         state = session.active_state
-        turn_id = ctx.step_input
+        turn_id = ctx.id_input()
         if state.active_turn_id != turn_id or not is_cancelled(session):
             return END
         if state.status != "running_tools":
             return go(("ApplyTurnControl", None))
-        next_steps: list[tuple[str, Any]] = []
+        next_steps: list[Successor] = []
         for record in store.load_tool_calls(tx.conn, ctx.session_id):
             step = self._settle(tx, record)
             if step is not None:
                 next_steps.append(step)
         return go(*next_steps)
 
-    def _settle(self, tx: StepTx, record: Any) -> tuple[str, Any] | None:
+    def _settle(self, tx: StepTx, record: AgentToolCall) -> Successor | None:
         waiting = record.status in ("awaiting_approval", "awaiting_answer", "waiting_for_timer")
         if waiting and record.task_id is None:
             if record.status != "waiting_for_timer" and self._answer_committed(tx, record):
@@ -418,7 +417,7 @@ class FinishTurnCancellation(StepHandler[None]):
         return None
 
     @staticmethod
-    def _answer_committed(tx: StepTx, record: Any) -> bool:
+    def _answer_committed(tx: StepTx, record: AgentToolCall) -> bool:
         key = (
             record.tool_call_id
             if record.status == "awaiting_approval"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -33,6 +32,7 @@ from ..store import (
     TOOL_CALL_CANCELLATIONS,
     TOOL_CALL_RESULTS,
     TURN_CONTROL_REQUESTS,
+    Session,
 )
 from ..types import AgentInterrupt, AgentInterruptResolution, AgentToolCall, QuestionAnswer
 from .common import (
@@ -57,7 +57,7 @@ from .common import (
 )
 
 
-def _interrupt_wait(session: Any, interrupt_id: str) -> Wait:
+def _interrupt_wait(session: Session, interrupt_id: str) -> Wait:
     """Not ready until a wake, or until the pending interrupt's deadline."""
     interrupt = pending_interrupt(session, interrupt_id)
     if interrupt is None or interrupt.deadline is None:
@@ -85,7 +85,7 @@ class AwaitToolApproval(StepHandler[None]):
     options = StepOptions(waits=True)
 
     def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
-        call_id = ctx.step_input
+        call_id = ctx.id_input()
         if _woken(conn, ctx.session_id, INTERRUPT_RESOLUTIONS, call_id) or _woken(
             conn, ctx.session_id, TOOL_CALL_CANCELLATIONS, call_id
         ):
@@ -97,7 +97,7 @@ class AwaitToolApproval(StepHandler[None]):
         return _interrupt_wait(session, call_id)
 
     def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
-        call_id = ctx.step_input
+        call_id = ctx.id_input()
         record = load_record(tx, call_id)
         if record is None or record.status != "awaiting_approval":
             return END
@@ -146,7 +146,7 @@ class AwaitQuestionAnswer(StepHandler[None]):
     options = StepOptions(waits=True)
 
     def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
-        record = store.load_tool_call(conn, ctx.session_id, ctx.step_input)
+        record = store.load_tool_call(conn, ctx.session_id, ctx.id_input())
         if record is None or record.status != "awaiting_answer":
             return READY
         interrupt_id = question_interrupt_id(record)
@@ -162,7 +162,7 @@ class AwaitQuestionAnswer(StepHandler[None]):
         return _interrupt_wait(session, interrupt_id)
 
     def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         if record is None or record.status != "awaiting_answer":
             return END
         interrupt_id = question_interrupt_id(record)
@@ -303,7 +303,7 @@ class AwaitTimer(StepHandler[None]):
     options = StepOptions(waits=True)
 
     def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
-        record = store.load_tool_call(conn, ctx.session_id, ctx.step_input)
+        record = store.load_tool_call(conn, ctx.session_id, ctx.id_input())
         if record is None or record.status != "waiting_for_timer" or record.wait_until is None:
             return READY
         due = float(math.ceil(parse_time(record.wait_until).timestamp()))
@@ -314,7 +314,7 @@ class AwaitTimer(StepHandler[None]):
         return Wait(False, due)
 
     def commit(self, ctx: StepContext[None], tx: StepTx, result: None) -> Transition:
-        record = load_record(tx, ctx.step_input)
+        record = load_record(tx, ctx.id_input())
         if record is None or record.status != "waiting_for_timer" or record.wait_until is None:
             return END
         if parse_time(record.wait_until) <= utc_now():  # Timers are selected before Channels
@@ -345,7 +345,7 @@ class ResumeTurn(StepHandler[None]):
     def check(self, ctx: StepContext[None], conn: Connection) -> Wait:
         if store.count(conn, ctx.session_id, TURN_CONTROL_REQUESTS):
             return READY
-        expected = int(ctx.step_input)
+        expected = ctx.count_input()
         return (
             READY if store.count(conn, ctx.session_id, TOOL_CALL_RESULTS) >= expected else NOT_READY
         )
@@ -357,7 +357,7 @@ class ResumeTurn(StepHandler[None]):
         woken = store.consume(tx.conn, ctx.session_id, TURN_CONTROL_REQUESTS, limit=texts.MAX_INT32)
         if woken and is_steered(tx) and not is_cancelled(tx.session):
             self._abandon_waiting_calls(tx)
-        expected = int(ctx.step_input)
+        expected = ctx.count_input()
         if store.count(tx.conn, ctx.session_id, TOOL_CALL_RESULTS) < expected:
             return WAIT_AGAIN
         store.consume(tx.conn, ctx.session_id, TOOL_CALL_RESULTS, limit=expected)

@@ -9,21 +9,6 @@ import { StatusBadge } from "./Badge";
 const INPUT_CHARS = 60;
 const TICK_MS = 1000;
 
-interface Recovery {
-  detail: string;
-  error_type: string;
-}
-
-/** The failure a failure route (RecordTurnFailure, ...) handles, read from its input. */
-function recoveryOf(input: string): Recovery | null {
-  try {
-    const value = JSON.parse(input) as { recovery?: Recovery } | null;
-    return value?.recovery?.detail ? value.recovery : null;
-  } catch {
-    return null;
-  }
-}
-
 /** The Step's input, cut short: the full text is in the tooltip. */
 function shortInput(input: string): string {
   if (!input || input === "null") return "";
@@ -55,7 +40,8 @@ function times(step: StepExecution): string {
 }
 
 function StepItem({ step }: { step: StepExecution }) {
-  const recovery = recoveryOf(step.input);
+  // The failure a failure route (RecordTurnFailure, ...) handles.
+  const recovery = step.recovery ?? null;
   return (
     <li className={`step step-${step.status}`} data-step-type={step.step_type}>
       <div className="row">
@@ -65,7 +51,7 @@ function StepItem({ step }: { step: StepExecution }) {
       </div>
       <div className="hint" title={step.input}>
         {times(step)}
-        {recovery ? "" : shortInput(step.input)}
+        {shortInput(step.input)}
       </div>
       {recovery ? (
         <p className="error-text" data-recovery>
