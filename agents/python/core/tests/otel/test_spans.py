@@ -248,14 +248,17 @@ async def test_a_failing_tracing_pipeline_fails_and_retries_no_step(
         await client.wait_for(session, turns_done(1))
 
     history = await client.get_step_history(session)
-    assert [(s.step_type, s.status, s.attempts) for s in history] == [
+    assert [(s.step_type, s.status, s.attempts) for s in history[:-1]] == [
         ("StartAgentSession", "succeeded", 1),
         ("RunModel", "succeeded", 1),
         ("CallTool", "succeeded", 1),
         ("ResumeTurn", "succeeded", 1),
         ("RunModel", "succeeded", 1),
-        ("AwaitUserMessage", "parked", 0),  # the Worker stopped cleanly: it parked the wait
     ]
+    # The Worker stopped cleanly: it parked the wait, or stopped before the wait's workflow
+    # began, which leaves it waiting for the next Worker.
+    assert (history[-1].step_type, history[-1].attempts) == ("AwaitUserMessage", 0)
+    assert history[-1].status in ("parked", "waiting")
     assert tool_log.count("get_weather") == 1
     skipped = [r.getMessage() for r in caplog.records if r.name == "dex_agents.otel"]
     assert any(m.startswith("tracing: skipped the invoke_agent span") for m in skipped)
