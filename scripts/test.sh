@@ -89,7 +89,8 @@ run_package() {
 # Python packages and the TypeScript packages in two lanes at once, each lane one package
 # after another. A TypeScript package's
 # time is mostly installs, builds and waits on processes, which a Python package's tests fill
-# (.ci/run: 34.8 minutes in one lane; 34.1 in two, with some 5 minutes more of tests, on
+# (.ci/run: 34.8 minutes in one lane; 34.1 in two, with some 5 minutes more of tests; 27.9
+# and 30.2 with the TypeScript core beside the Python core and more tests again, on
 # 2026-12-06). Each package's output is kept and printed whole
 # when it ends. DEX_AGENTS_TEST_LANES=1: one package after another, output as it comes.
 lane() {
