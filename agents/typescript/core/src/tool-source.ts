@@ -8,20 +8,22 @@
  * MCP source is the `@superdurable/dex-agents/mcp` subpath.
  */
 
-import type {
-  AgentToolCall,
-  AgentToolCallRecord,
-  DeferredToolCall,
-  DeferredToolExecution,
-  DeferredToolOutcome,
-  ResolvedToolPolicy,
-  ToolEffect,
-  ToolPolicy,
-  ToolTaskCancellation,
-  ToolTaskPoll,
-  ToolTaskPollOutcome,
+import {
+  type AgentToolCall,
+  type AgentToolCallRecord,
+  currentToolExecution,
+  type DeferredToolCall,
+  type DeferredToolExecution,
+  type DeferredToolOutcome,
+  type ResolvedToolPolicy,
+  type ToolEffect,
+  ToolExecutionError,
+  type ToolPolicy,
+  type ToolTaskCancellation,
+  type ToolTaskPoll,
+  type ToolTaskPollOutcome,
 } from "./runner.js";
-import type { FunctionToolDefinition } from "./texts.js";
+import { type FunctionToolDefinition, sourceToolOutsideStepText } from "./texts.js";
 
 /** The session's policy resolution (`AgentTurnContext.resolveToolPolicy`). */
 export type PolicyResolver = (
@@ -114,4 +116,20 @@ export function sourceToolPolicy(source: CallableToolSource, tool: SourceTool): 
     effect: explicit?.effect || tool.effect,
     requiresApproval: explicit?.requiresApproval ?? null,
   };
+}
+
+/** Calls listed tool `name` of `source` from inside the tool Step an adapter's tool runs in,
+ *  with that Step's idempotency key. Outside a tool Step there is no key, so the call is
+ *  refused with the text the model reads (`sourceToolOutsideStepText`). */
+export async function callSourceTool(
+  source: CallableToolSource,
+  name: string,
+  args: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<string> {
+  const execution = currentToolExecution();
+  if (execution === undefined) {
+    throw new ToolExecutionError(sourceToolOutsideStepText(name));
+  }
+  return await source.callListedTool(name, args, execution.idempotencyKey, signal);
 }

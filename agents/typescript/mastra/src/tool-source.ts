@@ -10,14 +10,7 @@
  */
 import type { ToolsInput } from "@mastra/core/agent";
 import { createTool } from "@mastra/core/tools";
-import {
-  type CallableToolSource,
-  currentToolExecution,
-  type SourceTool,
-  sourceToolPolicy,
-  ToolExecutionError,
-  texts,
-} from "./dex.js";
+import { type CallableToolSource, callSourceTool, type SourceTool, sourceToolPolicy } from "./dex.js";
 import { durableTool } from "./policy.js";
 
 /** The source's listed tools (listed now, once per source) as Mastra tools, by name. */
@@ -38,17 +31,8 @@ function sourceTool(source: CallableToolSource, listed: SourceTool): ToolsInput[
     inputSchema: listed.parameters as never,
     requireApproval: !policy.effect && policy.requiresApproval === true,
     execute: async (input, context): Promise<string> => {
-      const execution = currentToolExecution();
-      if (execution === undefined) {
-        throw new ToolExecutionError(texts.sourceToolOutsideStepText(listed.name));
-      }
       const signal = (context as { abortSignal?: AbortSignal } | undefined)?.abortSignal;
-      return await source.callListedTool(
-        listed.name,
-        (input ?? {}) as Record<string, unknown>,
-        execution.idempotencyKey,
-        signal,
-      );
+      return await callSourceTool(source, listed.name, (input ?? {}) as Record<string, unknown>, signal);
     },
   });
   if (!policy.effect) {

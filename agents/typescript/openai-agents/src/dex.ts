@@ -10,6 +10,7 @@ export {
   type AgentTurnOutcome,
   type AgentUsage,
   type CallableToolSource,
+  callSourceTool,
   currentToolExecution,
   type DeferredToolCall,
   type DeferredToolExecution,

@@ -12,7 +12,6 @@ export const {
   unknownToolText,
   argumentsNotJsonText,
   notExecutableText,
-  sourceToolOutsideStepText,
 } = texts;
 
 /** Two agents of the graph share a name: a restored run state could not tell them apart. */

@@ -12,15 +12,8 @@
  *   const agent = new Agent({ name, instructions, tools: [...myTools, ...(await sourceTools(source))] });
  */
 import { type FunctionTool, tool } from "@openai/agents";
-import {
-  type CallableToolSource,
-  currentToolExecution,
-  type SourceTool,
-  sourceToolPolicy,
-  ToolExecutionError,
-} from "./dex.js";
+import { type CallableToolSource, callSourceTool, type SourceTool, sourceToolPolicy } from "./dex.js";
 import { durableTool } from "./policy.js";
-import { sourceToolOutsideStepText } from "./texts.js";
 
 /** The source's listed tools (listed now, once per source) as function tools. */
 export async function sourceTools(source: CallableToolSource): Promise<FunctionTool[]> {
@@ -38,12 +31,8 @@ function sourceTool(source: CallableToolSource, listed: SourceTool): FunctionToo
     needsApproval: policy.effect ? false : policy.requiresApproval === true,
     errorFunction: null,
     execute: async (input, _context, details): Promise<string> => {
-      const execution = currentToolExecution();
-      if (execution === undefined) {
-        throw new ToolExecutionError(sourceToolOutsideStepText(listed.name));
-      }
       const args = (typeof input === "string" ? JSON.parse(input || "{}") : input) as Record<string, unknown>;
-      return await source.callListedTool(listed.name, args, execution.idempotencyKey, details?.signal);
+      return await callSourceTool(source, listed.name, args, details?.signal);
     },
   }) as FunctionTool;
   if (!policy.effect) {

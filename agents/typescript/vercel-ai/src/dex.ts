@@ -10,7 +10,7 @@ export {
   type AgentTurnOutcome,
   type AgentUsage,
   type CallableToolSource,
-  currentToolExecution,
+  callSourceTool,
   type DeferredToolCall,
   type DeferredToolExecution,
   type DeferredToolOutcome,

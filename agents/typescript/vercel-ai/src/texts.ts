@@ -12,5 +12,4 @@ export const {
   argumentsNotJsonText,
   invalidArgumentsText,
   notExecutableText,
-  sourceToolOutsideStepText,
 } = texts;

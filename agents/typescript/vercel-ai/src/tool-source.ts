@@ -9,14 +9,7 @@
  *   const runner = new VercelAiRunner({ model, tools: { ...myTools, ...(await sourceTools(source)) } });
  */
 import { jsonSchema, type Tool, type ToolSet, tool } from "ai";
-import {
-  type CallableToolSource,
-  currentToolExecution,
-  type SourceTool,
-  sourceToolPolicy,
-  ToolExecutionError,
-} from "./dex.js";
-import { sourceToolOutsideStepText } from "./texts.js";
+import { type CallableToolSource, callSourceTool, type SourceTool, sourceToolPolicy } from "./dex.js";
 
 /** The source's listed tools (listed now, once per source) as AI SDK tools, by name. */
 export async function sourceTools(source: CallableToolSource): Promise<ToolSet> {
@@ -39,13 +32,8 @@ function sourceTool(source: CallableToolSource, listed: SourceTool): Tool {
   const base = tool({
     description: listed.description,
     inputSchema: jsonSchema<Record<string, unknown>>(listed.parameters),
-    execute: async (input, { abortSignal }): Promise<string> => {
-      const execution = currentToolExecution();
-      if (execution === undefined) {
-        throw new ToolExecutionError(sourceToolOutsideStepText(listed.name));
-      }
-      return await source.callListedTool(listed.name, input, execution.idempotencyKey, abortSignal);
-    },
+    execute: async (input, { abortSignal }): Promise<string> =>
+      await callSourceTool(source, listed.name, input, abortSignal),
   });
   return { ...base, metadata: { ...base.metadata, ...metadata } };
 }
