@@ -90,7 +90,7 @@ export function isToolSource(value: unknown): value is ToolSource {
 /**
  * A source whose tools a framework adapter offers as its own framework's tools: each becomes a
  * tool that calls `callListedTool` with the idempotency key of the adapter's tool Step
- * (`currentToolExecution()`), declaring `sourceToolPolicy` as its effect and approval.
+ * (`callSourceTool`), declaring `sourceToolPolicy` as its effect and approval.
  */
 export interface CallableToolSource {
   listTools(options?: { refresh?: boolean }): Promise<readonly SourceTool[]>;
