@@ -56,6 +56,23 @@ def _held(database_url: str, session: str) -> dict[str, str]:
     return {w: s for w, s in step_workflows(database_url, session).items() if s in HELD}
 
 
+def _last_executor(database_url: str, session: str) -> str | None:
+    """The Worker of the session's Step workflow that ended last."""
+    engine = sa.create_engine(database_url)
+    table = "dbos.workflow_status" if database_url.startswith("postgresql") else "workflow_status"
+    try:
+        with engine.connect() as conn:
+            return conn.execute(
+                sa.text(
+                    f"SELECT executor_id FROM {table} WHERE workflow_uuid LIKE :p "
+                    "ORDER BY updated_at DESC LIMIT 1"
+                ),
+                {"p": f"{session}/%"},
+            ).scalar()
+    finally:
+        engine.dispose()
+
+
 def _executor_of(database_url: str, workflow_id: str) -> str | None:
     engine = sa.create_engine(database_url)
     table = "dbos.workflow_status" if database_url.startswith("postgresql") else "workflow_status"
@@ -147,6 +164,39 @@ async def test_a_durable_wait_fires_on_a_worker_that_did_not_park_it(
     fired = await events_of(client, session, "tool_call_finished")
     assert [e["tool_call_id"] for e in fired] == ["w1"]
     assert snapshot.tool_calls[0].wait_until == wait_until
+
+
+async def test_a_park_with_a_due_time_wakes_a_running_worker_that_did_not_park_it(
+    make_worker, model, client, database_url
+):
+    """Both Workers run before the session starts, so the one that did not park the timer read
+    no due time at its start: its due-time loop learns of the timer from the park's wake-up
+    (its periodic look is an hour apart here) and fires it once the parking Worker is gone."""
+    model.enqueue(
+        reply_tools(("w1", "durable_wait", {"seconds": 3, "reason": "let the build finish"})),
+        reply_text("Waited."),
+    )
+    env = {**HOT_0, "DUE_RESCAN_SECONDS": "3600"}
+    workers = [make_worker(PLANNER, **env).start(), make_worker(PLANNER, **env).start()]
+    session = await client.start_session("Planner", "Wait a bit")
+    await client.wait_for(
+        session, lambda s: any(c.status == "waiting_for_timer" for c in s.tool_calls)
+    )
+    timer = next(s for s in _steps(database_url, session) if s.startswith("AwaitTimer"))
+    await _parked(database_url, session, timer)
+    await _until(lambda: _held(database_url, session) == {})
+    # The workflow that parked the timer (it drove it, often inline after earlier Steps) is
+    # the session's last to end.
+    parker = _last_executor(database_url, session)
+    (other,) = [w for w in workers if w.worker_id != parker]
+    for worker in workers:
+        if worker is not other:
+            worker.kill()
+    await client.wait_for(session, turns_done(1), timeout=30)
+    other.stop()
+
+    assert _steps(database_url, session)[timer] == ("succeeded", 1)
+    assert _executor_of(database_url, f"{session}/{timer}#1") == other.worker_id
 
 
 async def test_an_approval_deadline_wakes_a_parked_approval(

@@ -19,8 +19,10 @@ commits never wake one Step twice, and each wake has a workflow ID of its own
 (`routing.wake_workflow_id`), which DBOS treats as an idempotency key.
 
 A due time (an approval deadline, a timer, the next poll of a task) is claimed by any live
-Worker that hosts the flow type: each looks for due rows a few times a second, through a
-partial index over the parked rows only, and wakes them the same way.
+Worker that hosts the flow type: each sleeps until the earliest due time of its flow types
+(one indexed read, through a partial index over the parked rows with a due time), and a
+commit that parks a Step with a due time wakes every Worker's loop to read it again, so
+nothing polls while nothing is due. Due Steps are woken the same way as by a commit.
 
 The one part of DBOS this uses is `DBOSClient.enqueue_in_transaction`, a public API
 (`StepEnqueuer`, which a client's `start_session` and `cancel_turn` use too).
@@ -50,8 +52,11 @@ if TYPE_CHECKING:
 # A wake from parked costs one workflow enqueued and claimed (a few milliseconds), a hot
 # wait a coroutine and a look at the database every 30 s for as long as it waits.
 DEFAULT_HOT_WINDOW_SECONDS = 10.0
-# How often a Worker looks for parked Steps whose due time came.
-DUE_SCAN_SECONDS = 0.5
+# The longest a Worker's due-time loop sleeps without a look: it catches a wake-up that never
+# came (a park commits with one, and a lost feed wakes every wait when it comes back).
+DUE_RESCAN_SECONDS = 5.0
+# How long the loop waits before it tries again after a failed look.
+DUE_RETRY_SECONDS = 0.5
 # The most due Steps one look wakes; the next look takes the rest.
 DUE_BATCH = 500
 

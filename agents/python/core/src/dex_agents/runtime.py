@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from dbos import DBOS, Queue, SetWorkflowID
 from sqlalchemy.engine import Connection
 
-from . import store
+from . import parking, store
 from .balance import Balancer
 from .clock import STEP_DEADLINE, now_text
 from .db import Database
@@ -39,7 +39,7 @@ from .flow import AgentSessionFlow
 from .logs import current_step
 from .message_cache import MessageCache
 from .otel import running_attempt
-from .parking import DEFAULT_HOT_WINDOW_SECONDS, DUE_SCAN_SECONDS, wake_due
+from .parking import DEFAULT_HOT_WINDOW_SECONDS, wake_due
 from .routing import STEP_WORKFLOW, step_queue_name, step_workflow_id, wake_workflow_id
 from .stepkit import (
     Recovery,
@@ -661,28 +661,39 @@ class Runtime:
         return WaitOutcome.PARKED
 
     async def wake_due_forever(self) -> None:
-        """Wakes the parked Steps of the hosted flow types whose due time came, a few times a
-        second; one indexed look for every session, whatever how many are parked."""
+        """Wakes the parked Steps of the hosted flow types when their due time comes. Sleeps
+        until the earliest due time it read, or until a commit parks a Step with a due time
+        (`store.DUE_WAKE_KEY`; the generation read first makes a commit between the look and
+        the sleep impossible to miss), or `DUE_RESCAN_SECONDS` at most."""
         flow_types = self.flow_types
         failing = False
         while True:
-            await asyncio.sleep(DUE_SCAN_SECONDS)
+            generation = self.waker.generation(store.DUE_WAKE_KEY)
             try:
-                await self._wake_due(flow_types)
+                timeout = await self._wake_due(flow_types)
                 failing = False
             except Exception:
                 if not failing:
                     log.exception("waking due parked Steps failed; trying again")
                 failing = True
+                timeout = parking.DUE_RETRY_SECONDS
+            await self.waker.wait(store.DUE_WAKE_KEY, generation, timeout)
 
-    async def _wake_due(self, flow_types: list[str]) -> None:
+    async def _wake_due(self, flow_types: list[str]) -> float:
+        """Wakes the Steps due now; returns how long to sleep before the next look."""
+        due_at = await self.database.read(lambda conn: store.next_due(conn, flow_types))
         now = time.time()
-        due = await self.database.read(lambda conn: store.due_steps(conn, now, flow_types, 1))
-        if due:
-            enqueuer = self.database.enqueuer
-            await self.database.write(
-                lambda conn: wake_due(conn, time.time(), flow_types, enqueuer)
-            )
+        if due_at is None or due_at > now:
+            # A little after the due time: a look a moment early would find nothing due.
+            wait = parking.DUE_RESCAN_SECONDS if due_at is None else due_at - now + 0.002
+            return min(wait, parking.DUE_RESCAN_SECONDS)
+        enqueuer = self.database.enqueuer
+        woke = await self.database.write(
+            lambda conn: wake_due(conn, time.time(), flow_types, enqueuer)
+        )
+        # Look again at once for the rest (a batch has a limit); a look that woke nothing
+        # (another Worker was first) looks again a moment later.
+        return 0.0 if woke else parking.DUE_RETRY_SECONDS
 
     def _begin_attempt(
         self, conn: Connection, ctx: StepContext[Any], handler: StepHandler[Any, Any]

@@ -816,8 +816,16 @@ _DUE = (
     .order_by(db.steps.c.due_at)
     .limit(sa.bindparam("limit"))
 )
-_NEXT_DUE = sa.select(sa.func.min(db.steps.c.due_at)).where(
-    db.steps.c.status == PARKED, db.steps.c.due_at.is_not(None)
+_NEXT_DUE = (
+    sa.select(db.steps.c.due_at)
+    .select_from(_PARKED_FROM)
+    .where(
+        db.steps.c.status == PARKED,
+        db.steps.c.due_at.is_not(None),
+        db.sessions.c.flow_type.in_(sa.bindparam("flow_types", expanding=True)),
+    )
+    .order_by(db.steps.c.due_at)
+    .limit(1)
 )
 _UNPARK = (
     db.steps.update()
@@ -835,8 +843,12 @@ def park_step(
     conn: Connection, session_id: str, step_execution_id: str, due_at: float | None
 ) -> None:
     """Marks a waiting Step parked; the caller holds the session's lock and has just seen
-    its condition not hold. Wakes nobody: nothing it waits for changed."""
+    its condition not hold. Wakes no session (nothing it waits for changed); a due time
+    wakes the Workers' due-time loops (`DUE_WAKE_KEY`), which sleep until the earliest one
+    they know."""
     update_step(conn, session_id, step_execution_id, status=PARKED, due_at=due_at)
+    if due_at is not None:
+        wake(conn, DUE_WAKE_KEY)
 
 
 def parked_steps(conn: Connection, keys: Iterable[str]) -> list[ParkedStep]:
@@ -859,9 +871,9 @@ def due_steps(
     return [ParkedStep(*row) for row in conn.execute(_DUE, params)]
 
 
-def next_due(conn: Connection) -> float | None:
-    """The earliest due time of any parked Step."""
-    value = conn.execute(_NEXT_DUE).scalar()
+def next_due(conn: Connection, flow_types: Sequence[str]) -> float | None:
+    """The earliest due time of the parked Steps of these flow types."""
+    value = conn.execute(_NEXT_DUE, {"flow_types": list(flow_types)}).scalar()
     return None if value is None else float(value)
 
 
@@ -921,6 +933,8 @@ def control_wake_key(prefix: str, name: str) -> str:
 
 # What begins a queue's wake-up key.
 QUEUE_KEY_PREFIX = "\x1f"
+# The wake-up of a commit that parks a Step with a due time (`park_step`).
+DUE_WAKE_KEY = control_wake_key("\x1d", "due")
 
 
 def queue_wake_key(flow_type: str) -> str:

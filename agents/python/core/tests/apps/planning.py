@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from dex_agents import AgentSessionFlow, AgentSessionOptions, CompactionPolicy, ToolPolicy
+from dex_agents import AgentSessionFlow, AgentSessionOptions, CompactionPolicy, ToolPolicy, parking
 from dex_agents.builtins import build_plan_note
 from dex_agents.runner import (
     AgentTurnContext,
@@ -20,6 +20,10 @@ from dex_agents.testing import ScriptedRunner, ToolRunLog
 from dex_agents.types import AgentUsage
 
 LOG = ToolRunLog(os.environ.get("TOOL_LOG", "/tmp/dex-agents-tool-log.jsonl"))
+if "DUE_RESCAN_SECONDS" in os.environ:
+    # A test that must see a due time reach a running Worker by its park's wake-up, not by
+    # the loop's periodic look.
+    parking.DUE_RESCAN_SECONDS = float(os.environ["DUE_RESCAN_SECONDS"])
 SUMMARY_PREFIX = "[Dex] Summary of the earlier conversation:"
 
 
