@@ -148,9 +148,34 @@ def forget_tasks(signum: int, frame: object) -> None:
     TASKS.tasks.clear()
 
 
+UNAVAILABLE = False
+
+
+def toggle_unavailable(signum: int, frame: object) -> None:
+    """SIGUSR2: the server answers every HTTP request with 503 until the next SIGUSR2, as one
+    in an outage would, keeping its tasks."""
+    global UNAVAILABLE
+    UNAVAILABLE = not UNAVAILABLE
+
+
+def with_outages(app: Any) -> Any:
+    async def serve(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and UNAVAILABLE:
+            await send({"type": "http.response.start", "status": 503, "headers": []})
+            await send({"type": "http.response.body", "body": b"unavailable"})
+            return
+        await app(scope, receive, send)
+
+    return serve
+
+
 if __name__ == "__main__":
     signal.signal(signal.SIGUSR1, forget_tasks)
+    signal.signal(signal.SIGUSR2, toggle_unavailable)
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        import uvicorn
+
+        app = with_outages(server.streamable_http_app(host="127.0.0.1"))
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")

@@ -64,6 +64,7 @@ class HttpServerProcess:
         self.log = log
         self.port = port or free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.unavailable = False
 
     @property
     def url(self) -> str:
@@ -95,6 +96,13 @@ class HttpServerProcess:
         """The server forgets every task it knows, as a restart would (server.py)."""
         assert self.process is not None
         self.process.send_signal(signal.SIGUSR1)
+
+    def set_unavailable(self, unavailable: bool) -> None:
+        """The server answers 503 to everything while unavailable, keeping its tasks."""
+        assert self.process is not None
+        if unavailable != self.unavailable:
+            self.process.send_signal(signal.SIGUSR2)
+            self.unavailable = unavailable
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -352,9 +352,26 @@ async def test_lost_and_unreachable_tasks_and_cancellation(
     lost = record.model_copy(update={"task_id": "no-such-task"})
     with pytest.raises(McpTaskLostError, match="does not know task no-such-task"):
         await remote.poll_tool_task(poll_of(lost, recorder))
+    impatient = McpToolSource([http_server.config("remote", task_outage_seconds=0)])
+    await impatient.list_tools()
     http_server.stop()
+    # A poll that cannot reach the server polls again later, for the server's
+    # task_outage_seconds from the outage's first poll, then fails.
+    first = await remote.poll_tool_task(poll_of(record, recorder))
+    assert isinstance(first, ToolTaskPending)
+    assert first.poll_interval_seconds == 2  # the record's 1 s, doubled
+    second = await remote.poll_tool_task(poll_of(after(record, first), recorder))
+    assert isinstance(second, ToolTaskPending)
+    assert (
+        json.loads(second.continuation or "")["unreachable_since"]
+        == (json.loads(first.continuation or "")["unreachable_since"])
+    )
+    with pytest.raises(McpTaskUnreachableError, match="could not be reached to read"):
+        await impatient.poll_tool_task(poll_of(record, recorder))
+    # A poll that was to deliver an answer fails its attempt: the answer stays pending.
+    answer = QuestionAnswer(interrupt_id="call-1-input-1", question="Ship?", answer="yes")
     with pytest.raises(McpTaskUnreachableError):
-        await remote.poll_tool_task(poll_of(record, recorder))
+        await remote.poll_tool_task(poll_of(record, recorder, answer=answer))
     with pytest.raises(McpTaskUnreachableError, match="could not be reached to cancel"):
         await remote.cancel_tool_task(cancellation)
 

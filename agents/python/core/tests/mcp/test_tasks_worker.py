@@ -5,6 +5,7 @@ cancel_turn, a steer, and a question the task asks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
 import time
@@ -169,6 +170,40 @@ class TestMcpTasks(SharedWorkerSuite):
         history = await run.client.get_step_history(session)
         assert [s.step_type for s in history if s.step_type == "AwaitQuestionAnswer"]
         assert all(s.status == "succeeded" for s in history if s.step_type == "PollToolTask")
+
+    async def test_a_server_outage_longer_than_the_poll_attempts_loses_nothing(
+        self, run: SessionRun, task_server: HttpServerProcess
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("r1", "remote__report", {"topic": "audit", "seconds": 3})),
+            reply_text("The report is ready."),
+        )
+        session = await run.client.start_session("Mcp", "Write the audit report.")
+        await run.client.wait_for(session, waiting_for_task)
+
+        async def polls() -> int:
+            return (await step_types(run.client, session)).count("PollToolTask")
+
+        before = await polls()
+        task_server.set_unavailable(True)
+        try:
+            # Each poll that finds the server away schedules the next (a poll's three attempts
+            # would have given up within about 1.5 s, and the call gone to its failure route).
+            deadline = time.monotonic() + 30
+            while await polls() < before + 2:
+                assert time.monotonic() < deadline, "no poll was scheduled during the outage"
+                await asyncio.sleep(0.1)
+        finally:
+            task_server.set_unavailable(False)
+        await run.client.wait_for(session, turns_done(1), timeout=60)
+
+        finished = await events_of(run.client, session, "tool_call_finished")
+        assert [(f["tool_call_id"], f["status"]) for f in finished] == [("r1", "succeeded")]
+        assert run.tool_outputs(1) == {"r1": "report on audit is ready"}
+        assert len(created(session)) == 1
+        history = await run.client.get_step_history(session)
+        assert all(s.status == "succeeded" for s in history if s.step_type == "PollToolTask")
+        assert "RecordToolFailure" not in [s.step_type for s in history]
 
     async def test_a_task_the_server_forgot_goes_to_the_failure_route_by_effect(
         self, run: SessionRun, task_server: HttpServerProcess

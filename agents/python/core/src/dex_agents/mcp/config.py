@@ -11,6 +11,10 @@ DEFAULT_HANDSHAKE_TIMEOUT_SECONDS: Final = 30.0
 # How long a tool Step waits for a task it polls itself (a stdio server's task, or any task
 # when the runner does not poll tasks), per attempt.
 DEFAULT_TASK_WAIT_SECONDS: Final = 600.0
+# How long the session keeps polling a task whose server cannot be reached (PollToolTask, over
+# Streamable HTTP) before the call goes to its failure route: a server restart or an outage
+# shorter than this loses nothing.
+DEFAULT_TASK_OUTAGE_SECONDS: Final = 3600.0
 
 _SERVER_NAME: Final = re.compile(r"^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$")
 
@@ -52,9 +56,12 @@ class HttpServer:
     handshake_timeout_seconds: float = DEFAULT_HANDSHAKE_TIMEOUT_SECONDS
     headers: Mapping[str, str] = field(default_factory=dict)
     task_wait_seconds: float = DEFAULT_TASK_WAIT_SECONDS
+    task_outage_seconds: float = DEFAULT_TASK_OUTAGE_SECONDS
 
     def __post_init__(self) -> None:
         _check(self.name, self.handshake_timeout_seconds, self.task_wait_seconds)
+        if self.task_outage_seconds < 0:
+            raise ValueError(f"MCP server {self.name}: task_outage_seconds must not be negative")
         if not self.url.startswith(("http://", "https://")):
             raise ValueError(f"MCP server {self.name}: url must start with http:// or https://")
 

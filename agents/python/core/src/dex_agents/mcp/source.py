@@ -36,7 +36,7 @@ from .policies import annotation_effect
 from .questions import describe_all
 from .results import result_of
 from .task_calls import TaskCheckpoint, wait_for_task
-from .task_poll import McpTaskLostError, McpTaskUnreachableError, TaskPoller
+from .task_poll import McpTaskLostError, McpTaskUnreachableError, TaskPoller, wait_out_outage
 from .tasks import TaskCreated, cancel_task, interval_seconds
 
 OutcomeT = TypeVar("OutcomeT")
@@ -250,7 +250,11 @@ class McpToolSource:
         except (ToolExecutionError, NonRetryableError):
             raise
         except Exception as error:
-            raise _poll_error(server.name, poll.tool_call.task_id or "", error) from error
+            failure = _poll_error(server.name, poll.tool_call.task_id or "", error)
+            if isinstance(failure, McpTaskUnreachableError) and isinstance(server, HttpServer):
+                failure.__cause__ = error
+                return wait_out_outage(poll, failure, server.task_outage_seconds)
+            raise failure from error
 
     async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
         """Sends `tasks/cancel` for the call's task (ToolTaskCanceller); any answer from the

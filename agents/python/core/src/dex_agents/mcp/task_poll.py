@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
@@ -34,6 +35,8 @@ from .tasks import TaskState, cancel_task, get_task, interval_seconds, update_ta
 DELIVERY_WINDOW_SECONDS: Final = 10.0
 STATUS_EVENT: Final = "mcp.task_status"
 
+log = logging.getLogger("dex_agents")
+
 
 class McpTaskLostError(NonRetryableError):
     """The server no longer knows the task, or it cannot take a decline; the call is recorded
@@ -41,8 +44,10 @@ class McpTaskLostError(NonRetryableError):
 
 
 class McpTaskUnreachableError(Exception):
-    """A task poll or cancellation that could not reach its server; the Step's attempts
-    retry it, and the failure route by effect follows the last."""
+    """A task poll or cancellation that could not reach its server. A poll is tried again
+    at its interval for the server's `task_outage_seconds` (`wait_out_outage`), then, as a
+    cancellation at once, the Step's attempts retry it, and the failure route by effect
+    follows the last."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class Continuation:
     fingerprint: str | None = None
     sent_at: float | None = None
     sent: str | None = None
+    # Since when the server could not be reached (a successful poll starts a new one).
+    unreachable_since: float | None = None
 
     @classmethod
     def load(cls, text: str | None) -> Continuation:
@@ -69,6 +76,22 @@ class Continuation:
 
     def names(self, question: TaskQuestion) -> bool:
         return (self.key, self.fingerprint) == (question.key, question.fingerprint)
+
+
+def wait_out_outage(
+    poll: ToolTaskPoll, failure: McpTaskUnreachableError, outage_seconds: float
+) -> ToolTaskPending:
+    """The next poll of a task whose server could not be reached, at the growing interval,
+    while the outage is shorter than `outage_seconds`; then `failure`. A poll that was to
+    deliver an answer fails its attempt instead, so the answer stays pending."""
+    previous = Continuation.load(poll.tool_call.input_continuation)
+    now = time.time()
+    since = previous.unreachable_since or now
+    if poll.pending_answer is not None or now - since >= outage_seconds:
+        raise failure
+    interval = interval_seconds(None, poll.tool_call.task_poll_interval_seconds)
+    log.warning("%s; polling again in %g s", failure, interval)
+    return ToolTaskPending(interval, replace(previous, unreachable_since=since).dump())
 
 
 @dataclass(frozen=True)
