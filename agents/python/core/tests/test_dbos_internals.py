@@ -63,3 +63,34 @@ def test_the_internal_queue_and_the_background_jobs_poll_where_they_are_slowed()
     background = inspect.getsource(_workflow_commands.background_jobs_thread)
     assert "_BACKGROUND_JOBS_INTERVAL_SEC" in background
     assert isinstance(_workflow_commands._BACKGROUND_JOBS_INTERVAL_SEC, float)
+
+
+def test_the_scheduler_and_the_queue_listing_poll_where_they_are_slowed() -> None:
+    from dbos import _queue, _scheduler
+    from dbos._sys_db import SystemDatabase
+
+    assert "_STARTUP_FAST_POLL_DURATION_SEC" in inspect.getsource(_scheduler.dynamic_scheduler_loop)
+    assert isinstance(_scheduler._STARTUP_FAST_POLL_DURATION_SEC, float)
+    assert "dbos._sys_db.list_queues(" in inspect.getsource(_queue.queue_thread)
+    assert parameters(SystemDatabase.list_queues) == [
+        "self",
+        "application_name",
+        "client_system_database",
+    ]
+
+
+def test_a_slowed_listing_reads_the_database_once_per_interval() -> None:
+    calls: list[dict[str, object]] = []
+
+    def list_queues(**options: object) -> list[object]:
+        calls.append(options)
+        return [f"queue-{len(calls)}"]
+
+    cached = dbos_internals._listed_at_most_every(3600, list_queues)
+    assert cached(application_name="app") == ["queue-1"]
+    assert cached(application_name="app") == ["queue-1"]
+    assert cached(application_name="other") == ["queue-2"]
+    assert len(calls) == 2
+    fresh = dbos_internals._listed_at_most_every(0, list_queues)
+    assert fresh(application_name="app") == ["queue-3"]
+    assert fresh(application_name="app") == ["queue-4"]

@@ -12,7 +12,10 @@ one exists. Four things have none:
 - how often DBOS looks for work dex-agents never gives it: its internal queue (scheduled,
   Kafka and resumed workflows; a Step workflow is always on its flow type's queue) and its
   background jobs (delayed workflows and workflow timeouts), each polled once a second by
-  default, the larger part of an idle Worker's CPU.
+  default, the larger part of an idle Worker's CPU; its scheduler's first minute, when it
+  looks for schedules every second (dex-agents has none); and its queue thread's listing of
+  the queues in the database, every second, to find queues registered since (a Worker
+  registers its queues once, at its start).
 
 The `dbos` requirement is pinned to a minor version for this reason, and
 tests/test_dbos_internals.py checks every signature, attribute and column used here, so an
@@ -21,8 +24,11 @@ upgrade that changes one fails in that one test, by name.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any, Final
 
+import dbos._scheduler as _scheduler
 import dbos._workflow_commands as _workflow_commands
 import sqlalchemy as sa
 from dbos import Queue
@@ -89,3 +95,27 @@ def slow_unused_housekeeping(seconds: float) -> None:
     workflows nor workflow timeouts. Call it before `DBOS.launch()`."""
     _get_or_create_dbos_registry().get_internal_queue()._polling_interval_sec = seconds
     _workflow_commands._BACKGROUND_JOBS_INTERVAL_SEC = seconds
+    # No schedules: the scheduler need not look every second in its first minute.
+    _scheduler._STARTUP_FAST_POLL_DURATION_SEC = 0.0
+
+
+def slow_queue_listing(seconds: float) -> None:
+    """Makes DBOS's queue thread list the queues in the database every `seconds` instead of
+    every second (it reads the list to start a thread for each new queue). Call it once the
+    Worker's queues are registered: the next listing, which finds them, is a real one."""
+    sys_db = _get_dbos_instance()._sys_db
+    sys_db.list_queues = _listed_at_most_every(seconds, sys_db.list_queues)  # type: ignore[method-assign]
+
+
+def _listed_at_most_every(seconds: float, list_queues: Callable[..., list[Queue]]) -> Any:
+    listed: dict[str, tuple[float, list[Queue]]] = {}
+
+    def cached(**options: Any) -> list[Queue]:
+        key = repr(sorted(options.items()))
+        now = time.monotonic()
+        hit = listed.get(key)
+        if hit is None or now - hit[0] >= seconds:
+            hit = listed[key] = (now, list_queues(**options))
+        return list(hit[1])
+
+    return cached

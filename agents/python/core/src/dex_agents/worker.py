@@ -35,7 +35,7 @@ from .db import (
     one_line_error,
     resolve_database_url,
 )
-from .dbos_internals import slow_unused_housekeeping
+from .dbos_internals import slow_queue_listing, slow_unused_housekeeping
 from .dequeue import Dequeuer
 from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
@@ -63,7 +63,8 @@ QUEUE_POLL_SECONDS = 5.0
 QUEUE_POLL_SECONDS_ENV = "DEX_AGENTS_QUEUE_POLL_SECONDS"
 
 # How often DBOS looks at its internal queue and runs its background jobs, which dex-agents
-# never gives work (dbos_internals.slow_unused_housekeeping).
+# never gives work, and lists the queues, which a Worker registers once at its start
+# (dbos_internals.slow_unused_housekeeping, slow_queue_listing).
 UNUSED_HOUSEKEEPING_SECONDS = 30.0
 
 WORKER_ID_ENV = "DEX_AGENTS_WORKER_ID"
@@ -269,6 +270,7 @@ class Worker:
                 runtime.queues[flow_type] = await DBOS.register_queue_async(
                     queue_name, polling_interval_sec=self.queue_poll_interval
                 )
+            slow_queue_listing(UNUSED_HOUSEKEEPING_SECONDS)
             runtime.waker.add_remote_listener(dequeuer.on_wake)
             # A commit of this Worker that wakes a parked Step claims its wake here too.
             database.on_parked_wake = dequeuer.kick_threadsafe
