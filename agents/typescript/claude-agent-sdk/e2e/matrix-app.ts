@@ -4,17 +4,22 @@
  * model sees `mcp__matrix__<tool>`), the real Claude Code CLI talking to the scripted Anthropic
  * server at $DEX_AGENTS_SCRIPTED_MODEL_URL, in the matrix's three flow types. Each tool records
  * its runs to the JSON-lines tool log at $TOOL_LOG and returns exactly the text the matrix
- * expects. It serves the features suite's `Features` flow type too (e2e/test_features.py).
+ * expects. It serves the features suite's `Features` and `FeaturesMcp` flow types too
+ * (e2e/test_features.py): `FeaturesMcp` adds the core's McpToolSource over the Python core's
+ * stdio MCP server, as `feature_mcp_source()` (source key `orders`: the model sees
+ * `mcp__orders__orders__<tool>`).
  *
  *   node dist-test/e2e/matrix-app.js   # prints "runners at <url>" once it listens
  */
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { devNull, tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Options, tool } from "@anthropic-ai/claude-agent-sdk";
 import { currentToolExecution, serveRunners } from "@superdurable/dex-agents";
+import { McpToolSource, stdioServer } from "@superdurable/dex-agents/mcp";
 import { z } from "zod";
 import { ClaudeAgentRunner } from "../src/index.js";
 
@@ -101,6 +106,32 @@ function featuresRunner(): ClaudeAgentRunner {
   });
 }
 
+/** `FeaturesMcp`: the features app with the tools of the features suite's MCP server (the
+ *  Python core's, over stdio, from the core's environment), which records each run with the
+ *  idempotency key it finds in `_meta`; the refund needs approval (`feature_mcp_source()`). */
+function featuresMcp(): ClaudeAgentRunner {
+  const venv = process.env.VIRTUAL_ENV ?? join(import.meta.dirname, "../../../../python/core/.venv");
+  const orders = stdioServer({
+    name: "orders",
+    command: join(venv, "bin", "python"),
+    args: ["-m", "dex_agents.testing.mcp_server"],
+    env: { TOOL_LOG: process.env.TOOL_LOG ?? devNull },
+  });
+  const refund = { effect: "non_idempotent_write", requiresApproval: true } as const;
+  const source = new McpToolSource([orders], { policies: { orders__refund_order: refund } });
+  const sourceTools = ["orders__lookup_order", "orders__refund_order"].map((name) => `mcp__orders__${name}`);
+  return new ClaudeAgentRunner({
+    options: {
+      ...options,
+      model: FEATURES_MODEL,
+      systemPrompt: FEATURES_INSTRUCTIONS,
+      allowedTools: [...(options.allowedTools ?? []), ...sourceTools],
+    },
+    toolServers: { matrix: { tools } },
+    toolSources: { orders: source },
+  });
+}
+
 /** `dex_agents.testing.features.DEFAULT_MODEL` and `FEATURE_INSTRUCTIONS`. */
 const FEATURES_MODEL = "scripted-model";
 const FEATURES_INSTRUCTIONS = "You are a helpful assistant. Use the tools when they help.";
@@ -110,6 +141,7 @@ const handler = serveRunners({
   MatrixDeadline: runner(false),
   MatrixClientRetries: runner(true),
   Features: featuresRunner(),
+  FeaturesMcp: featuresMcp(),
 });
 const server = createServer(handler);
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {

@@ -2,8 +2,9 @@
  * The runner's PreToolUse hook: a write call of the runner's in-process tools is deferred to a
  * tool Step.
  *
- * For a call whose effect is not `read` (explicit ToolPolicy, then the tool's MCP annotations,
- * then the session's default effect), or whose policy asks for approval, the hook answers
+ * For a call of a `toolServers` tool or a tool source's tool whose effect is not `read` (the
+ * session's ToolPolicy, then what the tool declares: its MCP annotations, or for a source's tool
+ * the source's explicit policy first, then the session's default effect), or whose policy asks for approval, the hook answers
  * `defer` while no tool Step has recorded a result for its tool_use ID: the CLI run ends before
  * the tool runs. Once a result is recorded, the resumed run asks the hook again about the same
  * call: it answers `allow` and hands the recorded result to the run's server, which returns it
@@ -21,28 +22,36 @@ import {
   isFinal,
   modelVisibleResult,
   type ResolvedToolPolicy,
+  type ToolEffect,
   texts,
 } from "./dex.js";
 import { ONE_WRITE_AT_A_TIME } from "./texts.js";
-import type { RecordedResult, RecordedResults, SdkTools } from "./tools.js";
+import type { RecordedResult, RecordedResults } from "./tools.js";
+
+/** What a tool the runner serves declares, by the name the model sees: its effect (null: left
+ *  to the session's policies and default) and approval (null: the effect's default); undefined
+ *  for a tool the runner does not serve. */
+export type Declared = (
+  toolName: string,
+) => { effect?: ToolEffect | null; requiresApproval?: boolean | null } | undefined;
 
 /** One CLI run's hook; `deferred` is the call it stopped the run for (a write call, or a call of
  *  one of the built-ins the run offers). */
 export class WriteGate {
   readonly deferred: DeferredToolCall[] = [];
   readonly #turn: AgentTurnContext;
-  readonly #tools: SdkTools;
+  readonly #declared: Declared;
   readonly #handed: RecordedResults;
   readonly #recorded: Map<string, RecordedResult>;
   readonly #handedIds = new Set<string>();
   readonly #builtIns: readonly string[];
   readonly #planning: boolean;
 
-  constructor(turn: AgentTurnContext, tools: SdkTools, handed: RecordedResults, builtIns: readonly string[] = []) {
+  constructor(turn: AgentTurnContext, declared: Declared, handed: RecordedResults, builtIns: readonly string[] = []) {
     this.#turn = turn;
     this.#builtIns = builtIns;
     this.#planning = turn.interactionMode === "planning";
-    this.#tools = tools;
+    this.#declared = declared;
     this.#handed = handed;
     this.#recorded = new Map(
       turn.toolCalls
@@ -60,9 +69,9 @@ export class WriteGate {
     if (this.#planning && builtIn !== "write_todos") return decision("deny", texts.PLANNING_TURN_REJECTION);
     if (toolUseId === undefined) return {};
     if (builtIn !== null) return this.#gate(toolUseId, input.tool_name, builtIn, input.tool_input, POLICY);
-    const effect = this.#tools.effect(input.tool_name);
-    if (effect === undefined) return {};
-    const policy = this.#turn.resolveToolPolicy(input.tool_name, effect);
+    const declared = this.#declared(input.tool_name);
+    if (declared === undefined) return {};
+    const policy = this.#turn.resolveToolPolicy(input.tool_name, declared.effect, declared.requiresApproval);
     if (policy.effect === "read" && !policy.requiresApproval) return {};
     return this.#gate(toolUseId, input.tool_name, input.tool_name, input.tool_input, policy);
   };

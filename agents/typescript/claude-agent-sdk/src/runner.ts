@@ -9,9 +9,10 @@
  * next turn resumes the CLI session by its ID from them. Each run gets its own empty
  * `CLAUDE_CONFIG_DIR`, so the CLI resumes from the session's records only, on any host.
  *
- * A write call of the runner's in-process tools (effect not `read`) is deferred by the hook:
+ * A write call of the runner's in-process tools or of its tool sources' tools (effect not
+ * `read`, `sources.ts`) is deferred by the hook:
  * the run ends before the tool runs, the turn asks for the call as a tool Step, and
- * `executeDeferredToolCall` runs the tool's handler; the next RunModel resumes the CLI session,
+ * `executeDeferredToolCall` runs the tool's handler (or calls the source); the next RunModel resumes the CLI session,
  * whose call of the tool gets the recorded result. Every other tool runs inside the CLI and is
  * at-least-once: a retried or rerun RunModel Step runs it again.
  *
@@ -38,12 +39,14 @@ import type {
   AgentFrameworkRunner,
   AgentTurnContext,
   AgentTurnOutcome,
+  CallableToolSource,
   DeferredToolExecution,
   DeferredToolOutcome,
   FrameworkMessage,
 } from "./dex.js";
 import { buildPlanNote, ToolExecutionError, type texts, withToolExecution } from "./dex.js";
-import { WriteGate } from "./gate.js";
+import { type Declared, WriteGate } from "./gate.js";
+import { SourceTools } from "./sources.js";
 import { type Entries, merged, RecordSessionStore } from "./store.js";
 import { TurnRecorder } from "./stream.js";
 import { RESUME_PROMPT } from "./texts.js";
@@ -79,6 +82,13 @@ export interface ClaudeAgentRunnerOptions {
    */
   toolServers?: Record<string, ToolServer>;
   /**
+   * Tool sources (the core's `McpToolSource`, or any `CallableToolSource`), by server key (the
+   * model sees `mcp__<key>__<tool>`, for an MCP source's tool `mcp__<key>__<server>__<tool>`):
+   * their write calls run as tool Steps (`callSourceTool`, the Step's idempotency key), their
+   * reads inside the CLI run (the key of the call's tool_use ID).
+   */
+  toolSources?: Record<string, CallableToolSource>;
+  /**
    * Let the CLI retry a failed model request by itself inside one RunModel attempt. Off by
    * default (`CLAUDE_CODE_MAX_RETRIES=0` unless `options.env` sets it): RunModel's attempts,
    * recorded in the Step history, are the model call's only retries.
@@ -111,21 +121,29 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
   readonly #options: Options;
   readonly #optionsFor: OptionsFor | null;
   readonly #tools: SdkTools;
+  readonly #sources: SourceTools;
   readonly #heartbeatMs: number;
   readonly #retries: Record<string, string>;
 
   constructor(options: ClaudeAgentRunnerOptions = {}) {
     const given = options.options ?? {};
     const toolServers = options.toolServers ?? {};
-    checkOptions(given, toolServers);
-    if (Object.hasOwn(toolServers, builtIns.SERVER_KEY)) {
-      throw new Error(
-        `the tool server key ${JSON.stringify(builtIns.SERVER_KEY)} is reserved for the session's built-in tools: give that server another key`,
-      );
+    const toolSources = options.toolSources ?? {};
+    for (const key of [...Object.keys(toolServers), ...Object.keys(toolSources)]) {
+      if (key === builtIns.SERVER_KEY) {
+        throw new Error(
+          `the tool server key ${JSON.stringify(builtIns.SERVER_KEY)} is reserved for the session's built-in tools: give that server another key`,
+        );
+      }
+      if (Object.hasOwn(toolServers, key) && Object.hasOwn(toolSources, key)) {
+        throw new Error(`the key ${JSON.stringify(key)} is both in toolServers and in toolSources: give each its own`);
+      }
     }
+    this.#sources = new SourceTools(toolSources);
+    checkOptions(given, this.#serverKeys(toolServers));
     this.#options = given;
     this.#optionsFor = options.optionsFor ?? null;
-    this.#tools = new SdkTools(options.toolServers ?? {});
+    this.#tools = new SdkTools(toolServers);
     this.#heartbeatMs = options.heartbeatIntervalMs ?? 20_000;
     this.#retries = options.frameworkRetries === true ? {} : { CLAUDE_CODE_MAX_RETRIES: "0" };
   }
@@ -146,7 +164,8 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     const offered = builtIns.offered(turn.enabledBuiltInTools, turn.interactionMode === "planning");
     const recorder = new TurnRecorder(turn, offered);
     const handed = new RecordedResults();
-    const gate = new WriteGate(turn, this.#tools, handed, offered);
+    await this.#sources.list();
+    const gate = new WriteGate(turn, this.#declared, handed, offered);
     const configDir = mkdtempSync(join(tmpdir(), "dex-claude-config-"));
     const timer = setInterval(() => turn.heartbeat(), this.#heartbeatMs);
     timer.unref();
@@ -190,9 +209,13 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     const timer = setInterval(() => call.heartbeat(), this.#heartbeatMs);
     timer.unref();
     try {
-      const result = await withToolExecution(call, () =>
-        this.#tools.call(call.toolCall.toolName, call.toolCall.arguments),
-      );
+      const { toolName, arguments: args } = call.toolCall;
+      await this.#sources.list();
+      if (this.#sources.has(toolName)) {
+        const output = await withToolExecution(call, () => this.#sources.call(toolName, args, call.cancellationSignal));
+        return { kind: "tool_execution_result", output };
+      }
+      const result = await withToolExecution(call, () => this.#tools.call(toolName, args));
       const text = resultText(result);
       if (result.isError) throw new ToolExecutionError(text);
       return { kind: "tool_execution_result", output: text };
@@ -205,9 +228,21 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
   sessionOptions(sessionSettings: Readonly<Record<string, unknown>>): Options {
     if (this.#optionsFor === null) return this.#options;
     const options = this.#optionsFor(this.#options, sessionSettings);
-    checkOptions(options, this.#tools.servers);
+    checkOptions(options, this.#serverKeys(this.#tools.servers));
     return options;
   }
+
+  /** The keys of the runner's own servers: its tool servers' and its tool sources'. */
+  #serverKeys(toolServers: Readonly<Record<string, ToolServer>>): string[] {
+    return [...Object.keys(toolServers), ...this.#sources.keys];
+  }
+
+  /** What a served tool declares: a tool server's tool its annotations' effect, a source's tool
+   *  the source's policy. */
+  readonly #declared: Declared = (toolName) => {
+    const effect = this.#tools.effect(toolName);
+    return effect === undefined ? this.#sources.declared(toolName) : { effect };
+  };
 
   #runOptions(turn: AgentTurnContext<Item>, run: RunSetup): Options {
     const given = this.sessionOptions(turn.sessionSettings);
@@ -225,7 +260,12 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
         ? // A planning turn's run offers only write_todos: no CLI tool, no other server.
           { tools: [], mcpServers: builtInServer, allowedTools: offered }
         : {
-            mcpServers: { ...given.mcpServers, ...this.#tools.serving(run.handed), ...builtInServer },
+            mcpServers: {
+              ...given.mcpServers,
+              ...this.#tools.serving(run.handed),
+              ...this.#sources.serving(run.handed, turn),
+              ...builtInServer,
+            },
             allowedTools: [...(given.allowedTools ?? []), ...offered],
           };
     return {
@@ -252,18 +292,18 @@ interface RunSetup {
 }
 
 /** The refusals of the options a run is given (the runner's, or what `optionsFor` returns). */
-function checkOptions(options: Options, toolServers: Readonly<Record<string, ToolServer>>): void {
+function checkOptions(options: Options, serverKeys: readonly string[]): void {
   if (options.sessionStore !== undefined || options.resume !== undefined || options.continue) {
     throw new Error(
       "ClaudeAgentRunner keeps the transcript itself: leave sessionStore, resume and continue unset in the options",
     );
   }
-  for (const key of [...Object.keys(toolServers), builtIns.SERVER_KEY]) {
+  for (const key of [...serverKeys, builtIns.SERVER_KEY]) {
     if (options.mcpServers !== undefined && Object.hasOwn(options.mcpServers, key)) {
       throw new Error(
         key === builtIns.SERVER_KEY
           ? `the mcpServers key ${JSON.stringify(key)} is reserved for the session's built-in tools: give that server another key`
-          : `the tool server key ${JSON.stringify(key)} is also in options.mcpServers: give it once`,
+          : `the tool server or tool source key ${JSON.stringify(key)} is also in options.mcpServers: give it once`,
       );
     }
   }

@@ -13,9 +13,10 @@ export const ONE_WRITE_AT_A_TIME =
  *  gets it). */
 export const BUILT_IN_NOT_DEFERRED = "Not run: this tool runs outside this run and has no result yet. Call it again.";
 
-/** A tool Step for a call of a tool that is not one of the runner's in-process tools. */
+/** A tool Step for a call of a tool that is not one of the runner's in-process tools (of its
+ *  tool servers or its tool sources). */
 export const notRunnerTool = (toolName: string): string =>
-  `${toolName} is not a tool of the runner's in-process tool servers`;
+  `${toolName} is not a tool of the runner's tool servers or tool sources`;
 
 /** The prompt of a CLI run that resumes a deferred call: an empty input fails to resume, so the
  *  run sends this text; the model sees it right after the call's result, in the same request. */

@@ -130,10 +130,19 @@ export interface WorkerInfo {
   heartbeatAt: string;
 }
 
+/** Why the Step a failure route handles failed: its last error, whether its last attempt had
+ *  passed its point of no return, and the error's type. */
+export interface StepRecovery {
+  detail: string;
+  attemptProgress: "NOT_STARTED" | "NOT_COMPLETED";
+  errorType: string;
+}
+
 export interface StepExecution {
   stepExecutionId: string;
   stepType: string;
-  status: "scheduled" | "waiting" | "running" | "succeeded" | "failed" | "cancelled";
+  /** `parked`: a waiting Step that no Worker holds. */
+  status: "scheduled" | "waiting" | "parked" | "running" | "succeeded" | "failed" | "cancelled";
   attempts: number;
   input: string;
   error: string | null;
@@ -141,6 +150,8 @@ export interface StepExecution {
   scheduledAt: string;
   startedAt: string | null;
   endedAt: string | null;
+  /** On a failure route only: why the Step it handles failed (its input is that Step's). */
+  recovery: StepRecovery | null;
 }
 
 /** A user message: its text, and whether it asks for a plan (Flows with plan mode only). */
@@ -569,6 +580,7 @@ export class AgentClient {
       scheduledAt: s.scheduled_at as string,
       startedAt: (s.started_at as string | null) ?? null,
       endedAt: (s.ended_at as string | null) ?? null,
+      recovery: recoveryFromJson(s.recovery as Json | null | undefined),
     }));
   }
 
@@ -906,6 +918,15 @@ function stateFromJson(s: Json): AgentState {
     lastTurnError: (s.last_turn_error as string | null) ?? null,
     interactionMode: (s.interaction_mode as InteractionMode | undefined) ?? "chat",
     acceptsTurnControl: (s.accepts_turn_control as boolean | undefined) ?? false,
+  };
+}
+
+function recoveryFromJson(r: Json | null | undefined): StepRecovery | null {
+  if (r === null || r === undefined) return null;
+  return {
+    detail: r.detail as string,
+    attemptProgress: r.attempt_progress as StepRecovery["attemptProgress"],
+    errorType: r.error_type as string,
   };
 }
 

@@ -38,6 +38,41 @@ const EVENTS = PAYLOADS.map(([type, payload], index) => ({
   created_at: "2026-01-01T00:00:00Z",
 }));
 
+/** A Step history as `GET /sessions/{id}/steps` answers it: a tool Step that failed its three
+ *  attempts, and the failure route that handled it (its input the failed Step's, its recovery
+ *  why that Step failed), as the Python core's `test_failures.py` produces them. */
+const STEP = {
+  step_type: "CallTool",
+  status: "failed",
+  attempts: 3,
+  input: '"b1"',
+  error: "RuntimeError: the disk is on fire",
+  next_steps: ["st-3"],
+  scheduled_at: "2026-01-01T00:00:01Z",
+  started_at: "2026-01-01T00:00:01Z",
+  ended_at: "2026-01-01T00:00:04Z",
+};
+const STEPS = [
+  { ...STEP, step_execution_id: "st-2", recovery: null },
+  {
+    ...STEP,
+    step_execution_id: "st-3",
+    step_type: "RecordToolFailure",
+    status: "succeeded",
+    attempts: 1,
+    error: null,
+    next_steps: [],
+    scheduled_at: "2026-01-01T00:00:04Z",
+    started_at: "2026-01-01T00:00:04Z",
+    ended_at: "2026-01-01T00:00:05Z",
+    recovery: {
+      detail: "the disk is on fire",
+      attempt_progress: "NOT_COMPLETED",
+      error_type: "RuntimeError",
+    },
+  },
+];
+
 function sse(offset: number): string {
   return `id: ${offset}\ndata: ${JSON.stringify(EVENTS[offset - 1])}\n\n`;
 }
@@ -88,6 +123,7 @@ describe("AgentClient", () => {
     if (url === "/api/sessions/s-1/snapshot") return json(res, 200, SNAPSHOT);
     if (url === "/api/sessions/s-1/events") return streamEvents(req, res);
     if (url === "/api/workers") return json(res, 200, []);
+    if (url === "/api/sessions/s-1/steps") return json(res, 200, STEPS);
     if (url === "/api/sessions/s-1/messages" && req.method === "POST") {
       return json(res, 200, { result: true, message_id: "m-9", event_offset: 3 });
     }
@@ -182,6 +218,29 @@ describe("AgentClient", () => {
       eventOffset: 3,
     });
     assert.deepEqual(warnings, []);
+  });
+
+  test("the Step history maps each Step, a failure route's recovery included", async () => {
+    const [call, route] = await client.getStepHistory("s-1");
+    assert.equal(call?.recovery, null);
+    assert.equal(call?.nextSteps[0], "st-3");
+    assert.deepEqual(route, {
+      stepExecutionId: "st-3",
+      stepType: "RecordToolFailure",
+      status: "succeeded",
+      attempts: 1,
+      input: '"b1"',
+      error: null,
+      nextSteps: [],
+      scheduledAt: "2026-01-01T00:00:04Z",
+      startedAt: "2026-01-01T00:00:04Z",
+      endedAt: "2026-01-01T00:00:05Z",
+      recovery: {
+        detail: "the disk is on fire",
+        attemptProgress: "NOT_COMPLETED",
+        errorType: "RuntimeError",
+      },
+    });
   });
 
   test("a session of a flow type no live Worker hosts warns through onWarning", async () => {
