@@ -56,34 +56,30 @@ def _held(database_url: str, session: str) -> dict[str, str]:
     return {w: s for w, s in step_workflows(database_url, session).items() if s in HELD}
 
 
-def _last_executor(database_url: str, session: str) -> str | None:
-    """The Worker of the session's Step workflow that ended last."""
+def _executor(database_url: str, where: str, value: str) -> str | None:
+    """The executor of the latest-ended Step workflow whose ID matches (`where`: SQL)."""
     engine = sa.create_engine(database_url)
     table = "dbos.workflow_status" if database_url.startswith("postgresql") else "workflow_status"
     try:
         with engine.connect() as conn:
             return conn.execute(
                 sa.text(
-                    f"SELECT executor_id FROM {table} WHERE workflow_uuid LIKE :p "
+                    f"SELECT executor_id FROM {table} WHERE {where} "
                     "ORDER BY updated_at DESC LIMIT 1"
                 ),
-                {"p": f"{session}/%"},
+                {"w": value},
             ).scalar()
     finally:
         engine.dispose()
 
 
 def _executor_of(database_url: str, workflow_id: str) -> str | None:
-    engine = sa.create_engine(database_url)
-    table = "dbos.workflow_status" if database_url.startswith("postgresql") else "workflow_status"
-    try:
-        with engine.connect() as conn:
-            return conn.execute(
-                sa.text(f"SELECT executor_id FROM {table} WHERE workflow_uuid = :w"),
-                {"w": workflow_id},
-            ).scalar()
-    finally:
-        engine.dispose()
+    return _executor(database_url, "workflow_uuid = :w", workflow_id)
+
+
+def _last_executor(database_url: str, session: str) -> str | None:
+    """The Worker of the session's Step workflow that ended last."""
+    return _executor(database_url, "workflow_uuid LIKE :w", f"{session}/%")
 
 
 async def test_a_waiting_session_parks_holds_no_workflow_and_a_message_wakes_it(
