@@ -17,6 +17,7 @@
 
 export {
   DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  DEFAULT_TASK_OUTAGE_MS,
   DEFAULT_TASK_TTL_MS,
   DEFAULT_TASK_WAIT_MS,
   type HttpServer,
@@ -39,4 +40,8 @@ export {
   type McpToolSourceOptions,
   STATUS_EVENT,
 } from "./mcp/source.js";
-export { McpTaskLostError, McpToolCallInterruptedError } from "./mcp/tasks.js";
+export {
+  McpTaskLostError,
+  McpTaskUnreachableError,
+  McpToolCallInterruptedError,
+} from "./mcp/tasks.js";

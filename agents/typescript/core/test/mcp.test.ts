@@ -2,7 +2,8 @@
  *  McpToolSource against a real MCP server of the SDK over Streamable HTTP on loopback (a
  *  stateful one, with protocol sessions): the listing, the key in `_meta`, the DELETE that ends
  *  each request's session, the result and failure mapping, and a task-required tool whose
- *  session-bound task is polled inside the tool Step. */
+ *  session-bound task is polled inside the tool Step; then a stateless server's task polled
+ *  across Steps, through an outage of the server (503 to every request, or no server). */
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -16,14 +17,23 @@ import { z } from "zod";
 import {
   agentToolName,
   annotationEffect,
+  DEFAULT_TASK_OUTAGE_MS,
   httpServer,
   IDEMPOTENCY_KEY_META,
   intervalSeconds,
+  McpTaskUnreachableError,
   McpToolCallInterruptedError,
   McpToolSource,
   stdioServer,
 } from "../src/mcp.js";
-import { resolveToolPolicy, ToolExecutionError } from "../src/runner.js";
+import {
+  type AgentToolCall,
+  type QuestionAnswer,
+  resolveToolPolicy,
+  ToolExecutionError,
+  type ToolTaskPoll,
+  type ToolTaskPollOutcome,
+} from "../src/runner.js";
 import { aiSdkModelClientApi, StepwiseRunner, tool } from "../src/stepwise/index.js";
 import * as texts from "../src/texts.js";
 import { ToolCallInterruptedError } from "../src/tool-source.js";
@@ -89,9 +99,17 @@ interface Seen {
   sessions: number;
   /** Completes the report task of a month that waits (`held-*`). */
   finish: Map<string, () => Promise<void>>;
+  /** While true the server answers 503 to every request, keeping its tasks (an outage). */
+  unavailable: boolean;
 }
 
-const newSeen = (): Seen => ({ keys: {}, deletes: 0, sessions: 0, finish: new Map() });
+const newSeen = (): Seen => ({
+  keys: {},
+  deletes: 0,
+  sessions: 0,
+  finish: new Map(),
+  unavailable: false,
+});
 
 /** A Streamable HTTP MCP server: stateful (one McpServer per protocol session), or stateless
  *  (one per request, no session), its tasks in one store either way. */
@@ -172,6 +190,10 @@ async function startServer(
     return server;
   };
   const httpServer_ = http.createServer(async (req, res) => {
+    if (seen.unavailable) {
+      res.writeHead(503).end("unavailable");
+      return;
+    }
     if (stateless) {
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       await newServer().connect(transport);
@@ -379,6 +401,34 @@ describe("McpToolSource over Streamable HTTP", () => {
   });
 });
 
+/** One PollToolTask call of `toolCall`'s task, as the engine sends it. */
+function taskPoll(
+  toolCall: AgentToolCall,
+  events: MemoryEvents,
+  continuation: string | null,
+  pendingAnswer: QuestionAnswer | null = null,
+): ToolTaskPoll {
+  return {
+    flowType: "Test",
+    flowId: "flow-1",
+    toolCall: { ...toolCall, inputContinuation: continuation },
+    idempotencyKey: `flow-1/turn-1/${toolCall.toolCallId}`,
+    attempt: 1,
+    inputAnswers: [],
+    events,
+    heartbeat: () => {},
+    cancellationSignal: new AbortController().signal,
+    deadline: null,
+    pendingAnswer,
+  };
+}
+
+/** The continuation of a pending poll, as JSON. */
+function continuationOf(outcome: ToolTaskPollOutcome): Record<string, unknown> {
+  assert.equal(outcome.kind, "tool_task_pending");
+  return JSON.parse((outcome.kind === "tool_task_pending" && outcome.continuation) || "");
+}
+
 describe("McpToolSource and a stateless Streamable HTTP server's task", () => {
   const seen = newSeen();
   let server: { url: string; close(): Promise<void> };
@@ -415,34 +465,141 @@ describe("McpToolSource and a stateless Streamable HTTP server's task", () => {
 
     const events = new MemoryEvents();
     const polled = { ...toolCall, taskId: started.taskId, taskPollIntervalSeconds: 1 };
-    const poll = (continuation: string | null) => ({
-      flowType: "Test",
-      flowId: "flow-1",
-      toolCall: { ...polled, inputContinuation: continuation },
-      idempotencyKey: "flow-1/turn-1/t1",
-      attempt: 1,
-      inputAnswers: [],
-      events,
-      heartbeat: () => {},
-      cancellationSignal: new AbortController().signal,
-      deadline: null,
-      pendingAnswer: null,
-    });
+    const poll = (continuation: string | null) => taskPoll(polled, events, continuation);
     const pending = await source.pollToolTask(poll(null));
     // The server's 100 ms is shorter than double the last interval (1 s): 2 s.
     assert.deepEqual(pending, {
       kind: "tool_task_pending",
       pollIntervalSeconds: 2,
-      continuation: "working",
+      continuation: '{"status":"working"}',
     });
+    assert.deepEqual(await source.pollToolTask(poll('{"status":"working"}')), pending);
+    // An earlier version's continuation, the status alone, reads as that status: no new event.
     assert.deepEqual(await source.pollToolTask(poll("working")), pending);
     await seen.finish.get("held-July")?.();
-    const done = await source.pollToolTask(poll("working"));
+    const done = await source.pollToolTask(poll('{"status":"working"}'));
     assert.deepEqual(done, { kind: "tool_execution_result", output: "report for held-July" });
     const statuses = events.events.map((event) => [event.type, event.payload.status]);
     assert.deepEqual(statuses, [
       ["mcp.task_status", "working"],
       ["mcp.task_status", "completed"],
     ]);
+  });
+});
+
+describe("McpToolSource polling a task through an outage of its server", () => {
+  const seen = newSeen();
+  let server: { url: string; close(): Promise<void> };
+  let source: McpToolSource;
+  const warnings: string[] = [];
+
+  before(async () => {
+    server = await startServer(seen, true);
+    source = new McpToolSource([httpServer({ name: "shop", url: server.url })], {
+      taskTtlMs: 60_000,
+      warn: (message) => warnings.push(message),
+    });
+    await source.listTools();
+  });
+  after(async () => {
+    seen.unavailable = false;
+    await server.close();
+  });
+
+  test("taskOutageMs: an hour by default, 0 allowed, never negative", () => {
+    assert.equal(DEFAULT_TASK_OUTAGE_MS, 3_600_000);
+    assert.equal(httpServer({ name: "s", url: "http://x", taskOutageMs: 0 }).taskOutageMs, 0);
+    assert.throws(
+      () => httpServer({ name: "s", url: "http://x", taskOutageMs: -1 }),
+      /taskOutageMs must not be negative/,
+    );
+  });
+
+  test("a poll that cannot reach the server polls again later, for taskOutageMs from the outage's first poll, then fails", async () => {
+    const call = source.deferredToolCall("o1", "shop__report", '{"month":"held-August"}');
+    const execution = toolExecution(
+      record("o1", call.toolName, call.arguments, { status: "approved", ...call }),
+    );
+    execution.supportsToolTasks = true;
+    execution.saveHeartbeatCheckpoint = async () => {};
+    const started = await source.executeDeferredToolCall(execution);
+    assert.ok(started.kind === "tool_task_started");
+    const task = { ...execution.toolCall, taskId: started.taskId, taskPollIntervalSeconds: 1 };
+    const events = new MemoryEvents();
+    const seenWorking = await source.pollToolTask(taskPoll(task, events, null));
+    assert.deepEqual(continuationOf(seenWorking), { status: "working" });
+    const poll = (
+      continuation: string | null,
+      interval = 1,
+      answer: QuestionAnswer | null = null,
+    ) => taskPoll({ ...task, taskPollIntervalSeconds: interval }, events, continuation, answer);
+
+    seen.unavailable = true;
+    const startedAt = Date.now() / 1000;
+    const first = await source.pollToolTask(poll(JSON.stringify(continuationOf(seenWorking))));
+    assert.ok(first.kind === "tool_task_pending");
+    assert.equal(first.pollIntervalSeconds, 2); // the record's 1 s, doubled
+    const since = continuationOf(first).unreachable_since as number;
+    assert.equal(continuationOf(first).status, "working");
+    assert.ok(since >= startedAt - 1 && since <= Date.now() / 1000, `since: ${since}`);
+    const second = await source.pollToolTask(poll(first.continuation ?? null, 2));
+    assert.ok(second.kind === "tool_task_pending");
+    assert.equal(second.pollIntervalSeconds, 4); // growing, as a poll that reached the server
+    assert.deepEqual(continuationOf(second), { status: "working", unreachable_since: since });
+    assert.equal(warnings.length, 2);
+    assert.match(
+      warnings[0] ?? "",
+      new RegExp(
+        `^MCP server shop could not be reached to read task ${started.taskId}: .*: unavailable; polling again in 2 s$`,
+      ),
+    );
+
+    // Past taskOutageMs from the outage's first poll, the poll fails its attempt.
+    const hourAgo = JSON.stringify({ status: "working", unreachable_since: since - 3601 });
+    await assert.rejects(source.pollToolTask(poll(hourAgo)), McpTaskUnreachableError);
+    const impatient = new McpToolSource([
+      httpServer({ name: "shop", url: server.url, taskOutageMs: 0 }),
+    ]);
+    await assert.rejects(
+      impatient.pollToolTask(poll(null)),
+      (error: Error) =>
+        error instanceof McpTaskUnreachableError &&
+        /could not be reached to read task/.test(error.message),
+    );
+    // A poll that was to deliver an answer fails its attempt, so the answer stays pending.
+    const answer: QuestionAnswer = {
+      interruptId: "o1-input-1",
+      question: "Ship?",
+      answer: "yes",
+      resolution: "answered",
+    };
+    await assert.rejects(
+      source.pollToolTask(poll(first.continuation ?? null, 2, answer)),
+      McpTaskUnreachableError,
+    );
+    // No server at all (the connection refused) is an outage too.
+    const gone = new McpToolSource(
+      [httpServer({ name: "shop", url: "http://127.0.0.1:9/mcp", handshakeTimeoutMs: 2000 })],
+      { warn: () => {} },
+    );
+    const refused = await gone.pollToolTask(poll(first.continuation ?? null, 2));
+    assert.deepEqual(continuationOf(refused), { status: "working", unreachable_since: since });
+    // A cancellation fails its attempt at once.
+    await assert.rejects(
+      source.cancelToolTask({ ...poll(null), toolCall: task }),
+      /could not be reached to cancel/,
+    );
+
+    // The server back: the task goes on where it was, the outage forgotten, no event repeated.
+    seen.unavailable = false;
+    const back = await source.pollToolTask(poll(second.continuation ?? null, 4));
+    assert.deepEqual(continuationOf(back), { status: "working" });
+    await seen.finish.get("held-August")?.();
+    const done = await source.pollToolTask(poll(JSON.stringify(continuationOf(back))));
+    assert.deepEqual(done, { kind: "tool_execution_result", output: "report for held-August" });
+    assert.deepEqual(
+      events.events.map((event) => event.payload.status),
+      ["working", "completed"],
+    );
   });
 });

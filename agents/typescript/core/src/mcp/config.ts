@@ -8,6 +8,10 @@ export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
 export const DEFAULT_TASK_WAIT_MS = 600_000;
 /** The TTL asked for a task the session polls across Steps (and Worker restarts). */
 export const DEFAULT_TASK_TTL_MS = 24 * 60 * 60 * 1000;
+/** How long the session keeps polling a task whose server cannot be reached (a
+ *  `PollToolTask` over Streamable HTTP) before the call goes to its failure route: a server
+ *  restart or an outage shorter than this loses nothing. */
+export const DEFAULT_TASK_OUTAGE_MS = 60 * 60 * 1000;
 
 interface Common {
   /** Names the server in `<server>__<tool>`: letters, digits, '-' and single '_'. */
@@ -33,6 +37,10 @@ export interface HttpServer extends Common {
   transport: "http";
   url: string;
   headers?: Readonly<Record<string, string>>;
+  /** How long a task the session polls is polled again while this server cannot be reached,
+   *  from the outage's first poll, before the poll fails (an hour by default; 0 fails the
+   *  first such poll). */
+  taskOutageMs?: number;
 }
 
 export type McpServerConfig = StdioServer | HttpServer;
@@ -47,6 +55,10 @@ export function httpServer(config: Omit<HttpServer, "transport">): HttpServer {
   const server = check({ ...config, transport: "http" as const });
   if (!/^https?:\/\//.test(server.url)) {
     throw new RangeError(`MCP server ${server.name}: url must start with http:// or https://`);
+  }
+  const outage = server.taskOutageMs;
+  if (outage !== undefined && !(outage >= 0)) {
+    throw new RangeError(`MCP server ${server.name}: taskOutageMs must not be negative`);
   }
   return server;
 }

@@ -26,6 +26,7 @@ import { resolveToolPolicy, ToolExecutionError } from "../runner.js";
 import type { FunctionToolDefinition } from "../texts.js";
 import type { CallableToolSource, PolicyResolver, SourceTool, ToolSource } from "../tool-source.js";
 import {
+  DEFAULT_TASK_OUTAGE_MS,
   DEFAULT_TASK_TTL_MS,
   DEFAULT_TASK_WAIT_MS,
   type HttpServer,
@@ -49,10 +50,14 @@ import {
 import { resultOf } from "./results.js";
 import {
   dumpCheckpoint,
+  dumpContinuation,
   loadCheckpoint,
+  loadContinuation,
   McpTaskLostError,
+  McpTaskUnreachableError,
   McpToolCallInterruptedError,
   TaskPoller,
+  waitOutOutage,
 } from "./tasks.js";
 
 /** The event a task poll writes when the task's status changed. */
@@ -73,7 +78,8 @@ export interface McpToolSourceOptions {
   policies?: Readonly<Record<string, ToolPolicy>>;
   /** The TTL asked for a task the session polls across Steps (24 hours by default). */
   taskTtlMs?: number;
-  /** Where a left-out server or tool is reported (console.warn by default). */
+  /** Where a left-out server or tool, and a task poll that could not reach its server, are
+   *  reported (console.warn by default). */
   warn?: (message: string) => void;
 }
 
@@ -278,7 +284,9 @@ export class McpToolSource implements ToolSource, CallableToolSource {
     return await this.callTool(tool.server, tool.mcpName, args, idempotencyKey, signal);
   }
 
-  /** One `tasks/get` of the call's task (a stateless HTTP server's task). */
+  /** One `tasks/get` of the call's task (a stateless HTTP server's task). A server that cannot
+   *  be reached is polled again at the growing interval for its `taskOutageMs` from the
+   *  outage's first poll (`waitOutOutage`), so a restart loses nothing; then the poll fails. */
   async pollToolTask(poll: ToolTaskPoll): Promise<ToolTaskPollOutcome> {
     const [serverName, mcpName] = this.reference(poll.toolCall);
     const server = this.server(serverName);
@@ -290,8 +298,8 @@ export class McpToolSource implements ToolSource, CallableToolSource {
         const poller = new TaskPoller(client, serverName, mcpName, taskId, REQUEST_TIMEOUT_MS);
         const state = await poller.read();
         poll.heartbeat();
-        const previous = poll.toolCall.inputContinuation ?? null;
-        if (state.status !== previous) {
+        const previous = loadContinuation(poll.toolCall.inputContinuation);
+        if (state.status !== previous.status) {
           poll.events.write(STATUS_EVENT, {
             tool_call_id: poll.toolCall.toolCallId,
             task_id: taskId,
@@ -304,11 +312,20 @@ export class McpToolSource implements ToolSource, CallableToolSource {
         return {
           kind: "tool_task_pending",
           pollIntervalSeconds: interval,
-          continuation: state.status,
+          continuation: dumpContinuation({ status: state.status, unreachableSince: null }),
         };
       });
     } catch (error) {
-      throw pollError(serverName, taskId, error);
+      const failure = pollError(serverName, taskId, error);
+      if (failure instanceof McpTaskUnreachableError && server.transport === "http") {
+        return waitOutOutage(
+          poll,
+          failure,
+          server.taskOutageMs ?? DEFAULT_TASK_OUTAGE_MS,
+          this.warn,
+        );
+      }
+      throw failure;
     }
   }
 
@@ -325,8 +342,9 @@ export class McpToolSource implements ToolSource, CallableToolSource {
     } catch (error) {
       const found = mcpError(error);
       if (found === null || NO_RESULT_CODES.has(found.code)) {
-        throw new Error(
+        throw new McpTaskUnreachableError(
           `MCP server ${serverName} could not be reached to cancel task ${taskId}: ${describe(error)}`,
+          { cause: error },
         );
       }
     }
@@ -518,8 +536,8 @@ function callError(server: string, tool: string, error: unknown, sent: boolean):
   );
 }
 
-/** An unknown task fails the attempt as lost; an unreachable server fails it too, so the
- *  Step's attempts decide. */
+/** An unknown task fails the attempt as lost; an unreachable server is McpTaskUnreachableError,
+ *  which a poll waits out for the server's `taskOutageMs` before it fails the attempt. */
 function pollError(server: string, taskId: string, error: unknown): Error {
   if (isOwnError(error)) return error as Error;
   const found = mcpError(error);
@@ -528,7 +546,8 @@ function pollError(server: string, taskId: string, error: unknown): Error {
       `MCP server ${server} does not know task ${taskId}: ${found.message}`,
     );
   }
-  return new Error(
+  return new McpTaskUnreachableError(
     `MCP server ${server} could not be reached to read task ${taskId}: ${describe(error)}`,
+    { cause: error },
   );
 }

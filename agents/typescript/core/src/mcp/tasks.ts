@@ -3,12 +3,14 @@
  * attempt's heartbeat checkpoint, one `tasks/get` per poll, and the tool Step's own bounded
  * wait for a task that only its own connection can poll (a stdio server's, or a stateful HTTP
  * server's, which the SDK's task store binds to the protocol session the request ends).
+ * Across Steps a poll's continuation tells the next poll the status it saw and since when the
+ * server could not be reached, so a poll waits out a server outage instead of failing at once.
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema, type GetTaskResult } from "@modelcontextprotocol/sdk/types.js";
-import type { ToolExecutionResult } from "../runner.js";
+import type { ToolExecutionResult, ToolTaskPending, ToolTaskPoll } from "../runner.js";
 import { ToolExecutionError } from "../runner.js";
 import { mcpInputNotSupported, mcpTaskCancelled, mcpTaskFailed } from "../texts.js";
 import { ToolCallInterruptedError } from "../tool-source.js";
@@ -32,6 +34,68 @@ export class McpToolCallInterruptedError extends ToolCallInterruptedError {
  *  recorded by its effect. */
 export class McpTaskLostError extends Error {
   override name = "McpTaskLostError";
+}
+
+/** A task poll or cancellation that could not reach its server. A poll is tried again at its
+ *  interval for the server's `taskOutageMs` (`waitOutOutage`), then, as a cancellation at once,
+ *  the Step's attempts retry it, and the failure route by effect follows the last. */
+export class McpTaskUnreachableError extends Error {
+  override name = "McpTaskUnreachableError";
+}
+
+/** What one poll tells the next (as `{"status", "unreachable_since"}` JSON): the status it saw,
+ *  and since when (epoch seconds) the server could not be reached, while it cannot. */
+export interface Continuation {
+  status: string | null;
+  unreachableSince: number | null;
+}
+
+export function dumpContinuation(continuation: Continuation): string {
+  return JSON.stringify({
+    status: continuation.status ?? undefined,
+    unreachable_since: continuation.unreachableSince ?? undefined,
+  });
+}
+
+/** The continuation of the last poll; an earlier version's, the status alone, reads as it. */
+export function loadContinuation(text: string | null | undefined): Continuation {
+  if (!text) return { status: null, unreachableSince: null };
+  let value: unknown = text;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // the status alone
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { status: typeof value === "string" ? value : text, unreachableSince: null };
+  }
+  const { status, unreachable_since: since } = value as Record<string, unknown>;
+  return {
+    status: typeof status === "string" ? status : null,
+    unreachableSince: typeof since === "number" && Number.isFinite(since) ? since : null,
+  };
+}
+
+/** The next poll of a task whose server could not be reached, at the growing interval, while
+ *  the outage is shorter than `outageMs`; then `failure`. A poll that was to deliver an answer
+ *  fails its attempt instead, so the answer stays pending. */
+export function waitOutOutage(
+  poll: ToolTaskPoll,
+  failure: McpTaskUnreachableError,
+  outageMs: number,
+  warn: (message: string) => void,
+): ToolTaskPending {
+  const previous = loadContinuation(poll.toolCall.inputContinuation);
+  const now = Date.now() / 1000;
+  const since = previous.unreachableSince ?? now;
+  if (poll.pendingAnswer !== null || (now - since) * 1000 >= outageMs) throw failure;
+  const interval = intervalSeconds(null, poll.toolCall.taskPollIntervalSeconds);
+  warn(`${failure.message}; polling again in ${interval} s`);
+  return {
+    kind: "tool_task_pending",
+    pollIntervalSeconds: interval,
+    continuation: dumpContinuation({ ...previous, unreachableSince: since }),
+  };
 }
 
 /** A started task's handle, as the attempt's heartbeat checkpoint. */
