@@ -687,7 +687,12 @@ async def test_200_followers_of_a_session_get_the_same_events_through_one_wake_f
             asyncio.create_task(read_stream(http, session, after=token, until=done, timeout=90))
             for _ in range(FOLLOWERS)
         ]
-        await asyncio.sleep(1.0)
+        # The first follower starts the feed (on a loaded machine, seconds after it was asked
+        # to); the others share it, which the end checks again once all have read.
+        deadline = time.monotonic() + 30
+        while not wake_feeds():
+            assert time.monotonic() < deadline, "no wake feed started"
+            await asyncio.sleep(0.05)
         assert not any(f.done() for f in followers)
         assert len(wake_feeds()) == 1
         feed = client._wake_task
