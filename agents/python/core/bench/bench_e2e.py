@@ -2,6 +2,7 @@
 
     cd agents/python/core/bench && uv sync --locked && uv run python bench_e2e.py [--turns N]
         [--json PATH] [--postgres URL] [--profile-worker PATH] [--frameworks pydantic_ai,...]
+        [--before-src PATH]
 
 One session of N turns (default 1,000) per contender, all interleaved turn by turn in one run:
 turn k of every contender runs before turn k+1 of any (in an order rotated each turn), so
@@ -22,6 +23,8 @@ Contenders:
 - with --warm, dex-agents + Pydantic AI and its runner in memory again with the adapter's warm
   runs on (`PydanticAiRunner(warm_runs=8)`: a turn's Pydantic AI run kept open between its model
   steps), so warm and cold compare within one run;
+- with --before-src PATH, dex-agents + Pydantic AI again with its Worker on the engine in PATH
+  (another checkout's `src`), so a change and the code before it compare within one run;
 - a breakdown, not a contender: each adapter's runner alone, driven in this process by
   `RunnerDriver` as the session Flow calls it (no engine, no database, no second process).
   Its overhead is what Step mode and the adapter cost over the framework alone; the rest of
@@ -346,9 +349,18 @@ class RunnerInMemory(Contender):
 class DexAgents(Contender):
     """A Worker process hosting the Flow; this process drives the session with an AgentClient."""
 
-    def __init__(self, name: str, target: str, flow_type: str, url: str, **kw: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        target: str,
+        flow_type: str,
+        url: str,
+        worker_env: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> None:
         super().__init__(name, **kw)
         self.target, self.flow_type, self.url = target, flow_type, url
+        self.worker_env = worker_env or {}
 
     async def setup(self, model: ModelServer) -> None:
         from dex_agents import AgentClient
@@ -360,6 +372,7 @@ class DexAgents(Contender):
             env={
                 MODEL_URL_ENV: model.base_url,
                 "DEX_AGENTS_WORKER_ID": f"bench-{uuid.uuid4().hex[:6]}",
+                **self.worker_env,
             },
             cwd=HERE,
         ).start()
@@ -474,6 +487,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 streaming_baseline="Pydantic AI alone, streaming",
             ),
         ]
+    if args.before_src:
+        # The same contender, its Worker on another checkout's engine (the client is ours).
+        contenders.insert(
+            6,
+            DexAgents(
+                "dex-agents + Pydantic AI, before",
+                "e2e_app:pydantic_ai_flows",
+                "BenchPydanticAi",
+                f"sqlite:///{tmp / 'dex-pydantic-ai-before.sqlite'}",
+                worker_env={"PYTHONPATH": str(Path(args.before_src).resolve())},
+                baseline="Pydantic AI alone",
+                streaming_baseline="Pydantic AI alone, streaming",
+            ),
+        )
     contenders = [c for c in contenders if _framework(c.name) in args.frameworks]
     if args.postgres and "pydantic_ai" in args.frameworks:
         contenders.insert(
@@ -724,6 +751,13 @@ def main() -> None:
         "--profile-worker",
         metavar="PATH",
         help="py-spy the dex-agents + Pydantic AI Worker into PATH (collapsed stacks)",
+    )
+    parser.add_argument(
+        "--before-src",
+        metavar="PATH",
+        help="also dex-agents + Pydantic AI with its Worker on the engine in PATH (a src "
+        "folder of another checkout, e.g. `git archive` of an earlier commit), to compare a "
+        "change in one run",
     )
     args = parser.parse_args()
     result = asyncio.run(run(args))

@@ -100,7 +100,17 @@ async def run_step_workflow(session_id: str, step_execution_id: str, wake: int =
     """Drives a Step execution and the successors it runs inline. `wake`: the workflow of a
     parked Step's wake (see parking.py) drives it only while its row holds that wake."""
     runtime = current_runtime()
-    done = await runtime.run_step_until_done(session_id, step_execution_id, wake=wake)
+    try:
+        await _run_chain(runtime, session_id, step_execution_id, wake)
+    finally:
+        # An attempt begun in a commit whose Step this chain did not reach (an error on the
+        # way) no longer counts as running; the Worker that recovers the workflow finds it
+        # begun, as after a crash.
+        runtime.release_folded(asyncio.current_task())
+
+
+async def _run_chain(runtime: Runtime, session_id: str, step_execution_id: str, wake: int) -> None:
+    done = await runtime.run_step_until_done(session_id, step_execution_id, wake=wake, fold=True)
     # The last successor runs in this workflow and the others are enqueued as workflows of
     # their own, so parallel Steps (go_to_many) run in parallel while a plain chain of Steps
     # costs no workflow starts. A lone sibling of a waiting Step (a turn's one tool call,
@@ -108,25 +118,30 @@ async def run_step_workflow(session_id: str, step_execution_id: str, wake: int =
     # it would only wait for the sibling. Every choice comes from committed rows, so a replay
     # repeats it exactly.
     held: list[str] = []  # waiting Steps held back while their lone sibling runs
-    for _ in range(MAX_INLINE_STEPS):
+    for step in range(MAX_INLINE_STEPS):
+        # Whether this loop runs the Step's inline successor right after it, so the Step's
+        # commit may begin that successor's attempt (see `Runtime._inline_successor`).
+        fold = step < MAX_INLINE_STEPS - 2
         if not done.next_steps:
             if not held:
                 return
             if await _handed_over(runtime, session_id, done, held[-1]):
                 return
-            done = await runtime.run_step_until_done(session_id, held.pop(), likely_ready=True)
+            done = await runtime.run_step_until_done(
+                session_id, held.pop(), likely_ready=True, fold=fold
+            )
             continue
         *parallel, last = done.next_steps
         if await _sibling_first(runtime, session_id, done, parallel, last):
             held.append(last)
-            done = await runtime.run_step_until_done(session_id, parallel[0])
+            done = await runtime.run_step_until_done(session_id, parallel[0], fold=fold, held=last)
             continue
         await _enqueue_step_workflows(runtime, session_id, parallel)
         if not held and await _moved(runtime, session_id, done, last):
             return
         if await _handed_over(runtime, session_id, done, last):
             return
-        done = await runtime.run_step_until_done(session_id, last)
+        done = await runtime.run_step_until_done(session_id, last, fold=fold)
     await _enqueue_step_workflows(runtime, session_id, [*done.next_steps, *reversed(held)])
 
 
@@ -167,7 +182,11 @@ async def _moved(runtime: Runtime, session_id: str, done: StepDone, next_step: s
         return False
     workflow_id = step_workflow_id(session_id, next_step)
     flow_type = await runtime.flow_type_of(session_id)
-    if runtime.balancer is None or not runtime.balancer.should_move(flow_type):
+    if done.move is not None:  # the Step asked the balancer before its commit
+        move = done.move
+    else:
+        move = runtime.balancer is not None and runtime.balancer.should_move(flow_type)
+    if not move:
         return False
     runtime.forget_fresh(session_id, next_step)
     with SetWorkflowID(workflow_id):
@@ -248,6 +267,21 @@ class Begun:
     next_steps: Sequence[str] | None = None
 
 
+# conn.info key: the successors a commit began (see `Runtime._write_commit`).
+_FOLDS = "dex_folded"
+
+
+@dataclass(frozen=True)
+class Folded:
+    """An inline successor's first attempt, begun in its predecessor's commit (or the whole
+    of a Step without Execute, committed there: `begun.next_steps`), and the task of the
+    workflow that drives it next."""
+
+    ctx: StepContext[Any]
+    begun: Begun
+    owner: object = None
+
+
 @dataclass(frozen=True)
 class TryAgain:
     """A failed attempt that another attempt follows, no sooner than `delay` seconds."""
@@ -270,12 +304,14 @@ class WaitOutcome(Enum):
 @dataclass(frozen=True)
 class StepDone:
     """How the driver of a Step execution ended: the successors to start; whether the
-    session may move to another Worker before them (the Step's `moves_session_after`); and
-    whether the Step had ended before this driver looked (a replay)."""
+    session may move to another Worker before them (the Step's `moves_session_after`);
+    whether the Step had ended before this driver looked (a replay); and the balancer's
+    answer, when the Step asked it before its commit (None: ask after)."""
 
     next_steps: Sequence[str]
     may_move: bool = False
     replayed: bool = False
+    move: bool | None = None
 
 
 class Runtime:
@@ -318,6 +354,9 @@ class Runtime:
         # The rows of Steps this Worker's commits just scheduled, until their driver starts:
         # a successor's driver begins without reading its row back (see `run_step`).
         self._fresh: dict[tuple[str, str], store.StepRow] = {}
+        # The inline successors whose first attempt their predecessor's commit began, until
+        # their driver (the same workflow, next) takes it: each counts as a running attempt.
+        self._folded: dict[tuple[str, str], Folded] = {}
         # Draining (a clean stop): no new attempt begins; running ones finish and commit.
         self._draining = False
         self._attempts_running = 0
@@ -336,6 +375,8 @@ class Runtime:
         *,
         likely_ready: bool = False,
         wake: int = 0,
+        fold: bool = False,
+        held: str | None = None,
     ) -> StepDone:
         """`run_step`, tried again with capped backoff when the driver itself fails (user
         code's failures are the Step's own business and never get here): a Step execution's
@@ -346,7 +387,12 @@ class Runtime:
         while True:
             try:
                 return await self.run_step(
-                    session_id, step_execution_id, likely_ready=likely_ready, wake=wake
+                    session_id,
+                    step_execution_id,
+                    likely_ready=likely_ready,
+                    wake=wake,
+                    fold=fold,
+                    held=held,
                 )
             except Exception:
                 # A Step that waited while its Worker stopped wakes to a closed database: it
@@ -371,14 +417,26 @@ class Runtime:
         *,
         likely_ready: bool = False,
         wake: int = 0,
+        fold: bool = False,
+        held: str | None = None,
     ) -> StepDone:
         """Drives a Step execution to its end, or until it parks. `likely_ready`: a waiting
         Step whose condition probably holds (its lone sibling just ended) looks at it first
         in its commit, saving a read; when it does not hold, the Step waits as usual.
+        `fold`: the caller drives the Step's inline successor right after this, so the Step's
+        commit may begin that successor's first attempt in the same transaction; `held`: the
+        waiting Step the caller drives next when this one schedules nothing (a lone tool
+        call's ResumeTurn), which that commit may then commit too.
 
         A Step has one driver at a time: the workflow that scheduled it until it parks, then
         the workflow of each wake in turn. A driver whose wake is not the row's (the Step
         parked, or was woken since) ends here, on its first run and on a replay alike."""
+        folded = self._folded.pop((session_id, step_execution_id), None)
+        if folded is not None:
+            # Its predecessor's commit began its first attempt: run it, even while draining
+            # (a begun attempt finishes and commits, as every running one does).
+            self._fresh.pop((session_id, step_execution_id), None)
+            return await self._run_folded(folded, fold, held)
         await self._hold_while_draining()
         row = self._fresh.pop((session_id, step_execution_id), None)
         if row is None:
@@ -416,6 +474,11 @@ class Runtime:
             await self.metrics.woken(self.database, ctx, workflow_id)
         # Whether the next commit looks at the wait condition itself (only the first one).
         check = likely_ready and handler.options.waits and not handler.has_execute
+        if handler.options.waits and not check:
+            # A commit on the event loop (SQLite) delivers its wake-ups once the loop runs
+            # again: let them arrive before the wait takes its generation, or the commit
+            # that scheduled this Step wakes its first wait at once, for one more look.
+            await asyncio.sleep(0)
         while True:
             waits = handler.options.waits and not check
             if waits and await self._wait(ctx, handler) is not WaitOutcome.READY:
@@ -423,15 +486,96 @@ class Runtime:
             if self.metrics is not None:  # metrics: Steps started, Step latency
                 self.metrics.step_began(ctx, first=row.attempts == 0)
             if handler.has_execute:
-                return self._done(ctx, await self._run_attempts(ctx, handler), may_move)
-            committed = await self.database.write(
-                functools.partial(self._commit, ctx=ctx, handler=handler, result=None, check=check)
+                # A Step after which the session may move asks the balancer once it ended;
+                # its successor's attempt then begins where the successor runs.
+                fold_execute = fold and not (may_move and self.balancer is not None)
+                next_steps = await self._run_attempts(ctx, handler, fold=fold_execute, held=held)
+                return self._done(ctx, next_steps, may_move)
+            # A Step after which the session may move asks the balancer before its commit,
+            # which then begins the successor's attempt only when the session stays.
+            move = await self._should_move(session_id) if fold and may_move else None
+            fold_now = fold and not move
+            commit = functools.partial(
+                self._commit,
+                ctx=ctx,
+                handler=handler,
+                result=None,
+                check=check,
+                fold=fold_now,
+                held=held,
             )
+            committed = await self._write_commit(ctx, commit, fold_now)
             if committed is not None:
-                return self._done(ctx, committed, may_move)
+                return self._done(ctx, committed, may_move, move)
             check = False
 
-    def _done(self, ctx: StepContext[Any], next_steps: Sequence[str], may_move: bool) -> StepDone:
+    async def _should_move(self, session_id: str) -> bool | None:
+        """The balancer's answer (a yes counts the move at once), None without a balancer."""
+        if self.balancer is None:
+            return None
+        return self.balancer.should_move(await self.flow_type_of(session_id))
+
+    async def _run_folded(self, folded: Folded, fold: bool, held: str | None) -> StepDone:
+        """Drives a Step whose first attempt its predecessor's commit began."""
+        ctx, begun = folded.ctx, folded.begun
+        handler = self.step_handlers[ctx.step_type]
+        current_step.set(ctx)
+        if self.metrics is not None:  # metrics: Steps started, Step latency
+            self.metrics.step_began(ctx, first=True)
+        next_steps = await self._run_attempts(ctx, handler, begun=begun, fold=fold, held=held)
+        return self._done(ctx, next_steps, handler.options.moves_session_after)
+
+    async def _write_commit(
+        self,
+        ctx: StepContext[Any],
+        commit: Callable[[Connection], Sequence[str] | None],
+        fold: bool,
+    ) -> Sequence[str] | None:
+        """Runs a Step's commit. When it may begin its inline successor (`fold`), one more
+        attempt counts as running from before the transaction, so a clean stop that begins
+        meanwhile waits for it; once it committed, each successor it began counts instead,
+        until its driver (this workflow, next) ran it."""
+        if not fold or self._draining:
+            return await self.database.write(commit)
+        self._attempts_running += 1
+        folds: list[Folded] = []
+        tries = 0
+
+        def run(conn: Connection) -> Sequence[str] | None:
+            nonlocal tries
+            tries += 1
+            if tries > 1:
+                # The try before rolled back, and a successor's begin in it may have cached
+                # messages it read in that transaction: read them again.
+                self.messages = MessageCache()
+            folds.clear()
+            conn.info[_FOLDS] = folds
+            try:
+                return commit(conn)
+            finally:
+                conn.info.pop(_FOLDS, None)
+
+        try:
+            committed = await self.database.write(run)
+        except BaseException:
+            self.messages = MessageCache()
+            raise
+        finally:
+            self._attempt_ended()
+        owner = asyncio.current_task()
+        for folded in folds:
+            key = (folded.ctx.session_id, folded.ctx.step_execution_id)
+            self._folded[key] = Folded(folded.ctx, folded.begun, owner)
+            self._attempts_running += 1
+        return committed
+
+    def _done(
+        self,
+        ctx: StepContext[Any],
+        next_steps: Sequence[str],
+        may_move: bool,
+        move: bool | None = None,
+    ) -> StepDone:
         """The driver's end; keeps the rows of the successors its commit scheduled, which
         reflect that commit exactly. A successor's begin re-reads its row under the session's
         lock, so one cancelled since then is still seen."""
@@ -443,24 +587,31 @@ class Runtime:
             # Rows of successors that ran elsewhere (claimed through the queue); reading a
             # row back is always correct.
             self._fresh.clear()
-        return StepDone(next_steps, may_move)
+        return StepDone(next_steps, may_move, move=move)
 
     def forget_fresh(self, session_id: str, step_execution_id: str) -> None:
         self._fresh.pop((session_id, step_execution_id), None)
 
     async def _run_attempts(
-        self, ctx: StepContext[Any], handler: StepHandler[Any, Any]
+        self,
+        ctx: StepContext[Any],
+        handler: StepHandler[Any, Any],
+        *,
+        begun: Begun | None = None,
+        fold: bool = False,
+        held: str | None = None,
     ) -> Sequence[str]:
-        """Begins attempts until one commits or the failure route takes over."""
+        """Begins attempts until one commits or the failure route takes over. `begun`: the
+        first attempt, already begun (and counted as running) by the predecessor's commit."""
         while True:
-            await self._hold_while_draining()
-            self._attempts_running += 1
+            if begun is None:
+                await self._hold_while_draining()
+                self._attempts_running += 1
             try:
-                outcome = await self._run_attempt(ctx, handler)
+                outcome = await self._run_attempt(ctx, handler, begun, fold=fold, held=held)
             finally:
-                self._attempts_running -= 1
-                if self._draining and not self._attempts_running:
-                    self._drained.set()
+                begun = None
+                self._attempt_ended()
             if not isinstance(outcome, TryAgain):
                 return outcome
             if self.metrics is not None:  # metrics: retries
@@ -468,12 +619,24 @@ class Runtime:
             backoff = self.retry_backoff_seconds * 2 ** (ctx.attempt - 1)
             await asyncio.sleep(max(backoff, outcome.delay or 0.0))
 
+    def _attempt_ended(self) -> None:
+        self._attempts_running -= 1
+        if self._draining and not self._attempts_running:
+            self._drained.set()
+
     async def _run_attempt(
-        self, ctx: StepContext[Any], handler: StepHandler[Any, Any]
+        self,
+        ctx: StepContext[Any],
+        handler: StepHandler[Any, Any],
+        begun: Begun | None = None,
+        *,
+        fold: bool = False,
+        held: str | None = None,
     ) -> Sequence[str] | TryAgain:
         """One attempt from its begin to its commit, or TryAgain when it failed and another
-        attempt may follow."""
-        begun = await self.database.write(lambda conn: self._begin_attempt(conn, ctx, handler))
+        attempt may follow. `begun`: the attempt's begin, already committed."""
+        if begun is None:
+            begun = await self.database.write(lambda conn: self._begin_attempt(conn, ctx, handler))
         if begun.next_steps is not None:
             return begun.next_steps
         ctx.attempt = begun.attempt
@@ -492,7 +655,7 @@ class Runtime:
             return await self._record_failed_attempt(ctx, handler, error)
         if self.metrics is not None:  # metrics: model-call latency
             self.metrics.attempt_ended(ctx, time.monotonic() - started, None)
-        return await self._commit_result(ctx, handler, result)
+        return await self._commit_result(ctx, handler, result, fold=fold, held=held)
 
     async def _write_unflushed(self, ctx: StepContext[Any]) -> None:
         """Writes what a cancelled attempt streamed and left unwritten (no commit follows)."""
@@ -549,11 +712,24 @@ class Runtime:
             await asyncio.Event().wait()
 
     async def _commit_result(
-        self, ctx: StepContext[Any], handler: StepHandler[Any, Any], result: Any
+        self,
+        ctx: StepContext[Any],
+        handler: StepHandler[Any, Any],
+        result: Any,
+        *,
+        fold: bool,
+        held: str | None,
     ) -> Sequence[str]:
-        committed = await self.database.write(
-            lambda conn: self._commit(conn, ctx, handler, result, fence=ctx.attempt)
+        commit = functools.partial(
+            self._commit,
+            ctx=ctx,
+            handler=handler,
+            result=result,
+            fence=ctx.attempt,
+            fold=fold,
+            held=held,
         )
+        committed = await self._write_commit(ctx, commit, fold)
         ctx.unflushed.clear()
         return committed or []
 
@@ -702,6 +878,17 @@ class Runtime:
         row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
         if row is None or row.status in ("succeeded", "failed", "cancelled"):
             return Begun(next_steps=row.next_steps if row else [])
+        return self._begin_row(conn, session, row, ctx, handler)
+
+    def _begin_row(
+        self,
+        conn: Connection,
+        session: store.Session,
+        row: store.StepRow,
+        ctx: StepContext[Any],
+        handler: StepHandler[Any, Any],
+    ) -> Begun:
+        """Begins the attempt after `row`'s, under the session's lock (`session` locked)."""
         tx = StepTx(conn, session, ctx)
         attempt = row.attempts + 1
         ctx.attempt = attempt
@@ -816,9 +1003,12 @@ class Runtime:
         *,
         fence: int | None = None,
         check: bool = False,
+        fold: bool = False,
+        held: str | None = None,
     ) -> Sequence[str] | None:
         """Records the outcome; None means wait again. A fenced-out attempt commits only the
-        events it streamed."""
+        events it streamed. `fold`: the caller runs the inline successor next (or `held`,
+        when there is none), so its first attempt may begin here (`_begin_successor`)."""
         session = store.lock_session(conn, ctx.session_id)
         store.write_events(conn, session, ctx.unflushed)
         row = store.load_step(conn, ctx.session_id, ctx.step_execution_id)
@@ -841,7 +1031,76 @@ class Runtime:
             store.update_step(
                 conn, ctx.session_id, ctx.step_execution_id, attempts=row.attempts + 1, **started
             )
-        return self._finish_as_decided(tx, transition)
+        next_steps = self._finish_as_decided(tx, transition)
+        if fold:
+            self._begin_successor(tx, next_steps, held)
+        return next_steps
+
+    def _inline_successor(self, next_steps: Sequence[str]) -> str | None:
+        """The successor a first run of `run_step_workflow` drives next in the same workflow:
+        the lone sibling of a waiting last Step, else the last."""
+        if not next_steps:
+            return None
+        *parallel, last = next_steps
+        waits = [self.step_handlers[store.step_type_of(s)].options.waits for s in next_steps]
+        if len(parallel) == 1 and not waits[0] and waits[1]:
+            return parallel[0]
+        return last
+
+    def _begin_successor(self, tx: StepTx, next_steps: Sequence[str], held: str | None) -> None:
+        """Begins the inline successor in its predecessor's commit: the first attempt of one
+        that runs user code at once (an Execute and no wait), or the commit of a waiting
+        `held` Step without Execute whose condition holds now (and, in turn, its own inline
+        successor's begin): one transaction instead of two or three. A crash after this
+        commit finds the successor begun (or ended), as after its own transaction today;
+        its driver, this workflow next, takes what was begun here (`run_step`)."""
+        folds: list[Folded] | None = tx.conn.info.get(_FOLDS)
+        if folds is None or self._draining:
+            return
+        successor = self._inline_successor(next_steps) if next_steps else held
+        if successor is None:
+            return
+        handler = self.step_handlers[store.step_type_of(successor)]
+        if next_steps and (handler.options.waits or not handler.has_execute):
+            return  # it waits, or runs no user code: its driver looks at it first
+        if not next_steps and (handler.has_execute or not handler.options.waits):
+            return
+        row = (
+            tx.ctx.successors.get(successor)
+            if next_steps
+            else store.load_step(tx.conn, tx.session.session_id, successor)
+        )
+        if row is None or row.status not in ("scheduled", "waiting") or row.wakes:
+            return
+        step_input, recovery = stored_input(row)
+        ctx: StepContext[Any] = StepContext(
+            services=self,
+            flow=tx.ctx.flow,
+            session_id=row.session_id,
+            step_execution_id=successor,
+            step_type=row.step_type,
+            step_input=step_input,
+            recovery=recovery,
+            checkpoint=row.checkpoint,
+            scheduled_at=row.scheduled_at,
+        )
+        if handler.has_execute:
+            folds.append(Folded(ctx, self._begin_row(tx.conn, tx.session, row, ctx, handler)))
+            return
+        if handler.options.moves_session_after:
+            return  # it asks the balancer before its commit
+        # The held Step's condition is looked at in this transaction, as its driver's
+        # `likely_ready` commit would; when it does not hold, nothing of it is written here.
+        committed = self._commit(tx.conn, ctx, handler, None, check=True, fold=True)
+        if committed is not None:
+            folds.append(Folded(ctx, Begun(next_steps=committed)))
+
+    def release_folded(self, owner: object) -> None:
+        """Gives back the running count of the successors begun for the workflow `owner`
+        that it did not drive (it ended on an error on the way)."""
+        for key in [key for key, folded in self._folded.items() if folded.owner is owner]:
+            del self._folded[key]
+            self._attempt_ended()
 
     def _finish_as_decided(self, tx: StepTx, transition: Transition) -> list[str]:
         """Ends the Step as its begin or commit decided: `failed` with the Transition's error
