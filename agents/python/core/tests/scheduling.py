@@ -7,8 +7,8 @@ last keeps one process running after the others stopped. `LongestFirst` hands ou
 of `LONGEST` first, in that order (longest first), then the others in xdist's own order: the
 processes then end within one short module of each other.
 
-`LONGEST` lists the modules that took 100 s or more in one process of a run of the suite on
-the shared 2-core CI machine (3 processes; 2026-12-06). A module missing from it, or a list
+`LONGEST` lists the modules that took some 100 s or more in a run of the suite on the shared
+2-core CI machine (3 processes, 2026-12-06), longest first. A module missing from it, or a list
 out of date, costs only time, never a test.
 """
 
@@ -28,10 +28,11 @@ LONGEST = (
     "tests/test_install.py",
     "tests/test_takeover.py",
     "tests/mcp/test_tasks_source.py",
-    "tests/web/test_api.py",
+    "tests/test_readme_commands.py",
     "tests/test_routing.py",
-    "tests/test_input_validation.py",
     "tests/test_steering.py",
+    "tests/web/test_ui_stream.py",
+    "tests/web/test_api.py",
 )
 
 
