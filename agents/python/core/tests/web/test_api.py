@@ -687,7 +687,10 @@ async def test_200_followers_of_a_session_get_the_same_events_through_one_wake_f
             asyncio.create_task(read_stream(http, session, after=token, until=done, timeout=90))
             for _ in range(FOLLOWERS)
         ]
-        await asyncio.sleep(1.0)
+        # The first follower's wait starts the one feed; on a busy machine that takes a while.
+        deadline = time.monotonic() + 30
+        while not wake_feeds() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         assert not any(f.done() for f in followers)
         assert len(wake_feeds()) == 1
         feed = client._wake_task
