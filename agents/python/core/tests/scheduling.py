@@ -33,6 +33,13 @@ LONGEST = (
     "tests/test_steering.py",
     "tests/web/test_ui_stream.py",
     "tests/web/test_api.py",
+    # Under a minute or two, but of one or two tests: xdist's own order hands them out last.
+    "tests/mcp/test_everything.py",
+    "tests/test_examples.py",
+    "tests/web/test_openapi.py",
+    "tests/test_chat.py",
+    "tests/test_balance.py",
+    "tests/test_rolling_deploy.py",
 )
 
 
