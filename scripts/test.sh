@@ -56,7 +56,9 @@ fi
 # A package whose dev group has pytest-xdist runs its tests in parallel processes: most tests
 # wait on Worker and server processes, so 3 keep 2 cores busy (the core's suite took 22 CPU
 # minutes, 27 minutes serially; more processes only crowd the Workers' starts). Each process has its own databases, ports and files; a test module
-# runs whole in one process, so what it shares (a Worker, a server) starts once.
+# runs whole in one process, so what it shares (a Worker, a server) starts once. The core's
+# tests hand out their longest modules first (agents/python/core/tests/scheduling.py), so that
+# its three processes end together rather than one running a long module alone at the end.
 # DEX_AGENTS_TEST_PROCESSES sets their number (1: serial).
 processes="${DEX_AGENTS_TEST_PROCESSES:-3}"
 parallel_args() {

@@ -14,6 +14,16 @@ from dex_agents.testing.harness import StepHarness
 pytest_plugins = ["dex_agents.testing.fixtures"]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadfile` hands out the longest modules first (tests/scheduling.py)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from .scheduling import LongestFirst
+
+    return LongestFirst(config, log)
+
+
 @pytest.fixture
 def worker_target() -> str:
     return "tests.apps.basic:flows"

@@ -1,6 +1,7 @@
 """Steering and cancellation rules, one test per rule: through real Worker processes where a
 call is in flight or a Worker dies, in this process (StepHarness) where only the Steps' rules
-are at stake."""
+are at stake. The tests on tests.apps.basic share one Worker per backend; those that kill it
+start it again (kill, commit while no Worker runs, start)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from dex_agents import rpcs, texts
 from dex_agents.testing import ScriptedReply, reply_text, reply_tools
+from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
 
 from .helpers import events_of, pending_interrupt, step_types, tool_messages, turns_done, wait_until
 
@@ -24,78 +26,6 @@ def read_done_approval_pending(snapshot) -> bool:
     return pending_interrupt("w1")(snapshot) and any(
         c.tool_call_id == "r1" and c.is_final for c in snapshot.tool_calls
     )
-
-
-async def test_a_steer_during_a_final_answer_applies_after_the_turn(make_worker, model, client):
-    model.enqueue(ScriptedReply(text="Paris is lovely.", hang=True), reply_text("Rome, then."))
-    with make_worker():
-        session = await client.start_session("Assistant", "Tell me about Paris")
-        model.wait_for_requests(1)
-        assert await client.steer_user_message(session, text="Actually, Rome")
-        model.release()
-        snapshot = await client.wait_for(session, turns_done(2))
-
-    assert [(m.role, m.text) for m in snapshot.messages] == [
-        ("user", "Tell me about Paris"),
-        ("assistant", "Paris is lovely."),
-        ("user", "Actually, Rome"),
-        ("assistant", "Rome, then."),
-    ]
-    assert await step_types(client, session) == [
-        "StartAgentSession",
-        "RunModel",
-        "AwaitUserMessage",
-        "ApplyTurnControl",
-        "RunModel",
-        "AwaitUserMessage",
-    ]
-    assert await events_of(client, session, "turn_steered") == []  # the turn had ended
-
-
-async def test_a_steer_during_a_model_call_abandons_the_calls_it_requested(
-    make_worker, model, client, tool_log
-):
-    model.enqueue(
-        ScriptedReply(
-            tool_calls=reply_tools(
-                ("r1", "get_weather", {"city": "Oslo"}),
-                ("w1", "send_email", {"to": "a@example.com", "body": "hi"}),
-            ).tool_calls,
-            hang=True,
-        ),
-        reply_text("Switching to Bergen."),
-    )
-    with make_worker():
-        session = await client.start_session("Assistant", "Weather in Oslo and email Ann")
-        model.wait_for_requests(1)
-        assert await client.steer_user_message(session, text="Never mind, Bergen")
-        model.release()
-        snapshot = await client.wait_for(session, turns_done(2))
-
-    assert tool_log.count() == 0  # steering abandons calls that have not started
-    seen = tool_messages(model, 1)
-    assert seen == {"r1": texts.STEERED_REJECTION, "w1": texts.STEERED_REJECTION}
-    finished = await events_of(client, session, "tool_call_finished")
-    assert {f["tool_call_id"]: f["status"] for f in finished} == {
-        "r1": "rejected",
-        "w1": "rejected",
-    }
-    resolved = await events_of(client, session, "interrupt_resolved")
-    assert [(r["interrupt_id"], r["cancellation_reason"]) for r in resolved] == [("w1", "steered")]
-    steered = await events_of(client, session, "turn_steered")
-    # The steered turn kept its transcript: the tool-call message and both rejections.
-    assert steered == [{"steered_message_count": 1, "message_count": 3}]
-    assert snapshot.messages[-2].text == "Never mind, Bergen"
-    assert snapshot.messages[-1].text == "Switching to Bergen."
-    history = await step_types(client, session)
-    assert history[:5] == [
-        "StartAgentSession",
-        "RunModel",
-        "CallTool",
-        "AwaitToolApproval",
-        "ResumeTurn",
-    ]
-    assert history[-3:] == ["ApplyTurnControl", "RunModel", "AwaitUserMessage"]
 
 
 async def test_a_steer_abandons_a_waiting_approval_but_not_a_finished_read(
@@ -121,55 +51,6 @@ async def test_a_steer_abandons_a_waiting_approval_but_not_a_finished_read(
     seen = tool_messages(model, 1)
     assert json.loads(seen["r1"])["city"] == "Oslo"  # a read that ran keeps its result
     assert seen["w1"] == texts.STEERED_REJECTION
-
-
-async def test_an_approval_that_commits_before_the_steer_wins_and_the_tool_sees_the_flag(
-    make_worker, model, client, tool_log
-):
-    model.enqueue(
-        reply_tools(("w1", "send_email", {"to": "b@example.com", "body": "hi"})),
-        reply_text("Fine."),
-    )
-    worker = make_worker().start()
-    session = await client.start_session("Assistant", "Email Bo")
-    await client.wait_for(session, pending_interrupt("w1"))
-    worker.kill()  # both RPCs commit before any Step sees either
-    assert await client.resolve_interrupt(session, "w1", approved=True)
-    assert await client.steer_user_message(session, text="Stop")
-    worker.start()
-    await client.wait_for(session, turns_done(2))
-    worker.stop()
-
-    assert tool_log.count("send_email") == 0
-    assert tool_messages(model, 1) == {"w1": texts.STEERED_REJECTION}
-    resolved = await events_of(client, session, "interrupt_resolved")
-    assert [(r["approved"], r["cancellation_reason"]) for r in resolved] == [(True, None)]
-
-
-async def test_cancel_turn_aborts_a_running_model_call(make_worker, model, client):
-    model.enqueue(ScriptedReply(text="a very long answer", hang=True), reply_text("Next."))
-    with make_worker():
-        session = await client.start_session("Assistant", "Write an essay")
-        model.wait_for_requests(1)
-        assert await client.cancel_turn(session, "turn-2") is False  # not the active turn
-        assert await client.cancel_turn(session)
-        model.wait_for_dropped(1)  # the model call was really aborted
-        snapshot = await client.wait_for(session, turns_done(1))
-        assert await client.cancel_turn(session) is False  # no active turn
-        assert await client.send_user_message(session, "Short one")
-        snapshot = await client.wait_for(session, turns_done(2))
-
-    assert [m.text for m in snapshot.messages] == ["Write an essay", "Short one", "Next."]
-    assert await events_of(client, session, "turn_cancelled") == [{"message_count": 0}]
-    history = await client.get_step_history(session)
-    assert [(s.step_type, s.status) for s in history[:5]] == [
-        ("StartAgentSession", "succeeded"),
-        ("RunModel", "cancelled"),
-        ("FinishTurnCancellation", "succeeded"),
-        ("ApplyTurnControl", "succeeded"),
-        ("AwaitUserMessage", "succeeded"),
-    ]
-    assert snapshot.usage.model_calls == 1  # the dropped call recorded no usage
 
 
 async def test_cancel_turn_rejects_waiting_calls_and_ends_the_turn(
@@ -218,81 +99,6 @@ async def test_cancel_turn_rejects_waiting_calls_and_ends_the_turn(
     # The turn kept its transcript: the runner's unfinished messages with every result.
     results = tool_messages(model, 1)
     assert results["w1"] == texts.TURN_CANCELLED_REJECTION
-
-
-async def test_cancel_turn_survives_a_worker_killed_before_finish_turn_cancellation(
-    make_worker, model, client, tool_log
-):
-    model.enqueue(reply_tools(("w1", "send_email", {"to": "d@example.com", "body": "hi"})))
-    worker = make_worker().start()
-    session = await client.start_session("Assistant", "Email Dee")
-    await client.wait_for(session, pending_interrupt("w1"))
-    worker.kill()
-    assert await client.cancel_turn(session)  # commits while no Worker runs
-    worker.start()
-    snapshot = await client.wait_for(session, turns_done(1))
-    worker.stop()
-
-    assert tool_log.count("send_email") == 0
-    assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    assert await events_of(client, session, "turn_cancelled") == [{"message_count": 2}]
-    assert "FinishTurnCancellation" in await step_types(client, session)
-
-
-async def test_a_leftover_cancellation_wake_from_an_earlier_turn_changes_nothing(
-    make_worker, model, client, tool_log
-):
-    from dex_agents import store
-    from dex_agents.db import Database
-
-    model.enqueue(
-        reply_tools(("w1", "send_email", {"to": "e@example.com", "body": "1"})),
-        reply_text("Sent."),
-    )
-    with make_worker():
-        session = await client.start_session("Assistant", "Email Eve")
-        await client.wait_for(session, pending_interrupt("w1"))
-        database = Database(client.database_url)
-        await database.write(
-            lambda conn: store.publish(
-                conn, session, store.TOOL_CALL_CANCELLATIONS, '{"reason":"steered"}', "w1"
-            )
-        )
-        database.close()
-        snapshot = await client.get_agent_snapshot(session)
-        assert pending_interrupt("w1")(snapshot)  # the wake found neither flag: it waits again
-        assert await client.resolve_interrupt(session, "w1", approved=True)
-        await client.wait_for(session, turns_done(1))
-    assert tool_log.count("send_email") == 1
-
-
-async def test_turn_control_rpcs_refuse_bad_requests(make_worker, model, client):
-    model.enqueue(ScriptedReply(text="One.", hang=True), reply_text("Two."), reply_text("Three."))
-    with make_worker():
-        session = await client.start_session("Assistant")
-        await client.wait_for(session, lambda s: s.state is not None)
-        # No active turn: a steer is queued like any message.
-        assert await client.steer_user_message(session, text="first") is True
-        model.wait_for_requests(1)
-        assert await client.steer_user_message(session) is False
-        assert await client.steer_user_message(session, text="x", message_id="1") is False
-        assert await client.steer_user_message(session, text="  ") is False
-        assert await client.steer_user_message(session, message_id="999999") is False
-        assert await client.delete_queued_message(session, "999999") is False
-
-        assert await client.send_user_message(session, "queued A")
-        assert await client.send_user_message(session, "queued B")
-        queued = (await client.get_agent_snapshot(session)).queued_messages
-        assert [q.message.text for q in queued] == ["queued A", "queued B"]
-        assert await client.delete_queued_message(session, queued[0].message_id)
-        assert await client.steer_user_message(session, message_id=queued[1].message_id)
-        snapshot = await client.get_agent_snapshot(session)
-        assert snapshot.queued_messages == []
-        assert [m.message.text for m in snapshot.steered_messages] == ["queued B"]
-        model.release()
-        snapshot = await client.wait_for(session, turns_done(2))
-
-    assert [m.text for m in snapshot.messages] == ["first", "One.", "queued B", "Two."]
 
 
 async def test_steering_never_abandons_a_started_task(
@@ -374,34 +180,6 @@ async def test_a_tool_question_is_answered_before_the_tool_takes_effect(
     ]
 
 
-async def test_a_turn_without_accepts_turn_control_refuses_steer_and_cancel(
-    make_worker, model, client
-):
-    """A turn that a Worker without steering started holds waits a steer never wakes."""
-    from dex_agents import store
-    from dex_agents.db import Database
-
-    model.enqueue(ScriptedReply(text="Done.", hang=True))
-    with make_worker():
-        session = await client.start_session("Assistant", "Go")
-        model.wait_for_requests(1)
-        database = Database(client.database_url)
-
-        def as_older_worker(conn) -> None:
-            record = store.lock_session(conn, session)
-            state = record.active_state.model_copy(update={"accepts_turn_control": False})
-            record.state = state
-            store.save_session(conn, record)
-
-        await database.write(as_older_worker)
-        database.close()
-        assert await client.steer_user_message(session, text="Stop") is False
-        assert await client.cancel_turn(session) is False
-        model.release()
-        snapshot = await client.wait_for(session, turns_done(1))
-    assert snapshot.steered_messages == [] and snapshot.messages[-1].text == "Done."
-
-
 async def test_a_queued_plan_mode_message_moved_by_steering_starts_a_planning_turn(
     make_worker, model, client
 ):
@@ -434,3 +212,222 @@ def test_cancel_turn_cancels_the_steps_the_contract_names() -> None:
         "AwaitTimer",
         "PollToolTask",
     }
+
+
+class TestSteeringOnOneWorker(SharedWorkerSuite):
+    app = WorkerApp(worker_target="tests.apps.basic:flows", worker_cwd=Path(__file__).parent.parent)
+
+    async def test_a_steer_during_a_final_answer_applies_after_the_turn(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            ScriptedReply(text="Paris is lovely.", hang=True), reply_text("Rome, then.")
+        )
+        session = await run.client.start_session("Assistant", "Tell me about Paris")
+        run.model.wait_for_requests(run.first_request + 1)
+        assert await run.client.steer_user_message(session, text="Actually, Rome")
+        run.model.release()
+        snapshot = await run.client.wait_for(session, turns_done(2))
+
+        assert [(m.role, m.text) for m in snapshot.messages] == [
+            ("user", "Tell me about Paris"),
+            ("assistant", "Paris is lovely."),
+            ("user", "Actually, Rome"),
+            ("assistant", "Rome, then."),
+        ]
+        assert await step_types(run.client, session) == [
+            "StartAgentSession",
+            "RunModel",
+            "AwaitUserMessage",
+            "ApplyTurnControl",
+            "RunModel",
+            "AwaitUserMessage",
+        ]
+        assert await events_of(run.client, session, "turn_steered") == []  # the turn had ended
+
+    async def test_a_steer_during_a_model_call_abandons_the_calls_it_requested(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            ScriptedReply(
+                tool_calls=reply_tools(
+                    ("r1", "get_weather", {"city": "Oslo"}),
+                    ("w1", "send_email", {"to": "a@example.com", "body": "hi"}),
+                ).tool_calls,
+                hang=True,
+            ),
+            reply_text("Switching to Bergen."),
+        )
+        session = await run.client.start_session("Assistant", "Weather in Oslo and email Ann")
+        run.model.wait_for_requests(run.first_request + 1)
+        assert await run.client.steer_user_message(session, text="Never mind, Bergen")
+        run.model.release()
+        snapshot = await run.client.wait_for(session, turns_done(2))
+
+        assert run.tool_log.count() == 0  # steering abandons calls that have not started
+        seen = run.tool_outputs(1)
+        assert seen == {"r1": texts.STEERED_REJECTION, "w1": texts.STEERED_REJECTION}
+        finished = await events_of(run.client, session, "tool_call_finished")
+        assert {f["tool_call_id"]: f["status"] for f in finished} == {
+            "r1": "rejected",
+            "w1": "rejected",
+        }
+        resolved = await events_of(run.client, session, "interrupt_resolved")
+        assert [(r["interrupt_id"], r["cancellation_reason"]) for r in resolved] == [
+            ("w1", "steered")
+        ]
+        steered = await events_of(run.client, session, "turn_steered")
+        # The steered turn kept its transcript: the tool-call message and both rejections.
+        assert steered == [{"steered_message_count": 1, "message_count": 3}]
+        assert snapshot.messages[-2].text == "Never mind, Bergen"
+        assert snapshot.messages[-1].text == "Switching to Bergen."
+        history = await step_types(run.client, session)
+        assert history[:5] == [
+            "StartAgentSession",
+            "RunModel",
+            "CallTool",
+            "AwaitToolApproval",
+            "ResumeTurn",
+        ]
+        assert history[-3:] == ["ApplyTurnControl", "RunModel", "AwaitUserMessage"]
+
+    async def test_an_approval_that_commits_before_the_steer_wins_and_the_tool_sees_the_flag(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(
+            reply_tools(("w1", "send_email", {"to": "b@example.com", "body": "hi"})),
+            reply_text("Fine."),
+        )
+        session = await run.client.start_session("Assistant", "Email Bo")
+        await run.client.wait_for(session, pending_interrupt("w1"))
+        run.worker.kill()  # both RPCs commit before any Step sees either
+        assert await run.client.resolve_interrupt(session, "w1", approved=True)
+        assert await run.client.steer_user_message(session, text="Stop")
+        run.worker.start()
+        await run.client.wait_for(session, turns_done(2))
+
+        assert run.tool_log.count("send_email") == 0
+        assert run.tool_outputs(1) == {"w1": texts.STEERED_REJECTION}
+        resolved = await events_of(run.client, session, "interrupt_resolved")
+        assert [(r["approved"], r["cancellation_reason"]) for r in resolved] == [(True, None)]
+
+    async def test_cancel_turn_aborts_a_running_model_call(self, run: SessionRun) -> None:
+        dropped = run.model.dropped
+        run.model.enqueue(ScriptedReply(text="a very long answer", hang=True), reply_text("Next."))
+        session = await run.client.start_session("Assistant", "Write an essay")
+        run.model.wait_for_requests(run.first_request + 1)
+        assert await run.client.cancel_turn(session, "turn-2") is False  # not the active turn
+        assert await run.client.cancel_turn(session)
+        run.model.wait_for_dropped(dropped + 1)  # the model call was really aborted
+        snapshot = await run.client.wait_for(session, turns_done(1))
+        assert await run.client.cancel_turn(session) is False  # no active turn
+        assert await run.client.send_user_message(session, "Short one")
+        snapshot = await run.client.wait_for(session, turns_done(2))
+
+        assert [m.text for m in snapshot.messages] == ["Write an essay", "Short one", "Next."]
+        assert await events_of(run.client, session, "turn_cancelled") == [{"message_count": 0}]
+        history = await run.client.get_step_history(session)
+        assert [(s.step_type, s.status) for s in history[:5]] == [
+            ("StartAgentSession", "succeeded"),
+            ("RunModel", "cancelled"),
+            ("FinishTurnCancellation", "succeeded"),
+            ("ApplyTurnControl", "succeeded"),
+            ("AwaitUserMessage", "succeeded"),
+        ]
+        assert snapshot.usage.model_calls == 1  # the dropped call recorded no usage
+
+    async def test_cancel_turn_survives_a_worker_killed_before_finish_turn_cancellation(
+        self, run: SessionRun
+    ) -> None:
+        run.model.enqueue(reply_tools(("w1", "send_email", {"to": "d@example.com", "body": "hi"})))
+        session = await run.client.start_session("Assistant", "Email Dee")
+        await run.client.wait_for(session, pending_interrupt("w1"))
+        run.worker.kill()
+        assert await run.client.cancel_turn(session)  # commits while no Worker runs
+        run.worker.start()
+        snapshot = await run.client.wait_for(session, turns_done(1))
+
+        assert run.tool_log.count("send_email") == 0
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None
+        assert await events_of(run.client, session, "turn_cancelled") == [{"message_count": 2}]
+        assert "FinishTurnCancellation" in await step_types(run.client, session)
+
+    async def test_a_leftover_cancellation_wake_from_an_earlier_turn_changes_nothing(
+        self, run: SessionRun
+    ) -> None:
+        from dex_agents import store
+        from dex_agents.db import Database
+
+        run.model.enqueue(
+            reply_tools(("w1", "send_email", {"to": "e@example.com", "body": "1"})),
+            reply_text("Sent."),
+        )
+        session = await run.client.start_session("Assistant", "Email Eve")
+        await run.client.wait_for(session, pending_interrupt("w1"))
+        database = Database(run.client.database_url)
+        await database.write(
+            lambda conn: store.publish(
+                conn, session, store.TOOL_CALL_CANCELLATIONS, '{"reason":"steered"}', "w1"
+            )
+        )
+        database.close()
+        snapshot = await run.client.get_agent_snapshot(session)
+        assert pending_interrupt("w1")(snapshot)  # the wake found neither flag: it waits again
+        assert await run.client.resolve_interrupt(session, "w1", approved=True)
+        await run.client.wait_for(session, turns_done(1))
+        assert run.tool_log.count("send_email") == 1
+
+    async def test_turn_control_rpcs_refuse_bad_requests(self, run: SessionRun) -> None:
+        run.model.enqueue(
+            ScriptedReply(text="One.", hang=True), reply_text("Two."), reply_text("Three.")
+        )
+        session = await run.client.start_session("Assistant")
+        await run.client.wait_for(session, lambda s: s.state is not None)
+        # No active turn: a steer is queued like any message.
+        assert await run.client.steer_user_message(session, text="first") is True
+        run.model.wait_for_requests(run.first_request + 1)
+        assert await run.client.steer_user_message(session) is False
+        assert await run.client.steer_user_message(session, text="x", message_id="1") is False
+        assert await run.client.steer_user_message(session, text="  ") is False
+        assert await run.client.steer_user_message(session, message_id="999999") is False
+        assert await run.client.delete_queued_message(session, "999999") is False
+
+        assert await run.client.send_user_message(session, "queued A")
+        assert await run.client.send_user_message(session, "queued B")
+        queued = (await run.client.get_agent_snapshot(session)).queued_messages
+        assert [q.message.text for q in queued] == ["queued A", "queued B"]
+        assert await run.client.delete_queued_message(session, queued[0].message_id)
+        assert await run.client.steer_user_message(session, message_id=queued[1].message_id)
+        snapshot = await run.client.get_agent_snapshot(session)
+        assert snapshot.queued_messages == []
+        assert [m.message.text for m in snapshot.steered_messages] == ["queued B"]
+        run.model.release()
+        snapshot = await run.client.wait_for(session, turns_done(2))
+
+        assert [m.text for m in snapshot.messages] == ["first", "One.", "queued B", "Two."]
+
+    async def test_a_turn_without_accepts_turn_control_refuses_steer_and_cancel(
+        self, run: SessionRun
+    ) -> None:
+        """A turn that a Worker without steering started holds waits a steer never wakes."""
+        from dex_agents import store
+        from dex_agents.db import Database
+
+        run.model.enqueue(ScriptedReply(text="Done.", hang=True))
+        session = await run.client.start_session("Assistant", "Go")
+        run.model.wait_for_requests(run.first_request + 1)
+        database = Database(run.client.database_url)
+
+        def as_older_worker(conn) -> None:
+            record = store.lock_session(conn, session)
+            state = record.active_state.model_copy(update={"accepts_turn_control": False})
+            record.state = state
+            store.save_session(conn, record)
+
+        await database.write(as_older_worker)
+        database.close()
+        assert await run.client.steer_user_message(session, text="Stop") is False
+        assert await run.client.cancel_turn(session) is False
+        run.model.release()
+        snapshot = await run.client.wait_for(session, turns_done(1))
+        assert snapshot.steered_messages == [] and snapshot.messages[-1].text == "Done."
