@@ -12,56 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from dex_agents import (
-    AgentClient,
-    AgentSessionFlow,
-    AgentSessionOptions,
-    DeferredToolCall,
-    FrameworkMessage,
-    ToolCallsRequested,
-    ToolExecutionResult,
-    ToolPolicy,
-    TurnCompleted,
-    Worker,
-)
+from dex_agents import AgentClient, Worker
 from dex_agents.db import Database
 from dex_agents.logs import current_step
-from dex_agents.runner import AgentTurnContext, DeferredToolExecution
+from dex_agents.testing.instant_runner import instant_flow
 from dex_agents.testing.sessions import turns_done
-from dex_agents.types import AgentUsage
 
 T = TypeVar("T")
 FLOW_TYPE = "Counted"
 COUNTED_TURNS = 3
-
-
-class InstantRunner:
-    """One read tool call per turn, then an answer; nothing streamed, nothing waited for."""
-
-    def build_user_message(self, text: str) -> FrameworkMessage:
-        return FrameworkMessage(role="user", text=text, framework_item=json.dumps(text))
-
-    async def run_model_step(self, turn: AgentTurnContext) -> Any:
-        usage = AgentUsage(model_calls=1, input_tokens=1, output_tokens=1)
-        if turn.framework_run_state is None:
-            call = DeferredToolCall("call-1", "lookup", "{}")
-            return ToolCallsRequested(framework_run_state="{}", tool_calls=[call], usage=usage)
-        answer = FrameworkMessage(role="assistant", text="ok", framework_item='"ok"')
-        return TurnCompleted(new_messages=[answer], usage=usage)
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("42")
-
-
-FLOW = AgentSessionFlow(
-    InstantRunner(),
-    flow_type=FLOW_TYPE,
-    options=AgentSessionOptions(tool_policies={"lookup": ToolPolicy(effect="read")}),
-)
+FLOW = instant_flow(FLOW_TYPE)
 
 
 class Counted:
