@@ -1,7 +1,8 @@
-"""Wake-ups across the processes of one SQLite file: datagrams, the gap check that reads the
+"""Wake-ups across processes. Of one SQLite file: datagrams, the gap check that reads the
 wake-up rows after a dropped datagram, stale sockets, and the fallback probe for a commit that
 no datagram announced. Two `Database`s on one file stand for two processes (each has its own
-origin and socket); a datagram that is not sent or dropped is caught only by the rows."""
+origin and socket); a datagram that is not sent or dropped is caught only by the rows. On
+Postgres: the LISTEN connection, and its reconnection when the server cuts it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from dex_agents import db, store, wake_socket
 from dex_agents import waker as waker_module
 from dex_agents.db import Database
+from dex_agents.testing.fixtures import POSTGRES_URL, fresh_postgres_database
 from dex_agents.types import AgentSessionStartInput
 from dex_agents.wake_socket import WakeListener, WakeSender
 from dex_agents.waker import Waker
@@ -257,3 +260,51 @@ def test_only_outcome_and_interrupt_events_wake_a_waiting_turn(tmp_path: Path) -
     for event_type in store.TURN_OUTCOME_EVENTS:
         assert woken(event_type) == {"s1", turn_key}
     assert turn_key != "s1" and len(store.turn_wake_key("x" * 255)) == 255
+
+
+@pytest.mark.skipif(POSTGRES_URL is None, reason="needs DEX_AGENTS_TEST_POSTGRES_URL")
+async def test_a_postgres_listener_cut_by_the_server_listens_again_and_hears_commits(
+    request: pytest.FixtureRequest,
+) -> None:
+    databases = fresh_postgres_database(request.node.name)
+    url = next(databases)
+    waiting, committing = Database(url), Database(url)
+    waiting.create_schema()
+    waker = Waker(waiting, 3600.0, prune=False)
+    try:
+        async with _feeding(waker):
+            first = await _listener_pid(committing)
+            before = {"s1": waker.generation("s1")}
+            await committing.write(_wake("s1"))
+            assert await _woken(waker, ["s1"], before) == {"s1"}
+
+            await committing.write(
+                lambda conn: conn.execute(sa.text(f"SELECT pg_terminate_backend({first})"))
+            )
+            second = await _listener_pid(committing, other_than=first)
+            await asyncio.sleep(0.3)  # past the look at everything that follows its LISTEN
+            before = {"s2": waker.generation("s2")}
+            await committing.write(_wake("s2"))
+            assert await _woken(waker, ["s2"], before) == {"s2"}
+            assert second != first
+    finally:
+        waiting.close()
+        committing.close()
+        databases.close()
+
+
+async def _listener_pid(database: Database, other_than: int | None = None) -> int:
+    """The server process of the waker's LISTEN connection, once it listens."""
+    query = sa.text(
+        "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = "
+        "current_database() AND pid <> :other"
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        pid = await database.read(
+            lambda conn: conn.execute(query, {"other": other_than or 0}).scalar()
+        )
+        if pid is not None:
+            return int(pid)
+        await asyncio.sleep(0.05)
+    raise AssertionError("the waker did not listen")

@@ -9,8 +9,10 @@ and the least busy claims it first (see `dequeue.py`); the session's later Steps
 wait for the next message, run there.
 
 What a Worker runs is counted the way DBOS records it: its `PENDING` Step workflows (a
-session waiting for a message holds one, a running turn one per parallel branch). Each
-Worker reads the counts of all live Workers every few seconds, and counts each session it
+session waiting for a message holds one, a running turn one per parallel branch). Which
+Workers live is what the Worker's lease read at its last beat (`liveness.py`); while another
+live Worker shares a flow type, each Worker reads the counts of all Workers every few seconds
+(a Worker alone reads nothing), and counts each session it
 hands over as the other Worker's and no longer its own at once, and for a while after the
 next reads too (until both Workers' counts surely show it), so that one look never hands
 over more than the difference and sessions never go back and forth.
@@ -22,7 +24,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -30,7 +32,7 @@ from sqlalchemy.engine import Connection
 from .clock import utc_now
 from .db import Database
 from .dbos_internals import workflow_status
-from .liveness import list_workers, seems_live
+from .liveness import seems_live
 from .types import WorkerInfo
 
 log = logging.getLogger("dex_agents")
@@ -60,9 +62,12 @@ class Balancer:
         worker_id: str,
         flow_types: Sequence[str],
         step_workflow: str,
+        workers: Callable[[], Sequence[WorkerInfo]],
         interval: float | None = None,
     ) -> None:
+        """`workers`: every Worker's row as this Worker last read it (its lease's)."""
         self.database = database
+        self.workers = workers
         self.worker_id = worker_id
         self.flow_types = set(flow_types)
         self.step_workflow = step_workflow
@@ -82,8 +87,7 @@ class Balancer:
             await asyncio.sleep(self.interval)
 
     async def refresh(self) -> None:
-        workers = await self.database.read(list_workers)
-        peers = _live_peers(workers, self.worker_id, self.flow_types)
+        peers = _live_peers(self.workers(), self.worker_id, self.flow_types)
         load: dict[str, int] = {}
         if peers:
             load = await self.database.read(self._count_step_workflows)

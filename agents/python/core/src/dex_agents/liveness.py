@@ -1,14 +1,19 @@
 """Worker liveness: heartbeats, and the takeover of a Worker that is gone.
 
-Each Worker keeps a row in `dex_workers` and bumps its beat counter a few times per lease.
-Every Worker watches the other rows on its own monotonic clock, so the hosts' clocks never
-need to agree: a counter that has not moved for a whole lease, or a row that says its Worker
-stopped cleanly, means that Worker's unfinished Step executions go back to the queues through
-DBOS recovery, which admits exactly one runner per workflow, and a live Worker runs them.
+Each Worker keeps a row in `dex_workers` and bumps its beat counter a few times per lease,
+reading the other rows in the same transaction. Every Worker watches the other rows on its own
+monotonic clock, so the hosts' clocks never need to agree: a counter that has not moved for a
+whole lease, or a row that says its Worker stopped cleanly, means that Worker's unfinished Step
+executions go back to the queues through DBOS recovery, which admits exactly one runner per
+workflow, and a live Worker runs them.
 
-On the Worker's own host its row's pid is exact: a row whose process is gone means a dead
-Worker at once, so a Worker restarted on the same host takes its predecessor's Steps over
-without waiting for the lease. Rows of other hosts are judged by their counter alone.
+Between beats a Worker reads nothing: a Worker that registers or stops cleanly writes the
+wake-up key `store.WORKERS_WAKE_KEY`, which makes the others look at once, and the processes
+of the rows of this host are checked every second without the database. On the Worker's own
+host a row's pid is exact: a row whose process is gone means a dead Worker at once, so a Worker
+restarted on the same host, or SIGKILLed beside another, is taken over without waiting for the
+lease. Rows of other hosts are judged by their counter alone. The rows each look read are what
+the balancer (`balance.py`) sees of the other Workers.
 
 A Worker ID names one live Worker: `claim` refuses it while the Worker holding it is alive.
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import os
 import socket
 import time
@@ -34,11 +40,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from . import db
+from . import db, store
 from .clock import now_text, parse_time
 from .db import Database
 from .errors import WorkerIdInUseError
 from .types import WorkerInfo
+from .waker import Waker
 
 log = logging.getLogger("dex_agents")
 
@@ -46,7 +53,8 @@ LEASE_SECONDS_ENV = "DEX_AGENTS_WORKER_LEASE_SECONDS"
 DEFAULT_LEASE_SECONDS = 15.0
 # Beats per lease: a Worker whose beat is late by a few intervals still keeps its lease.
 BEATS_PER_LEASE = 5
-# How often a Worker reads the others' rows.
+# How often a Worker checks the processes of its host's rows (no database read), and at
+# most how often it waits for a row's process when it claims an ID another host last used.
 WATCH_SECONDS = 1.0
 
 # Reads and conditional writes of a Worker's row before its claim gives up.
@@ -80,13 +88,17 @@ class WorkerLease:
         recover: RecoverWorkflows,
         *,
         lease_seconds: float,
+        waker: Waker | None = None,
     ) -> None:
         self.database = database
         self.worker_id = worker_id
         self.flow_types = sorted(flow_types)
         self.recover = recover
         self.lease_seconds = lease_seconds
+        self.waker = waker
         self._observed: dict[str, _Observed] = {}
+        # Every Worker's row as the last look read it (this Worker's included).
+        self.workers: list[WorkerInfo] = []
 
     @property
     def interval(self) -> float:
@@ -147,12 +159,15 @@ class WorkerLease:
         await self.database.write(self._register)
 
     async def run_forever(self) -> None:
+        """Beats once per interval, reading the others' rows in the beat's transaction; looks
+        again at once when a Worker registers or stops (its wake-up key) or a process of a row
+        of this host ends, and reads nothing in between."""
         tick = min(self.interval, WATCH_SECONDS)
-        last_beat = last_look = time.monotonic()
+        last_beat = last_tick = -math.inf
+        seen: int | None = None
         while True:
-            # Look at the others often, so a clean stop is taken over at once; beat per lease.
-            await asyncio.sleep(tick)
-            if time.monotonic() - last_look > 2 * tick + self.interval:
+            generation = self._workers_generation()
+            if time.monotonic() - last_tick > 2 * tick + self.interval:
                 # This Worker itself was stalled or cut off: what it saw is stale, and the
                 # others could not beat either. Watch for a whole lease again.
                 self._observed.clear()
@@ -160,14 +175,39 @@ class WorkerLease:
                 if time.monotonic() - last_beat >= self.interval:
                     await self.beat()
                     last_beat = time.monotonic()
-                await self.take_over_lost_workers()
-                last_look = time.monotonic()
+                    await self._take_over_lost()
+                elif generation != seen or self._host_process_ended():
+                    await self.take_over_lost_workers()
+                seen = generation
+                last_tick = time.monotonic()
             except Exception:
                 log.exception("the Worker heartbeat failed; trying again")
+            await self._wait(generation, tick)
+
+    def _workers_generation(self) -> int:
+        return -1 if self.waker is None else self.waker.generation(store.WORKERS_WAKE_KEY)
+
+    async def _wait(self, generation: int, timeout: float) -> None:
+        """Sleeps `timeout`, or until a Worker registers or stops after `generation`."""
+        if self.waker is None:
+            await asyncio.sleep(timeout)
+        else:
+            await self.waker.wait(store.WORKERS_WAKE_KEY, generation, timeout)
+
+    def _host_process_ended(self) -> bool:
+        """Whether a running row of this host, as last read, names a process that is gone."""
+        return any(
+            row.worker_id != self.worker_id
+            and row.state == "running"
+            and same_host(row)
+            and not process_alive(row)
+            for row in self.workers
+        )
 
     async def beat(self) -> None:
-        beat = self.database.write(lambda conn: self._bump(conn, state="running"))
-        if not await beat:
+        """Moves this Worker's counter and reads every row, in one transaction."""
+        moved, self.workers = await self.database.write(self._beat)
+        if not moved:
             # Another Worker presumed this one gone and took its Steps over; fencing keeps
             # any attempt still running here from committing over the new one.
             log.warning(
@@ -177,12 +217,24 @@ class WorkerLease:
             )
             await self.database.write(self._register)
 
+    def _beat(self, conn: Connection) -> tuple[bool, list[WorkerInfo]]:
+        return self._bump(conn, state="running"), list_workers(conn)
+
     async def release(self) -> None:
         """A clean stop: the other Workers take this one's waiting Steps over at once."""
-        await self.database.write(lambda conn: self._bump(conn, state="stopped"))
+        await self.database.write(self._release)
+
+    def _release(self, conn: Connection) -> None:
+        self._bump(conn, state="stopped")
+        store.wake(conn, store.WORKERS_WAKE_KEY)
 
     async def take_over_lost_workers(self) -> None:
-        rows = await self.database.read(list_workers)
+        """Reads every row, and takes over the Workers that are gone."""
+        self.workers = await self.database.read(list_workers)
+        await self._take_over_lost()
+
+    async def _take_over_lost(self) -> None:
+        rows = self.workers
         # Forget Workers whose rows are gone, so the observations stay as many as the rows.
         present = {row.worker_id for row in rows}
         self._observed = {k: v for k, v in self._observed.items() if k in present}
@@ -242,6 +294,7 @@ class WorkerLease:
                     worker_id=self.worker_id, beats=0, heartbeat_at=now_text(), **values
                 )
             )
+        store.wake(conn, store.WORKERS_WAKE_KEY)  # the others see a new peer at once
 
     def _bump(self, conn: Connection, **values: object) -> bool:
         """Moves this Worker's beat counter (and sets `values`); False when its row is gone."""

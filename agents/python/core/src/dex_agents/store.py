@@ -935,6 +935,8 @@ def control_wake_key(prefix: str, name: str) -> str:
 QUEUE_KEY_PREFIX = "\x1f"
 # The wake-up of a commit that parks a Step with a due time (`park_step`).
 DUE_WAKE_KEY = control_wake_key("\x1d", "due")
+# The wake-up of a commit that registers a Worker or stops one cleanly (`liveness.py`).
+WORKERS_WAKE_KEY = control_wake_key("\x1d", "workers")
 
 
 def queue_wake_key(flow_type: str) -> str:

@@ -15,10 +15,14 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import store
 from .db import WAKE_CHANNEL, Database
 from .wake_socket import FALLBACK_POLL_SECONDS, TURN_KEY_PREFIX, WakeListener
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger("dex_agents")
 
@@ -267,8 +271,7 @@ class Waker:
                     failing, delay = False, 0.05
                     # Commits made before LISTEN took effect notified nobody: look again.
                     self.wake_all()
-                    async for note in conn.notifies():
-                        self._on_notification(note.payload)
+                    await self._receive_notifications(conn)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -277,6 +280,32 @@ class Waker:
                     failing = True
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    async def _receive_notifications(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Delivers the connection's notifications as its socket receives them, until the
+        connection fails. Not `conn.notifies()`: it wakes the event loop ten times a second
+        to look for an interrupt (psycopg's wait interval), which an idle Worker paid for."""
+        loop = asyncio.get_running_loop()
+        pgconn = conn.pgconn
+        encoding = conn.info.encoding
+        lost: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            try:
+                pgconn.consume_input()
+                while (note := pgconn.notifies()) is not None:
+                    self._on_notification(note.extra.decode(encoding))
+            except Exception as error:  # the connection broke
+                if not lost.done():
+                    lost.set_exception(error)
+
+        socket = pgconn.socket
+        loop.add_reader(socket, readable)
+        try:
+            readable()  # what arrived with the LISTEN's answer
+            await lost
+        finally:
+            loop.remove_reader(socket)
 
     def _on_notification(self, payload: str) -> None:
         origin, _, names = payload.partition("\n")

@@ -233,6 +233,7 @@ class Worker:
             self.flow_types,
             functools.partial(_recover_workflows, database, dequeuer.kick_all_threadsafe),
             lease_seconds=self.lease_seconds,
+            waker=runtime.waker,
         )
         try:
             # Before DBOS launches: its launch recovers every unfinished workflow of this ID.
@@ -249,11 +250,12 @@ class Worker:
                 "system_database_engine": create_dbos_engine(self.database_url),
                 "application_version": DRIVER_VERSION,
                 "executor_id": self.worker_id,
+                # dex-agents uses none of DBOS's messages, events or streams, so DBOS needs no
+                # LISTEN connection on Postgres (psycopg's wait on it woke its thread ten
+                # times a second) and no notifier thread; its polling stand-in looks at no
+                # waiter once a second. A stopping Worker waits for that sleep to end.
+                "use_listen_notify": False,
                 "notification_listener_polling_interval_sec": 1.0,
-                # DBOS's notifier wakes this often on Postgres to send what its events and
-                # streams wrote; dex-agents writes none (0.01 s by default: 0.3% of a core).
-                # A stopping Worker waits for the notifier's sleep to end.
-                "notification_coalesce_sec": 0.5,
                 "log_level": os.environ.get("DEX_AGENTS_DBOS_LOG_LEVEL", "WARNING"),
             }
         )
@@ -284,7 +286,13 @@ class Worker:
             )
             background.append(asyncio.create_task(lease.run_forever()))
             background.append(asyncio.create_task(runtime.wake_due_forever()))
-            runtime.balancer = Balancer(database, self.worker_id, list(queue_names), STEP_WORKFLOW)
+            runtime.balancer = Balancer(
+                database,
+                self.worker_id,
+                list(queue_names),
+                STEP_WORKFLOW,
+                lambda: lease.workers,
+            )
             dequeuer.excess = runtime.balancer.excess
             background.append(asyncio.create_task(runtime.balancer.run_forever()))
             log.info(
