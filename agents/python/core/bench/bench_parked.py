@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import contextlib
 import datetime
 import json
@@ -96,7 +97,8 @@ import sqlalchemy as sa
 from bench_scale import Backends, create_database, drop_database, percentile
 from echo_app import FLOW_TYPE
 
-from dex_agents import AgentClient, db
+import dex_agents
+from dex_agents import AgentClient, db, dbos_internals
 from dex_agents.clock import parse_time
 from dex_agents.parking import DEFAULT_HOT_WINDOW_SECONDS
 from dex_agents.routing import STEP_WORKFLOW
@@ -705,7 +707,7 @@ def turns_per_worker(run: Run, sessions: Sequence[str]) -> Counter[str]:
     engine = db.create_engine(run.url, pool_size=1)
     try:
         with engine.connect() as conn:
-            workflows = db.dbos_workflow_status(conn)
+            workflows = dbos_internals.workflow_status(conn)
             rows = conn.execute(
                 sa.select(workflows.c.workflow_uuid, workflows.c.executor_id).where(
                     workflows.c.name == STEP_WORKFLOW, workflows.c.workflow_uuid.like("%#%")
@@ -757,7 +759,11 @@ def summary(runs: list[dict[str, Any]], share: dict[str, Any] | None) -> None:
 
 def import_floor() -> float:
     """Seconds for a process that only starts Python and imports what a Worker imports: the
-    part of every start and restart that no database work is in."""
+    part of every start and restart that no database work is in. The engine's sources are
+    compiled first: where PYTHONDONTWRITEBYTECODE is set, every Worker start would compile
+    them again (`uv sync --compile-bytecode` compiles the installed packages, not these)."""
+    for source in (Path(dex_agents.__file__).parent, HERE):
+        compileall.compile_dir(source, quiet=1)
     began = time.perf_counter()
     code = "import dex_agents.cli, dex_agents.worker, echo_app"
     subprocess.run([sys.executable, "-c", code], cwd=HERE, check=True)

@@ -49,7 +49,7 @@ import psutil
 import sqlalchemy as sa
 from instant_app import FLOW_TYPE
 
-from dex_agents import AgentClient, db
+from dex_agents import AgentClient, db, dbos_internals
 from dex_agents.routing import STEP_WORKFLOW
 from dex_agents.testing import WorkerProcess
 from dex_agents.worker import WORKER_ID_ENV
@@ -94,7 +94,7 @@ def workers_of_sessions(url: str, sessions: list[str]) -> dict[str, Counter[str]
     """For each session, how many of its Step workflows each Worker (DBOS executor) ran."""
     engine = db.create_engine(url)
     with engine.connect() as conn:
-        workflows = db.dbos_workflow_status(conn)
+        workflows = dbos_internals.workflow_status(conn)
         rows = conn.execute(
             sa.select(workflows.c.workflow_uuid, workflows.c.executor_id).where(
                 workflows.c.name == STEP_WORKFLOW

@@ -5,7 +5,8 @@ out the modules with the most tests first, but a test's length varies a hundredf
 Worker's start and kill, an outage, a CLI process), and a module of a few long tests handed out
 last keeps one process running after the others stopped. `LongestFirst` hands out the modules
 of `LONGEST` first, in that order (longest first), then the others in xdist's own order: the
-processes then end within one short module of each other.
+processes then end within one short module of each other. It overrides xdist's private
+`_assign_work_unit`: `tests/test_scheduling.py` fails, by name, when an upgrade changes it.
 
 `LONGEST` lists the modules that took some 100 s or more in a run of the suite on the shared
 2-core CI machine (3 processes, 2026-12-06), longest first. A module missing from it, or a list
