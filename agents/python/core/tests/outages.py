@@ -11,8 +11,12 @@ import sqlite3
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+# Takes the database away while it is entered.
+Outage = Callable[[], AbstractContextManager[None]]
 
 
 def postgres_bin() -> str | None:
@@ -83,3 +87,30 @@ def sqlite_locked(path: str) -> Iterator[None]:
     finally:
         release.set()
         holder.join(60)
+
+
+@contextmanager
+def outage_database(kind: str, tmp_path: Path) -> Iterator[tuple[str, Outage]]:
+    """A database of the test's own, `kind` "sqlite" (a file in `tmp_path`) or "postgres" (a
+    private server), and a way to take it away."""
+    if kind == "sqlite":
+        path = tmp_path / "dex.sqlite"
+        yield f"sqlite:///{path}", lambda: sqlite_locked(str(path))
+        return
+    bin_dir = postgres_bin()
+    assert bin_dir
+    server = PostgresServer(bin_dir)
+    server.start()
+
+    @contextmanager
+    def stopped() -> Iterator[None]:
+        server.stop()
+        try:
+            yield
+        finally:
+            server.start()
+
+    try:
+        yield server.url, stopped
+    finally:
+        server.remove()

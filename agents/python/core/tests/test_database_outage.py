@@ -13,8 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,39 +25,18 @@ from dex_agents.testing import ToolRunLog, reply_text, reply_tools
 from dex_agents.testing.fixtures import POSTGRES_URL
 
 from .helpers import events_of, no_failed_workflows, pending_interrupt, turns_done, wait_until
-from .outages import PostgresServer, postgres_bin, sqlite_locked
+from .outages import Outage, outage_database, postgres_bin
 
 OUTAGE_SECONDS = float(os.environ.get("DEX_AGENTS_TEST_OUTAGE_SECONDS", "40"))
 TOOL_SECONDS = 6.0
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL and postgres_bin() else [])
 
-Outage = Callable[[], AbstractContextManager[None]]
-
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Outage]]:
     """A database of this test's own and a way to take it away."""
-    if request.param == "sqlite":
-        path = tmp_path / "dex.sqlite"
-        yield f"sqlite:///{path}", lambda: sqlite_locked(str(path))
-        return
-    bin_dir = postgres_bin()
-    assert bin_dir
-    server = PostgresServer(bin_dir)
-    server.start()
-
-    @contextmanager
-    def stopped() -> Iterator[None]:
-        server.stop()
-        try:
-            yield
-        finally:
-            server.start()
-
-    try:
-        yield server.url, stopped
-    finally:
-        server.remove()
+    with outage_database(request.param, tmp_path) as database:
+        yield database
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,9 +22,7 @@ from dex_agents.testing import ServeProcess, WorkerProcess, reply_text, reply_to
 from dex_agents.testing.scripted_runner import MODEL_URL_ENV
 
 from .helpers import pending_interrupt, turns_done, wait_until
-from .outages import PostgresServer, postgres_bin, sqlite_locked
-
-Outage = Callable[[], AbstractContextManager[None]]
+from .outages import Outage, outage_database, postgres_bin
 
 
 def _free_port() -> int:
@@ -116,27 +113,9 @@ async def test_a_workers_metrics_move_as_its_steps_do(make_worker, model, client
 
 @pytest.fixture(params=["sqlite"] + (["postgres"] if postgres_bin() else []))
 def outage_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Outage]]:
-    if request.param == "sqlite":
-        path = tmp_path / "dex.sqlite"
-        yield f"sqlite:///{path}", lambda: sqlite_locked(str(path))
-        return
-    bin_dir = postgres_bin()
-    assert bin_dir
-    server = PostgresServer(bin_dir)
-    server.start()
-
-    @contextmanager
-    def stopped() -> Iterator[None]:
-        server.stop()
-        try:
-            yield
-        finally:
-            server.start()
-
-    try:
-        yield server.url, stopped
-    finally:
-        server.remove()
+    """A database of this test's own and a way to take it away."""
+    with outage_database(request.param, tmp_path) as database:
+        yield database
 
 
 def _ready(base: str) -> int:

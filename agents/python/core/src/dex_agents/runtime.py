@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import time
@@ -71,6 +72,10 @@ DRIVER_RETRY_MAX_SECONDS = 60.0
 MAX_INLINE_STEPS = 256
 # How long a clean stop gives the Steps that wait to park, after the running attempts ended.
 PARK_ON_STOP_SECONDS = 5.0
+# Whether the running driver is a waiting Step's, counted in `Runtime._waiting` (`run_step`).
+_driving_a_wait: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "dex_driving_a_wait", default=False
+)
 # Rows of just-scheduled Steps kept for their drivers (see Runtime._done).
 MAX_FRESH_ROWS = 4096
 
@@ -360,8 +365,10 @@ class Runtime:
         # Draining (a clean stop): no new attempt begins; running ones finish and commit.
         self._draining = False
         self._attempts_running = 0
-        # Steps in `_wait`, which a clean stop parks.
+        # Drivers of waiting Steps (from their start to their park or end), and those of
+        # them that hold while the Worker drains.
         self._waiting = 0
+        self._holding = 0
         self._drained = asyncio.Event()
         database.on_wake = self.waker.notify_threadsafe
         self.waker.add_remote_listener(self._check_cancellations)
@@ -437,7 +444,39 @@ class Runtime:
             # (a begun attempt finishes and commits, as every running one does).
             self._fresh.pop((session_id, step_execution_id), None)
             return await self._run_folded(folded, fold, held)
-        await self._hold_while_draining()
+        drive = functools.partial(
+            self._drive,
+            session_id,
+            step_execution_id,
+            likely_ready=likely_ready,
+            wake=wake,
+            fold=fold,
+            held=held,
+        )
+        if not self.step_handlers[store.step_type_of(step_execution_id)].options.waits:
+            await self._hold_while_draining()
+            return await drive()
+        # A waiting Step's driver counts as waiting from its start, so a clean stop that
+        # begins before it reaches its wait (the commit that scheduled it has just ended)
+        # lets it park first: its wait parks at once while the Worker drains.
+        self._waiting += 1
+        token = _driving_a_wait.set(True)
+        try:
+            return await drive()
+        finally:
+            _driving_a_wait.reset(token)
+            self._waiting -= 1
+
+    async def _drive(
+        self,
+        session_id: str,
+        step_execution_id: str,
+        *,
+        likely_ready: bool,
+        wake: int,
+        fold: bool,
+        held: str | None,
+    ) -> StepDone:
         row = self._fresh.pop((session_id, step_execution_id), None)
         if row is None:
             row = await self.database.read(
@@ -698,8 +737,10 @@ class Runtime:
         return self.attempts_running
 
     async def _parked_all(self, deadline: float) -> None:
-        """Gives the Steps that wait the moment their park takes (one transaction each)."""
-        while self._waiting and time.monotonic() < deadline:
+        """Gives the Steps that wait the moment their park takes (one transaction each); a
+        waiting Step's driver that holds (its condition held: it runs on the Worker that takes
+        it over) is not waited for."""
+        while self._waiting > self._holding and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
 
     @property
@@ -709,7 +750,12 @@ class Runtime:
     async def _hold_while_draining(self) -> None:
         # The workflow stays pending until the Worker stops; whoever takes it over goes on here.
         if self._draining:
-            await asyncio.Event().wait()
+            holding = int(_driving_a_wait.get())
+            self._holding += holding
+            try:
+                await asyncio.Event().wait()
+            finally:
+                self._holding -= holding
 
     async def _commit_result(
         self,
@@ -786,11 +832,7 @@ class Runtime:
     async def _wait(self, ctx: StepContext[Any], handler: StepHandler[Any, Any]) -> WaitOutcome:
         """Waits, hot, until the Step's condition holds, or parks it once the hot window
         passed with the condition still not holding (see parking.py)."""
-        self._waiting += 1
-        try:
-            return await self._wait_or_park(ctx, handler)
-        finally:
-            self._waiting -= 1
+        return await self._wait_or_park(ctx, handler)
 
     async def _wait_or_park(
         self, ctx: StepContext[Any], handler: StepHandler[Any, Any]

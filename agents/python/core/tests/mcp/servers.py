@@ -10,10 +10,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from dex_agents.mcp import HttpServer, StdioServer
+from dex_agents.testing.shared_worker import WorkerApp
 
 SERVER = Path(__file__).with_name("server.py")
 
@@ -38,6 +40,31 @@ class RunLog:
                 raise AssertionError(f"{tool} ran {len(self.runs(tool))} times, not {count}")
             time.sleep(0.05)
         return self.runs(tool)
+
+
+CORE = Path(__file__).resolve().parents[2]
+
+
+def mcp_worker_app(runs: RunLog, port: int) -> WorkerApp:
+    """A shared Worker of `tests/mcp/app.py`, whose MCP server is the HTTP one on `port`
+    (`served`), both writing their runs to `runs`."""
+    return WorkerApp(
+        worker_target="tests.mcp.app:flows",
+        worker_cwd=CORE,
+        worker_env={
+            "MCP_TEST_RUN_LOG": str(runs.path),
+            "MCP_TEST_URL": f"http://127.0.0.1:{port}/mcp",
+        },
+    )
+
+
+def served(runs: RunLog, port: int) -> Iterator[HttpServerProcess]:
+    """The HTTP MCP server on `port` while the generator runs: for a fixture."""
+    server = HttpServerProcess(runs, port).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def stdio_server(name: str, log: RunLog, **options: Any) -> StdioServer:

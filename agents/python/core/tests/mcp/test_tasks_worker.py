@@ -25,11 +25,10 @@ from dex_agents.testing.sessions import (
     turns_done,
     wait_until,
 )
-from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite
 
-from .servers import HttpServerProcess, RunLog, free_port
+from .servers import HttpServerProcess, RunLog, free_port, mcp_worker_app, served
 
-CORE = Path(__file__).resolve().parents[2]
 RUNS = RunLog(Path(tempfile.mkdtemp(prefix="mcp-tasks-")) / "runs.jsonl")
 PORT = free_port()
 
@@ -64,21 +63,12 @@ def of_task(kind: str, task_id: str) -> list[dict[str, Any]]:
 
 
 class TestMcpTasks(SharedWorkerSuite):
-    app = WorkerApp(
-        worker_target="tests.mcp.app:flows",
-        worker_cwd=CORE,
-        worker_env={
-            "MCP_TEST_RUN_LOG": str(RUNS.path),
-            "MCP_TEST_URL": f"http://127.0.0.1:{PORT}/mcp",
-        },
-    )
+    app = mcp_worker_app(RUNS, PORT)
 
     @pytest.fixture(scope="class", autouse=True)
     @classmethod
     def task_server(cls) -> Iterator[HttpServerProcess]:
-        server = HttpServerProcess(RUNS, PORT).start()
-        yield server
-        server.stop()
+        yield from served(RUNS, PORT)
 
     async def test_a_sigkill_after_tools_call_creates_no_second_task(
         self, run: SessionRun, shared_database: str

@@ -14,32 +14,22 @@ import pytest
 
 from dex_agents import texts
 from dex_agents.testing import reply_text, reply_tools
-from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite
 
 from ..helpers import events_of, step_types, turns_done, wait_until
-from .servers import HttpServerProcess, RunLog, free_port
+from .servers import HttpServerProcess, RunLog, free_port, mcp_worker_app, served
 
-CORE = Path(__file__).resolve().parents[2]
 RUNS = RunLog(Path(tempfile.mkdtemp(prefix="mcp-worker-")) / "runs.jsonl")
 PORT = free_port()
 
 
 class TestMcpWorker(SharedWorkerSuite):
-    app = WorkerApp(
-        worker_target="tests.mcp.app:flows",
-        worker_cwd=CORE,
-        worker_env={
-            "MCP_TEST_RUN_LOG": str(RUNS.path),
-            "MCP_TEST_URL": f"http://127.0.0.1:{PORT}/mcp",
-        },
-    )
+    app = mcp_worker_app(RUNS, PORT)
 
     @pytest.fixture(scope="class", autouse=True)
     @classmethod
     def http_server(cls) -> Iterator[HttpServerProcess]:
-        server = HttpServerProcess(RUNS, PORT).start()
-        yield server
-        server.stop()
+        yield from served(RUNS, PORT)
 
     @pytest.fixture
     def run_log(self, run: SessionRun) -> RunLog:
