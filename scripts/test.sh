@@ -49,10 +49,13 @@ if [ ${#packages[@]} -eq 0 ]; then
   [ ! -f agents/typescript/install-check/ci.sh ] || packages+=(agents/typescript/install-check)
 fi
 
-# Bytecode is compiled once at install (and for the packages' own sources), so that the many
-# Worker and CLI processes the tests start import it instead of compiling every module from
-# source each time (an environment with PYTHONDONTWRITEBYTECODE set never keeps it otherwise):
-# 2 s instead of 4 s per process for the OpenAI Agents adapter.
+# Python writes the bytecode of each module it imports, so that the many Worker and CLI
+# processes the tests start import it instead of compiling every module from source each time
+# (2 s instead of 4 s per process for the OpenAI Agents adapter): an environment with
+# PYTHONDONTWRITEBYTECODE set never keeps it otherwise. Only what some process imports is
+# compiled, once; compiling every installed module at install (`uv sync --compile-bytecode`)
+# cost some two minutes of CPU for the six environments, most of it for modules no test loads.
+unset PYTHONDONTWRITEBYTECODE
 # A package whose dev group has pytest-xdist runs its tests in parallel processes: most tests
 # wait on Worker and server processes, so 3 keep 2 cores busy (the core's suite took 22 CPU
 # minutes, 27 minutes serially; more processes only crowd the Workers' starts). Each process has its own databases, ports and files; a test module
@@ -77,8 +80,7 @@ run_package() {
   args="$(parallel_args "$dir")"
   (
     cd "$dir" &&
-      uv sync --locked --all-extras --quiet --compile-bytecode &&
-      uv run --quiet python -m compileall -q src >/dev/null &&
+      uv sync --locked --all-extras --quiet &&
       uv run --quiet ruff check . &&
       uv run --quiet ruff format --check . &&
       uv run --quiet mypy &&
