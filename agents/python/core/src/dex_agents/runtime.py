@@ -445,13 +445,7 @@ class Runtime:
             self._fresh.pop((session_id, step_execution_id), None)
             return await self._run_folded(folded, fold, held)
         drive = functools.partial(
-            self._drive,
-            session_id,
-            step_execution_id,
-            likely_ready=likely_ready,
-            wake=wake,
-            fold=fold,
-            held=held,
+            self._drive, session_id, step_execution_id, likely_ready, wake, fold, held
         )
         if not self.step_handlers[store.step_type_of(step_execution_id)].options.waits:
             await self._hold_while_draining()
@@ -471,12 +465,12 @@ class Runtime:
         self,
         session_id: str,
         step_execution_id: str,
-        *,
         likely_ready: bool,
         wake: int,
         fold: bool,
         held: str | None,
     ) -> StepDone:
+        """`run_step` past its hold: loads the Step and drives it."""
         row = self._fresh.pop((session_id, step_execution_id), None)
         if row is None:
             row = await self.database.read(
