@@ -95,7 +95,8 @@ run_package() {
 # time is mostly installs, builds and waits on processes, which a Python package's tests fill
 # (.ci/run: 34.8 minutes in one lane; 34.1 in two, with some 5 minutes more of tests; 27.9
 # and 30.2 with the TypeScript core beside the Python core and more tests again, on
-# 2026-12-06). Each package's output is kept and printed whole
+# 2026-12-06; 29.1, then 28.0 with bytecode written on import, on 2026-12-07: both cores
+# 89-99% busy throughout). Each package's output is kept and printed whole
 # when it ends. DEX_AGENTS_TEST_LANES=1: one package after another, output as it comes.
 lane() {
   local logs="$1" failed="$2"
