@@ -88,7 +88,7 @@ class WorkerLease:
         recover: RecoverWorkflows,
         *,
         lease_seconds: float,
-        waker: Waker | None = None,
+        waker: Waker,
     ) -> None:
         self.database = database
         self.worker_id = worker_id
@@ -166,7 +166,7 @@ class WorkerLease:
         last_beat = last_tick = -math.inf
         seen: int | None = None
         while True:
-            generation = self._workers_generation()
+            generation = self.waker.generation(store.WORKERS_WAKE_KEY)
             if time.monotonic() - last_tick > 2 * tick + self.interval:
                 # This Worker itself was stalled or cut off: what it saw is stale, and the
                 # others could not beat either. Watch for a whole lease again.
@@ -182,17 +182,8 @@ class WorkerLease:
                 last_tick = time.monotonic()
             except Exception:
                 log.exception("the Worker heartbeat failed; trying again")
-            await self._wait(generation, tick)
-
-    def _workers_generation(self) -> int:
-        return -1 if self.waker is None else self.waker.generation(store.WORKERS_WAKE_KEY)
-
-    async def _wait(self, generation: int, timeout: float) -> None:
-        """Sleeps `timeout`, or until a Worker registers or stops after `generation`."""
-        if self.waker is None:
-            await asyncio.sleep(timeout)
-        else:
-            await self.waker.wait(store.WORKERS_WAKE_KEY, generation, timeout)
+            # A tick, or less when a Worker registers or stops.
+            await self.waker.wait(store.WORKERS_WAKE_KEY, generation, tick)
 
     def _host_process_ended(self) -> bool:
         """Whether a running row of this host, as last read, names a process that is gone."""

@@ -72,10 +72,7 @@ DRIVER_RETRY_MAX_SECONDS = 60.0
 MAX_INLINE_STEPS = 256
 # How long a clean stop gives the Steps that wait to park, after the running attempts ended.
 PARK_ON_STOP_SECONDS = 5.0
-# Whether the running driver is a waiting Step's, counted in `Runtime._waiting` (`run_step`).
-_driving_a_wait: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "dex_driving_a_wait", default=False
-)
+
 # Rows of just-scheduled Steps kept for their drivers (see Runtime._done).
 MAX_FRESH_ROWS = 4096
 
@@ -319,6 +316,35 @@ class StepDone:
     move: bool | None = None
 
 
+class _WaitCount:
+    """A waiting Step's driver in `Runtime._waiting`, which a clean stop lets reach zero before
+    it stops: counted from the driver's start (`run_step`), so a stop that begins before the
+    driver's first look (the commit that scheduled the Step has just ended) lets it park too,
+    its wait parking at once while the Worker drains; counted again in each later wait; no
+    longer once a wait ended or the driver holds."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._counted = False
+        self.begin()
+
+    def begin(self) -> None:
+        if not self._counted:
+            self._counted = True
+            self._runtime._waiting += 1
+
+    def end(self) -> None:
+        if self._counted:
+            self._counted = False
+            self._runtime._waiting -= 1
+
+
+# The count of the waiting Step this task drives, if it drives one (`run_step`).
+_wait_count: contextvars.ContextVar[_WaitCount | None] = contextvars.ContextVar(
+    "dex_wait_count", default=None
+)
+
+
 class Runtime:
     """What the driver needs: the flows, the Step table, the database, wake-ups, and the
     running Steps. It is also the Steps' `StepServices`."""
@@ -365,10 +391,8 @@ class Runtime:
         # Draining (a clean stop): no new attempt begins; running ones finish and commit.
         self._draining = False
         self._attempts_running = 0
-        # Drivers of waiting Steps (from their start to their park or end), and those of
-        # them that hold while the Worker drains.
+        # Drivers of waiting Steps that a clean stop lets park first (see `_WaitCount`).
         self._waiting = 0
-        self._holding = 0
         self._drained = asyncio.Event()
         database.on_wake = self.waker.notify_threadsafe
         self.waker.add_remote_listener(self._check_cancellations)
@@ -450,16 +474,13 @@ class Runtime:
         if not self.step_handlers[store.step_type_of(step_execution_id)].options.waits:
             await self._hold_while_draining()
             return await drive()
-        # A waiting Step's driver counts as waiting from its start, so a clean stop that
-        # begins before it reaches its wait (the commit that scheduled it has just ended)
-        # lets it park first: its wait parks at once while the Worker drains.
-        self._waiting += 1
-        token = _driving_a_wait.set(True)
+        count = _WaitCount(self)
+        token = _wait_count.set(count)
         try:
             return await drive()
         finally:
-            _driving_a_wait.reset(token)
-            self._waiting -= 1
+            count.end()
+            _wait_count.reset(token)
 
     async def _drive(
         self,
@@ -731,10 +752,8 @@ class Runtime:
         return self.attempts_running
 
     async def _parked_all(self, deadline: float) -> None:
-        """Gives the Steps that wait the moment their park takes (one transaction each); a
-        waiting Step's driver that holds (its condition held: it runs on the Worker that takes
-        it over) is not waited for."""
-        while self._waiting > self._holding and time.monotonic() < deadline:
+        """Gives the Steps that wait the moment their park takes (one transaction each)."""
+        while self._waiting and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
 
     @property
@@ -744,12 +763,10 @@ class Runtime:
     async def _hold_while_draining(self) -> None:
         # The workflow stays pending until the Worker stops; whoever takes it over goes on here.
         if self._draining:
-            holding = int(_driving_a_wait.get())
-            self._holding += holding
-            try:
-                await asyncio.Event().wait()
-            finally:
-                self._holding -= holding
+            count = _wait_count.get()
+            if count is not None:
+                count.end()  # it will not park: a clean stop does not wait for it
+            await asyncio.Event().wait()
 
     async def _commit_result(
         self,
@@ -825,8 +842,16 @@ class Runtime:
 
     async def _wait(self, ctx: StepContext[Any], handler: StepHandler[Any, Any]) -> WaitOutcome:
         """Waits, hot, until the Step's condition holds, or parks it once the hot window
-        passed with the condition still not holding (see parking.py)."""
-        return await self._wait_or_park(ctx, handler)
+        passed with the condition still not holding (see parking.py). Counted for a clean
+        stop until it ends (`_WaitCount`)."""
+        count = _wait_count.get()
+        if count is not None:
+            count.begin()
+        try:
+            return await self._wait_or_park(ctx, handler)
+        finally:
+            if count is not None:
+                count.end()
 
     async def _wait_or_park(
         self, ctx: StepContext[Any], handler: StepHandler[Any, Any]
