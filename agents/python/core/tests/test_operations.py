@@ -155,6 +155,13 @@ def test_readiness_turns_false_during_a_database_outage_and_back_after(
                     what="the outage to be counted",
                 )
         wait_until(lambda: _ready(base) == 200, timeout=60, what="readiness to return")
+        # A scrape made during the outage left a read waiting for the lock; a scrape reports
+        # the database down while that read has not answered, so the gauge follows readiness.
+        wait_until(
+            lambda: value(scrape(base), "dex_agents_database_up") == 1,
+            timeout=30,
+            what="the metrics to read the database again",
+        )
         samples = scrape(base)
         assert value(samples, "dex_agents_database_up") == 1
         if counted:
