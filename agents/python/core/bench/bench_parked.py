@@ -100,10 +100,10 @@ from echo_app import FLOW_TYPE
 import dex_agents
 from dex_agents import AgentClient, db, dbos_internals
 from dex_agents.clock import parse_time
-from dex_agents.parking import DEFAULT_HOT_WINDOW_SECONDS
+from dex_agents.parking import DEFAULT_HOT_WINDOW_SECONDS, HOT_WINDOW_ENV
 from dex_agents.routing import STEP_WORKFLOW
 from dex_agents.testing import WorkerProcess
-from dex_agents.worker import HOT_WINDOW_ENV, WORKER_ID_ENV
+from dex_agents.worker import WORKER_ID_ENV
 
 HERE = Path(__file__).resolve().parent
 TURN_TIMEOUT = 120.0

@@ -5,7 +5,6 @@ committed state."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,11 @@ from dex_agents.testing import (
     reply_tools,
     turns_done,
 )
+from dex_agents.testing.matrix_app import MATRIX_TOOLS
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
+from dex_agents.testing.warm import assert_warm_matches_cold
 from dex_agents.types import AgentToolCall
+from pydantic_ai import Agent
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 from dex_agents_pydantic_ai.warm import TASK_NAME
@@ -85,6 +87,22 @@ async def test_warm_and_cold_send_the_same_requests_and_store_and_stream_the_sam
     # Resumed warm: after the parallel calls, after the failure, after the rejection, and
     # turn 2's answer; the model step after the retry prompt ran cold.
     assert (warm.warm_runs.hits, cold.warm_runs.hits) == (4, 0)
+
+
+async def test_the_matrix_agent_sends_the_same_bytes_warm_and_cold(tool_log: ToolRunLog) -> None:
+    """The shared check (dex_agents.testing.warm), which includes a message stored between
+    two model steps: that step runs cold."""
+
+    def matrix_runner(warm_runs: int, model_url: str) -> PydanticAiRunner[None]:
+        agent = Agent(
+            scripted_model(model_url), instructions="You help customers.", tools=MATRIX_TOOLS
+        )
+        return PydanticAiRunner(agent, warm_runs=warm_runs)
+
+    warm = await assert_warm_matches_cold(matrix_runner, tool_log)
+    # Resumed warm: after the parallel calls, after the rejection, after charge_card and in
+    # turn 2; cold: each turn's first step, the one after the retry prompt, the steered one.
+    assert (warm.warm_runs.hits, warm.warm_runs.misses) == (4, 5)
 
 
 def _runner(
@@ -153,26 +171,6 @@ async def test_a_warm_run_older_than_its_ttl_is_closed_and_the_step_runs_cold(
     model.enqueue(reply_text("Sunny in Paris."))
     assert isinstance(await driver.model_step(turn_id, calls.framework_run_state), TurnCompleted)
     assert runner.warm_runs.hits == 0
-
-
-async def test_a_message_stored_since_the_last_step_means_the_cold_path(
-    model: ScriptedModelServer, tool_log: ToolRunLog
-) -> None:
-    bodies = []
-    for warm_runs in (0, 4):
-        runner = _runner(model, tool_log, warm_runs=warm_runs)
-        driver = RunnerDriver(runner)
-        first = len(model.requests)
-        model.enqueue(reply_tools(("a1", "get_weather", {"city": "Paris"})), reply_text("Both."))
-        turn_id, calls = await _first_step(driver, "Paris?")
-        # A message the session stored in the turn since (as a steering message would be).
-        driver.append(turn_id, runner.build_user_message("And Rome too."))
-        await driver.model_step(turn_id, calls.framework_run_state)
-        bodies.append([request.body for request in model.requests[first:]])
-        assert runner.warm_runs.hits == 0
-    assert bodies[0] == bodies[1]
-    assert "And Rome too." in json.dumps(bodies[1][1])
-    await _open_runs_close()
 
 
 EMAIL = {"to": "ana@example.com", "body": "Hi"}

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 # A wake from parked costs one workflow enqueued and claimed (a few milliseconds), a hot
 # wait a coroutine and a look at the database every 30 s for as long as it waits.
 DEFAULT_HOT_WINDOW_SECONDS = 10.0
+# The Worker's environment variable for its hot window (the Worker reads it; so does a
+# runner's warm path, whose entries live no longer: warm_states.py).
+HOT_WINDOW_ENV = "DEX_AGENTS_HOT_WINDOW_SECONDS"
 # The longest a Worker's due-time loop sleeps without a look: it catches a wake-up that never
 # came (a park commits with one, and a lost feed wakes every wait when it comes back).
 DUE_RESCAN_SECONDS = 5.0

@@ -41,7 +41,7 @@ from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
 from .logs import redacted_url
 from .otel import make_tracer
-from .parking import DEFAULT_HOT_WINDOW_SECONDS
+from .parking import DEFAULT_HOT_WINDOW_SECONDS, HOT_WINDOW_ENV
 from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name
 from .runner import warm_up_runners
 from .runtime import Runtime, route_step_workflows
@@ -71,7 +71,6 @@ WORKER_ID_ENV = "DEX_AGENTS_WORKER_ID"
 DRAIN_SECONDS_ENV = "DEX_AGENTS_WORKER_DRAIN_SECONDS"
 DEFAULT_DRAIN_SECONDS = 20.0
 READY_FILE_ENV = "DEX_AGENTS_READY_FILE"
-HOT_WINDOW_ENV = "DEX_AGENTS_HOT_WINDOW_SECONDS"
 # The Worker's HTTP endpoints for orchestrators and Prometheus (health.py, metrics.py).
 HTTP_PORT_ENV = "DEX_AGENTS_HTTP_PORT"
 HTTP_HOST_ENV = "DEX_AGENTS_HTTP_HOST"

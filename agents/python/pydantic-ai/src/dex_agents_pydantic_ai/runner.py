@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -35,6 +34,7 @@ from dex_agents.texts import OUTCOME_UNKNOWN_TEXT
 from dex_agents.tool_context import running_tool
 from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentToolCall
+from dex_agents.warm_states import turn_fingerprint, warm_runs_setting, warm_ttl_setting
 from dex_agents.warm_up import load_openai_client_async
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied, UserError
 from pydantic_ai.messages import (
@@ -73,7 +73,7 @@ from .sequential import barrier_groups, hold, next_group
 from .tool_results import DEFAULT_MAX_TOOL_RESULT_BYTES, decode_tool_result, readable_output
 from .tool_sources import SourceOffer, SourceTools
 from .tool_step import ToolStepRun
-from .warm import WarmEntry, WarmRuns, fingerprint, warm_runs_setting, warm_ttl_setting
+from .warm import WarmEntry, WarmRuns
 
 DepsT = TypeVar("DepsT")
 
@@ -146,7 +146,7 @@ class PydanticAiRunner(Generic[DepsT]):
                 result fails the call with a message the model reads, saying the limit.
             warm_runs: Sessions whose turn's Pydantic AI run this runner keeps open between
                 the model steps of a turn (warm.py); 0 turns warm runs off. None reads
-                DEX_AGENTS_PYDANTIC_AI_WARM_RUNS (0 when unset). Each session has at most one.
+                DEX_AGENTS_WARM_RUNS (64 when unset). Each session has at most one.
             warm_ttl: Seconds a warm run waits for its turn's next model step before it is
                 closed; None: the Worker's hot window as DEX_AGENTS_HOT_WINDOW_SECONDS sets it
                 (10 s by default). Give a Worker built with another `hot_window` the same.
@@ -248,7 +248,11 @@ class PydanticAiRunner(Generic[DepsT]):
     ) -> AgentTurnOutcome | None:
         """The next model response of the turn's warm run, if this Worker holds one that
         stands for exactly the committed run state; None: the cold path."""
-        entry = self._warm.take(turn.flow_id, partial(fingerprint, turn, turn.framework_run_state))
+        entry = self._warm.take(
+            turn.flow_id,
+            partial(turn_fingerprint, turn, turn.framework_run_state),
+            usable=lambda entry: not entry.task.done(),
+        )
         if entry is None:
             return None
         results = _tool_results(state, turn.tool_calls)
@@ -306,9 +310,7 @@ class PydanticAiRunner(Generic[DepsT]):
         if RunState.from_json(outcome.framework_run_state).held:
             entry.close()  # a sequential barrier: the next model step hands over a group
             return
-        entry.fingerprint = fingerprint(turn, outcome.framework_run_state)
-        entry.parked_at = time.monotonic()
-        self._warm.park(turn.flow_id, entry)
+        self._warm.keep(turn.flow_id, turn_fingerprint(turn, outcome.framework_run_state), entry)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         source = self._sources.owner(call.tool_call)

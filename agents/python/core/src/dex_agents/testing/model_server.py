@@ -138,6 +138,8 @@ class RecordedRequest:
     stream: bool
     # time.monotonic() when the request arrived (not compared: tests compare what was sent).
     received_at: float = field(default=0.0, compare=False)
+    # The body's bytes as sent, for a test that needs the same bytes, not the same JSON.
+    raw: bytes = field(default=b"", compare=False, repr=False)
 
 
 def _error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
@@ -272,7 +274,9 @@ class ScriptedModelServer(LoopbackServer):
         hang_event: threading.Event | None = None
         with self._changed:
             self._requests.append(
-                RecordedRequest(path=path, body=body, stream=stream, received_at=time.monotonic())
+                RecordedRequest(
+                    path=path, body=body, stream=stream, received_at=time.monotonic(), raw=raw
+                )
             )
             if self._request_log is not None:
                 with self._request_log.open("a", encoding="utf-8") as log:
