@@ -10,12 +10,23 @@ import inspect
 import sys
 from typing import Any
 
-from agents import Agent, FunctionTool, Handoff, RunContextWrapper, function_tool, handoff
+from agents import (
+    Agent,
+    FunctionTool,
+    Handoff,
+    ItemHelpers,
+    RunContextWrapper,
+    RunState,
+    ToolCallOutputItem,
+    function_tool,
+    handoff,
+)
 from agents.mcp import MCPServer, MCPServerStdio, MCPUtil
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.models.openai_responses import OpenAIResponsesModel
 from mcp.types import Tool as MCPTool
 from openai import AsyncOpenAI
+from openai.types.responses import ResponseFunctionToolCall
 from pydantic import TypeAdapter
 
 from dex_agents_openai_agents import _compat
@@ -105,3 +116,29 @@ def test_the_sdks_openai_models_keep_their_client() -> None:
     ):
         assert _compat.model_openai_client(model) is client
     assert _compat.model_openai_client(object()) is None
+
+
+async def test_a_run_state_takes_the_steps_context_and_its_outputs_their_created_order() -> None:
+    assert {"_context", "_generated_items"} <= field_names(RunState)
+    agent = Agent(name="Support")
+    state: RunState[Any, Agent[Any]] = RunState(
+        context=RunContextWrapper(context={"step": 1}),
+        original_input="Hi",
+        starting_agent=agent,
+    )
+    call = ResponseFunctionToolCall(
+        type="function_call", call_id="c1", name="lookup", arguments="{}"
+    )
+    created = ItemHelpers.tool_call_output_item(call, "done")
+    assert tuple(created) == _compat.CREATED_ORDER
+    state._generated_items = [ToolCallOutputItem(agent=agent, raw_item=created, output="done")]
+    restored = await RunState.from_json(agent, state.to_json())
+    raw = restored._generated_items[0].raw_item
+    assert isinstance(raw, dict) and tuple(raw) != _compat.CREATED_ORDER  # what it fixes
+
+    _compat.tool_outputs_as_created(restored)
+    _compat.set_run_state_context(restored, {"step": 2})
+
+    assert restored._generated_items[0].raw_item == created
+    assert tuple(restored._generated_items[0].raw_item) == _compat.CREATED_ORDER
+    assert restored._context is not None and restored._context.context == {"step": 2}

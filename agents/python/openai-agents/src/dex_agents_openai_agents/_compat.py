@@ -1,7 +1,7 @@
 """Every part of the OpenAI Agents SDK that is not its public API, in one place.
 
 The runner gates the application's tools and runs each call in its own tool Step, and the SDK
-gives no public way to do six things it needs:
+gives no public way to do seven things it needs:
 
 - tell an MCP server's tool from a function tool, and find its server and name:
   `FunctionTool._mcp_tool_binding`;
@@ -12,7 +12,13 @@ gives no public way to do six things it needs:
   `FunctionTool._output_type_adapter`;
 - follow and redirect a `handoff()`'s target agent: `Handoff._agent_ref`;
 - the error formatter an MCP server's tools use: `MCPServer._get_failure_error_function`;
-- the OpenAI client of the SDK's OpenAI models, to warm it up: their `_client`.
+- the OpenAI client of the SDK's OpenAI models, to warm it up: their `_client`;
+- give a warm run state (kept between a turn's model Steps, see the runner) the Step's own
+  context, as `RunState.from_json(context_override=...)` gives a restored one:
+  `RunState._context`;
+- give the function tool outputs of a restored run state the key order the SDK creates them
+  in (`ItemHelpers.tool_call_output_item`), which `RunState.from_json` changes:
+  `RunState._generated_items`.
 
 The `openai-agents` requirement is pinned to a minor version for this reason, and
 tests/test_compat.py checks every name, type and signature used here, so an upgrade that
@@ -22,9 +28,9 @@ changes one fails in that one test, by name.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, cast
 
-from agents import Agent, FunctionTool, Handoff
+from agents import Agent, FunctionTool, Handoff, RunState, ToolCallOutputItem
 from agents.mcp import MCPServer
 from agents.tool import ToolErrorFunction
 from pydantic import TypeAdapter
@@ -76,3 +82,27 @@ def model_openai_client(model: object) -> object | None:
     """The OpenAI client of an SDK model built on one (`OpenAIResponsesModel`,
     `OpenAIChatCompletionsModel`); None for another model."""
     return getattr(model, "_client", None)
+
+
+def set_run_state_context(state: RunState[Any, Agent[Any]], context: Any) -> None:
+    """Makes `context` the run context of a kept run state's next run."""
+    wrapper = state._context
+    if wrapper is None:
+        raise ValueError("the run state has no run context to set")
+    wrapper.context = context
+
+
+CREATED_ORDER = ("call_id", "output", "type")
+"""The keys of a function tool output in the order the SDK creates them."""
+
+
+def tool_outputs_as_created(state: RunState[Any, Agent[Any]]) -> None:
+    """Puts the keys of a restored run state's function tool outputs back in the order the SDK
+    created them. The model receives each output as its keys come: restored in another order,
+    the same items would reach it in other bytes than in the turn's request before (a prompt
+    cache's prefix lost) and than from a warm run state."""
+    for item in state._generated_items:
+        raw: object = item.raw_item if isinstance(item, ToolCallOutputItem) else None
+        if isinstance(raw, dict) and raw.get("type") == "function_call_output":
+            first = {key: raw[key] for key in CREATED_ORDER if key in raw}
+            item.raw_item = cast(Any, {**first, **raw})

@@ -7,6 +7,12 @@ any tool runs; the `RunState` is stored as the framework run state, and each too
 its own tool Step through `execute_deferred_tool_call`. The next `run_model_step` restores the
 `RunState`, approves each call whose record is final (the gated tool answers with the recorded
 result) or rejects it with its rejection message, and lets the SDK make the next model call.
+
+Warm run states: when the next model Step of the turn runs on the same Worker within the hot
+window, it goes on from the `RunState` the last Step kept (`result.to_state()`, the SDK's own
+way to resume an interrupted run) instead of parsing the stored JSON again, whose parse grows
+with the turn's history. The kept state stands for exactly the committed one
+(`dex_agents.warm_states`); on any miss the state is restored from the stored JSON.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from agents import (
@@ -56,6 +64,12 @@ from dex_agents.runner import (
 from dex_agents.tool_context import running_tool
 from dex_agents.tool_source import ToolSource, run_source_call
 from dex_agents.types import AgentMessage, AgentToolCall, AgentUsage
+from dex_agents.warm_states import (
+    WarmStates,
+    turn_fingerprint,
+    warm_runs_setting,
+    warm_ttl_setting,
+)
 from dex_agents.warm_up import load_openai_client_async
 
 from . import _compat
@@ -167,6 +181,11 @@ class OpenAIAgentsRunner:
 
     Plan mode works (`supports_plan_mode`): a planning turn's root agent offers only
     write_todos and hands off to no one.
+
+    `warm_runs` (None: DEX_AGENTS_WARM_RUNS, else 64; 0 turns it off) is how many sessions'
+    run states this runner keeps in memory between the model Steps of a turn, one per session,
+    the least recently used dropped first; each is kept at most `warm_ttl` seconds (None: the
+    Worker's hot window as DEX_AGENTS_HOT_WINDOW_SECONDS sets it). See the module's docstring.
     """
 
     supports_plan_mode = True
@@ -182,6 +201,8 @@ class OpenAIAgentsRunner:
         framework_retries: bool = False,
         tool_sources: Sequence[ToolSource] = (),
         resolve_model: ModelResolver | None = None,
+        warm_runs: int | None = None,
+        warm_ttl: float | None = None,
     ) -> None:
         self.agent = agent
         self._graph = GatedAgentGraph(agent)
@@ -196,6 +217,14 @@ class OpenAIAgentsRunner:
         self._resolve_model = resolve_model
         self._hooks = hooks
         self._max_turns = max_turns
+        self._warm: WarmStates[RunState[Any, Agent[Any]]] = WarmStates(
+            warm_runs_setting(warm_runs, os.environ), warm_ttl_setting(warm_ttl, os.environ)
+        )
+
+    @property
+    def warm_runs(self) -> WarmStates[RunState[Any, Agent[Any]]]:
+        """The run states this runner keeps between a turn's model Steps."""
+        return self._warm
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         return user_message(text)
@@ -228,11 +257,7 @@ class OpenAIAgentsRunner:
         else:
             saved = TurnState.from_json(turn.framework_run_state)
             history = _started_from(turn, saved)
-            run_input = await RunState.from_json(
-                root,
-                _with_original_input(turn, saved, history),
-                context_override=RunContextWrapper(context=context),
-            )
+            run_input = await self._restored(turn, root, saved, history, context)
             answers = _decide_interruptions(run_input, turn.tool_calls)
             earlier = saved.usage
             # A compaction since the state was saved leaves the summarized messages out of
@@ -424,6 +449,30 @@ class OpenAIAgentsRunner:
             context = await context
         return context
 
+    async def _restored(
+        self,
+        turn: AgentTurnContext,
+        root: Agent[Any],
+        saved: TurnState,
+        history: Sequence[AgentMessage],
+        context: Any,
+    ) -> RunState[Any, Agent[Any]]:
+        """The turn's run state: the one the last Step kept on this Worker when it stands for
+        the committed state, else restored from the stored JSON."""
+        if self._warm.enabled:
+            wanted = partial(turn_fingerprint, turn, turn.framework_run_state)
+            kept = self._warm.take(turn.flow_id, wanted)
+            if kept is not None:
+                _compat.set_run_state_context(kept, context)
+                return kept
+        restored = await RunState.from_json(
+            root,
+            _with_original_input(turn, saved, history),
+            context_override=RunContextWrapper(context=context),
+        )
+        _compat.tool_outputs_as_created(restored)
+        return restored
+
     def _run_streamed(
         self,
         root: Agent[Any],
@@ -457,7 +506,8 @@ class OpenAIAgentsRunner:
             await self._deferred_call(turn, item, result.context_wrapper)
             for item in result.interruptions
         ]
-        run_state = result.to_state().to_json(context_serializer=_omit_context)
+        state = result.to_state()
+        run_state = state.to_json(context_serializer=_omit_context)
         history_through: int | None = None
         # The run's original input is the stored history, which never changes: keep it out of
         # the run state when rebuilding it from the stored messages gives it back exactly.
@@ -474,8 +524,11 @@ class OpenAIAgentsRunner:
             history_through=history_through,
             summary_through=turn.context_summary.last_sequence if turn.context_summary else 0,
         )
+        committed = saved.to_json()
+        if self._warm.enabled:
+            self._warm.keep(turn.flow_id, turn_fingerprint(turn, committed), state)
         return ToolCallsRequested(
-            framework_run_state=saved.to_json(),
+            framework_run_state=committed,
             tool_calls=calls,
             usage=usage,
             model_call_metadata=_metadata(result, config),
