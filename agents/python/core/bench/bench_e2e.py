@@ -20,9 +20,10 @@ Contenders:
   caller keeping the history: Pydantic AI, OpenAI Agents, LangGraph without a checkpointer;
   and Pydantic AI and OpenAI Agents alone streaming their model calls, as dex-agents does for
   its `text_delta` events;
-- with --warm, dex-agents + Pydantic AI and its runner in memory again with the adapter's warm
-  runs on (`PydanticAiRunner(warm_runs=8)`: a turn's Pydantic AI run kept open between its model
-  steps), so warm and cold compare within one run;
+- with --warm, dex-agents + each adapter and its runner in memory again with the adapter's
+  warm path on (`warm_runs=8`: Pydantic AI's run kept open between a turn's model steps, the
+  OpenAI Agents SDK's `RunState` kept instead of parsed again), so warm and cold compare within
+  one run;
 - with --before-src PATH, dex-agents + Pydantic AI again with its Worker on the engine in PATH
   (another checkout's `src`), so a change and the code before it compare within one run;
 - a breakdown, not a contender: each adapter's runner alone, driven in this process by
@@ -486,6 +487,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 baseline="Pydantic AI alone",
                 streaming_baseline="Pydantic AI alone, streaming",
             ),
+            DexAgents(
+                "dex-agents + OpenAI Agents, warm",
+                "e2e_app:openai_agents_warm_flows",
+                "BenchOpenAIAgentsWarm",
+                f"sqlite:///{tmp / 'dex-openai-agents-warm.sqlite'}",
+                baseline="OpenAI Agents alone",
+                streaming_baseline="OpenAI Agents alone, streaming",
+            ),
+            RunnerInMemory(
+                "OpenAI Agents runner in memory, warm",
+                "openai_agents_warm_flows",
+                baseline="OpenAI Agents alone",
+                streaming_baseline="OpenAI Agents alone, streaming",
+            ),
         ]
     if args.before_src:
         # The same contender, its Worker on another checkout's engine (the client is ours).
@@ -744,8 +759,8 @@ def main() -> None:
     parser.add_argument(
         "--warm",
         action="store_true",
-        help="also dex-agents + Pydantic AI and its runner in memory with warm runs (the "
-        "turn's Pydantic AI run kept open between its model steps), beside the cold ones",
+        help="also dex-agents + each adapter and its runner in memory with the adapter's warm "
+        "path on (warm_runs=8), beside the cold ones",
     )
     parser.add_argument(
         "--profile-worker",

@@ -78,7 +78,16 @@ def __getattr__(name: str) -> list[AgentSessionFlow]:
         return [AgentSessionFlow(runner, flow_type="BenchPydanticAiWarm", options=OPTIONS)]
     if name == "openai_agents_flows":
         agent_runner = OpenAIAgentsRunner(
-            openai_agents_agent(), run_config=openai_agents_run_config(_url())
+            openai_agents_agent(), run_config=openai_agents_run_config(_url()), warm_runs=0
         )
         return [AgentSessionFlow(agent_runner, flow_type="BenchOpenAIAgents", options=OPTIONS)]
+    if name == "openai_agents_warm_flows":
+        # The run state kept between a turn's model steps (the adapter's warm run states).
+        agent_runner = OpenAIAgentsRunner(
+            openai_agents_agent(),
+            run_config=openai_agents_run_config(_url()),
+            warm_runs=WARM_RUNS,
+        )
+        flow = AgentSessionFlow(agent_runner, flow_type="BenchOpenAIAgentsWarm", options=OPTIONS)
+        return [flow]
     raise AttributeError(name)
