@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 from agents import Agent, RunConfig, function_tool
 from agents.models.openai_provider import OpenAIProvider
 from dex_agents.testing import RunnerDriver, ScriptedModelServer, ToolRunLog
 from dex_agents.testing.matrix_app import MATRIX_TOOLS
-from dex_agents.testing.warm import assert_warm_matches_cold, decide, tool_log_env, warm_script
+from dex_agents.testing.shared_worker import WorkerApp
+from dex_agents.testing.warm import (
+    WarmWorkerSuite,
+    assert_warm_matches_cold,
+    decide,
+    tool_log_env,
+    warm_script,
+)
 from openai import AsyncOpenAI
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
+
+ROOT = Path(__file__).parent.parent
 
 
 def _runner(warm_runs: int, model_url: str) -> OpenAIAgentsRunner:
@@ -51,3 +61,7 @@ async def test_each_model_call_of_a_restored_run_resends_the_turn_so_far_in_the_
     assert len(inputs) == 5
     for before, after in itertools.pairwise(inputs):
         assert after[: len(before)] == before
+
+
+class TestWarmInAWorker(WarmWorkerSuite):
+    app = WorkerApp(worker_target="tests.apps.matrix:flows", worker_cwd=ROOT)

@@ -24,7 +24,7 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.matrix_app import MATRIX_TOOLS
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
-from dex_agents.testing.warm import assert_warm_matches_cold
+from dex_agents.testing.warm import WarmWorkerSuite, assert_warm_matches_cold
 from dex_agents.types import AgentToolCall
 from pydantic_ai import Agent
 
@@ -198,13 +198,9 @@ def _warm_hits(run: SessionRun, session: str) -> list[int]:
     ]
 
 
-async def _approve_and_finish(
-    run: SessionRun, session: str, *, kill_first: bool = False
-) -> list[dict[str, Any]]:
+async def _approve_and_finish(run: SessionRun, session: str) -> list[dict[str, Any]]:
     await run.client.wait_for(session, pending_interrupt("w1"))
     first = len(run.model.requests)
-    if kill_first:
-        run.kill_and_restart()  # between the model step and the approval's tool Step
     assert await run.client.resolve_interrupt(session, "w1", approved=True)
     await run.client.wait_for(session, turns_done(1))
     return [request.body for request in run.model.requests[first:]]
@@ -232,22 +228,9 @@ class TestWarmRunsInAWorker(SharedWorkerSuite):
         assert [count - hits[0] for count in hits] == [0, 1, 1, 2]
         assert _warm_hits(run, cold_session) == [0, 0, 0, 0]
 
-    async def test_a_sigkill_between_two_steps_resumes_cold_with_the_same_requests(
-        self, run: SessionRun
-    ) -> None:
-        run.model.enqueue(*_worker_script())
-        cold = await run.client.start_session("ColdTriage", "Weather, then email Ana.")
-        cold_after = await _approve_and_finish(run, cold)
 
-        run.model.enqueue(*_worker_script())
-        warm = await run.client.start_session("WarmTriage", "Weather, then email Ana.")
-        warm_after = await _approve_and_finish(run, warm, kill_first=True)
-
-        assert len(cold_after) == 3
-        assert warm_after == cold_after
-        # The restarted Worker held no warm run: the next model step ran cold, the one after
-        # the failure warm again.
-        assert _warm_hits(run, warm)[1:] == [0, 0, 1]
+class TestWarmMatrixInAWorker(WarmWorkerSuite):
+    app = WorkerApp(worker_target="tests.apps.matrix:flows", worker_cwd=ROOT)
 
 
 async def test_a_cancelled_step_closes_its_warm_run_and_the_next_attempt_runs_cold(

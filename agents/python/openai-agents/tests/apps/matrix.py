@@ -32,5 +32,6 @@ run_config = RunConfig(
 flows = matrix_flows(
     lambda framework_retries: OpenAIAgentsRunner(
         agent, run_config=run_config, framework_retries=framework_retries
-    )
+    ),
+    warm=lambda warm_runs: OpenAIAgentsRunner(agent, run_config=run_config, warm_runs=warm_runs),
 )

@@ -20,5 +20,6 @@ agent = Agent(
     tools=MATRIX_TOOLS,
 )
 flows = matrix_flows(
-    lambda framework_retries: PydanticAiRunner(agent, framework_retries=framework_retries)
+    lambda framework_retries: PydanticAiRunner(agent, framework_retries=framework_retries),
+    warm=lambda warm_runs: PydanticAiRunner(agent, warm_runs=warm_runs),
 )

@@ -25,6 +25,8 @@ from .matrix import CLIENT_RETRIES_FLOW_TYPE, DEADLINE_FLOW_TYPE, FLOW_TYPE, MAT
 from .tool_log import ToolRunLog
 
 TOOL_LOG_ENV = "TOOL_LOG"
+WARM_FLOW_TYPE = "MatrixWarm"
+COLD_FLOW_TYPE = "MatrixCold"
 
 
 def _log() -> ToolRunLog:
@@ -74,10 +76,13 @@ def matrix_options(deadline: timedelta | None = None) -> AgentSessionOptions:
 
 def matrix_flows(
     make_runner: Callable[[bool], AgentFrameworkRunner[Any]],
+    warm: Callable[[int], AgentFrameworkRunner[Any]] | None = None,
 ) -> list[AgentSessionFlow]:
     """The three flow types of the matrix app; `make_runner(framework_retries)` builds the
-    adapter's runner, keeping the framework's own model-call retries when asked."""
-    return [
+    adapter's runner, keeping the framework's own model-call retries when asked. An adapter
+    with a warm path (`dex_agents.warm_states`) gives `warm(warm_runs)`, its runner with that
+    setting, and gets two more: `MatrixWarm` and `MatrixCold` (`testing.warm.WarmWorkerSuite`)."""
+    flows = [
         AgentSessionFlow(make_runner(False), flow_type=FLOW_TYPE, options=matrix_options()),
         AgentSessionFlow(
             make_runner(False),
@@ -88,3 +93,9 @@ def matrix_flows(
             make_runner(True), flow_type=CLIENT_RETRIES_FLOW_TYPE, options=matrix_options()
         ),
     ]
+    if warm is not None:
+        flows += [
+            AgentSessionFlow(warm(64), flow_type=WARM_FLOW_TYPE, options=matrix_options()),
+            AgentSessionFlow(warm(0), flow_type=COLD_FLOW_TYPE, options=matrix_options()),
+        ]
+    return flows

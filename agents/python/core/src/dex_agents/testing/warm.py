@@ -16,10 +16,15 @@ the scripted model server at `model_url` (each path gets a server of its own, so
 the server makes up are the same in both). The script covers parallel calls, an approved
 write, invalid arguments, a rejected call, a second turn, and a message stored in the middle
 of a turn (as a steering message is), which must send the warm path cold.
+
+`WarmWorkerSuite` checks the same through a real Worker: a session on the matrix app's
+`MatrixWarm` flow type, its Worker SIGKILLed between two Steps of a turn, sends the model what a
+session on `MatrixCold` sends (`matrix_app.matrix_flows(..., warm=...)` hosts both).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,8 +34,10 @@ from ..runner import ToolCallsRequested
 from ..types import AgentToolCall
 from ..warm_states import WarmRunner
 from .driver import Decision, Reject, RunnerDriver
-from .matrix_app import TOOL_LOG_ENV
+from .matrix_app import COLD_FLOW_TYPE, TOOL_LOG_ENV, WARM_FLOW_TYPE
 from .model_server import ScriptedModelServer, ScriptedReply, reply_text, reply_tools
+from .sessions import pending_interrupt, turns_done
+from .shared_worker import SessionRun, SharedWorkerSuite
 from .tool_log import ToolRunLog
 
 REJECTED_TO = "nobody@example.com"
@@ -130,3 +137,49 @@ async def assert_warm_matches_cold(
     assert cold.warm_runs.hits == 0
     assert warm.warm_runs.hits >= 1, "no model step resumed warm"
     return warm
+
+
+def _killed_turn_script() -> list[ScriptedReply]:
+    return [
+        reply_tools(
+            ("k1", "get_weather", {"city": "Lima"}),
+            ("k2", "send_email", {"to": "ana@example.com", "body": "Hi"}),
+        ),
+        reply_tools(("k3", "update_ticket", {"ticket_id": "t-2", "status": "closed"})),
+        reply_tools(("k4", "charge_card", {"amount": 3, "seconds": 0})),
+        reply_text("Done."),
+    ]
+
+
+def _without_ids(value: Any) -> Any:
+    """A request without the IDs the scripted server made up for earlier output items, which
+    count every response it sent (two sessions on one server get different ones)."""
+    if isinstance(value, dict):
+        return {key: _without_ids(item) for key, item in value.items() if key != "id"}
+    if isinstance(value, list):
+        return [_without_ids(item) for item in value]
+    return value
+
+
+class WarmWorkerSuite(SharedWorkerSuite):
+    """Subclass it with `app = WorkerApp(...)` naming a matrix app built with `warm=`."""
+
+    async def _approved_turn(self, run: SessionRun, flow_type: str, kill: bool) -> list[str]:
+        run.model.enqueue(*_killed_turn_script())
+        session = await run.client.start_session(flow_type, "Weather, then email Ana.")
+        await run.client.wait_for(session, pending_interrupt("k2"))
+        first = len(run.model.requests)
+        if kill:
+            run.kill_and_restart()  # the turn's run state was warm; the new Worker has none
+        assert await run.client.resolve_interrupt(session, "k2", approved=True)
+        await run.client.wait_for(session, turns_done(1))
+        # The bytes as sent, keys in their order, less the server's own IDs.
+        return [json.dumps(_without_ids(json.loads(r.raw))) for r in run.model.requests[first:]]
+
+    async def test_a_sigkill_between_two_steps_resumes_cold_with_the_same_requests(
+        self, run: SessionRun
+    ) -> None:
+        cold = await self._approved_turn(run, COLD_FLOW_TYPE, kill=False)
+        warm = await self._approved_turn(run, WARM_FLOW_TYPE, kill=True)
+        assert len(cold) == 3
+        assert warm == cold
