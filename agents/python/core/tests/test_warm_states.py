@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dex_agents.errors import WorkerError
 from dex_agents.testing.driver import RunnerDriver
 from dex_agents.testing.instant_runner import InstantRunner
 from dex_agents.warm_states import (
@@ -74,3 +75,6 @@ def test_the_settings_read_the_environment_and_refuse_nonsense() -> None:
     assert warm_ttl_setting(None, {"DEX_AGENTS_HOT_WINDOW_SECONDS": "30"}) == 30.0
     assert warm_ttl_setting(None, {}) == 10.0
     assert warm_ttl_setting(2.5, {}) == 2.5
+    # The Worker's own reading of its hot window, which refuses what the Worker refuses.
+    with pytest.raises(WorkerError, match="must be a number of seconds"):
+        warm_ttl_setting(None, {"DEX_AGENTS_HOT_WINDOW_SECONDS": "soon"})

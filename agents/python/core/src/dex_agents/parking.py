@@ -31,12 +31,13 @@ The one part of DBOS this uses is `DBOSClient.enqueue_in_transaction`, a public 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Connection
 
 from . import store
+from .errors import WorkerError
 from .routing import (
     DRIVER_VERSION,
     STEP_WORKFLOW,
@@ -62,6 +63,24 @@ DUE_RESCAN_SECONDS = 5.0
 DUE_RETRY_SECONDS = 0.5
 # The most due Steps one look wakes; the next look takes the rest.
 DUE_BATCH = 500
+
+
+def hot_window_setting(explicit: float | None, environ: Mapping[str, str]) -> float:
+    """`explicit`, else DEX_AGENTS_HOT_WINDOW_SECONDS, else the default: the Worker's hot window,
+    which a runner's warm entries do not outlive either (warm_states.py)."""
+    if explicit is None:
+        text = environ.get(HOT_WINDOW_ENV)
+        if not text:
+            return DEFAULT_HOT_WINDOW_SECONDS
+        try:
+            explicit = float(text)
+        except ValueError:
+            raise WorkerError(
+                f"{HOT_WINDOW_ENV} must be a number of seconds, not {text!r}"
+            ) from None
+    if not explicit >= 0:
+        raise WorkerError(f"the hot window must be 0 seconds or more, not {explicit}")
+    return explicit
 
 
 class StepEnqueuer:

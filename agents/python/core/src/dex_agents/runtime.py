@@ -72,7 +72,6 @@ DRIVER_RETRY_MAX_SECONDS = 60.0
 MAX_INLINE_STEPS = 256
 # How long a clean stop gives the Steps that wait to park, after the running attempts ended.
 PARK_ON_STOP_SECONDS = 5.0
-
 # Rows of just-scheduled Steps kept for their drivers (see Runtime._done).
 MAX_FRESH_ROWS = 4096
 

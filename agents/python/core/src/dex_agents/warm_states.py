@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from .parking import DEFAULT_HOT_WINDOW_SECONDS, HOT_WINDOW_ENV
+from .parking import hot_window_setting
 from .runner import AgentFrameworkRunner, AgentTurnContext
 
 WARM_RUNS_ENV = "DEX_AGENTS_WARM_RUNS"
@@ -138,13 +138,7 @@ def warm_runs_setting(explicit: int | None, environ: Mapping[str, str]) -> int:
 def warm_ttl_setting(explicit: float | None, environ: Mapping[str, str]) -> float:
     """`explicit`, else the Worker's hot window as DEX_AGENTS_HOT_WINDOW_SECONDS sets it,
     else its default: an entry lives no longer than a waiting Step stays in memory."""
-    if explicit is not None:
-        return explicit
-    text = environ.get(HOT_WINDOW_ENV, "").strip()
-    try:
-        return float(text) if text else DEFAULT_HOT_WINDOW_SECONDS
-    except ValueError:
-        return DEFAULT_HOT_WINDOW_SECONDS
+    return explicit if explicit is not None else hot_window_setting(None, environ)
 
 
 class WarmRunner(AgentFrameworkRunner[Any], Protocol):

@@ -41,7 +41,7 @@ from .errors import FlowLoadError, WorkerError
 from .flow import AgentSessionFlow
 from .logs import redacted_url
 from .otel import make_tracer
-from .parking import DEFAULT_HOT_WINDOW_SECONDS, HOT_WINDOW_ENV
+from .parking import hot_window_setting
 from .routing import DRIVER_VERSION, STEP_WORKFLOW, step_queue_name
 from .runner import warm_up_runners
 from .runtime import Runtime, route_step_workflows
@@ -165,7 +165,7 @@ class Worker:
             else float(os.environ.get(DRAIN_SECONDS_ENV, DEFAULT_DRAIN_SECONDS))
         )
         self.tracer = make_tracer(tracing)
-        self.hot_window = _hot_window(hot_window)
+        self.hot_window = hot_window_setting(hot_window, os.environ)
         self.http_port = http_port if http_port is not None else _env_port(HTTP_PORT_ENV)
         self.http_host = http_host or os.environ.get(HTTP_HOST_ENV) or "127.0.0.1"
         self.metrics = _metrics(metrics, types, self.database_url)
@@ -483,22 +483,6 @@ def _check_sqlite_directory(url: str) -> None:
             f"the directory of the SQLite database {path} does not exist: create it, or pass "
             f"another --database-url (or {DATABASE_URL_ENV})"
         )
-
-
-def _hot_window(explicit: float | None) -> float:
-    if explicit is None:
-        text = os.environ.get(HOT_WINDOW_ENV)
-        if not text:
-            return DEFAULT_HOT_WINDOW_SECONDS
-        try:
-            explicit = float(text)
-        except ValueError:
-            raise WorkerError(
-                f"{HOT_WINDOW_ENV} must be a number of seconds, not {text!r}"
-            ) from None
-    if not explicit >= 0:
-        raise WorkerError(f"the hot window must be 0 seconds or more, not {explicit}")
-    return explicit
 
 
 def _env_port(name: str) -> int | None:

@@ -21,6 +21,7 @@ from typing import Any
 from ..flow import AgentSessionFlow, AgentSessionOptions
 from ..runner import AgentFrameworkRunner
 from ..tool_context import current_tool_execution
+from ..warm_states import DEFAULT_WARM_RUNS
 from .matrix import CLIENT_RETRIES_FLOW_TYPE, DEADLINE_FLOW_TYPE, FLOW_TYPE, MATRIX_TOOL_POLICIES
 from .tool_log import ToolRunLog
 
@@ -95,7 +96,9 @@ def matrix_flows(
     ]
     if warm is not None:
         flows += [
-            AgentSessionFlow(warm(64), flow_type=WARM_FLOW_TYPE, options=matrix_options()),
+            AgentSessionFlow(
+                warm(DEFAULT_WARM_RUNS), flow_type=WARM_FLOW_TYPE, options=matrix_options()
+            ),
             AgentSessionFlow(warm(0), flow_type=COLD_FLOW_TYPE, options=matrix_options()),
         ]
     return flows
