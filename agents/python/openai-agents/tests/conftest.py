@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from agents import RunConfig, set_tracing_disabled
-from agents.models.openai_provider import OpenAIProvider
 from dex_agents.testing import ScriptedModelServer
-from openai import AsyncOpenAI
+
+from .apps.scripted import scripted_run_config
 
 # The SDK would export traces to OpenAI; these tests have no key and no internet.
 set_tracing_disabled(True)
@@ -35,5 +35,4 @@ def server(model: ScriptedModelServer) -> ScriptedModelServer:
 
 @pytest.fixture
 def run_config(server: ScriptedModelServer) -> RunConfig:
-    client = AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
-    return RunConfig(model_provider=OpenAIProvider(openai_client=client))
+    return scripted_run_config(server.base_url, max_retries=0)

@@ -8,10 +8,7 @@ import itertools
 import json
 from pathlib import Path
 
-from agents import Agent, RunConfig, function_tool
-from agents.models.openai_provider import OpenAIProvider
 from dex_agents.testing import RunnerDriver, ScriptedModelServer, ToolRunLog
-from dex_agents.testing.matrix_app import MATRIX_TOOLS
 from dex_agents.testing.shared_worker import WorkerApp
 from dex_agents.testing.warm import (
     WarmWorkerSuite,
@@ -20,23 +17,17 @@ from dex_agents.testing.warm import (
     tool_log_env,
     warm_script,
 )
-from openai import AsyncOpenAI
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
+
+from .apps.scripted import matrix_agent, scripted_run_config
 
 ROOT = Path(__file__).parent.parent
 
 
 def _runner(warm_runs: int, model_url: str) -> OpenAIAgentsRunner:
-    agent = Agent(
-        name="Support",
-        instructions="You help customers.",
-        tools=[function_tool(f) for f in MATRIX_TOOLS],
-        model="gpt-4.1",
-    )
-    client = AsyncOpenAI(base_url=model_url, api_key="test", max_retries=0)
-    config = RunConfig(model_provider=OpenAIProvider(openai_client=client))
-    return OpenAIAgentsRunner(agent, run_config=config, warm_runs=warm_runs)
+    config = scripted_run_config(model_url, max_retries=0)
+    return OpenAIAgentsRunner(matrix_agent(), run_config=config, warm_runs=warm_runs)
 
 
 async def test_warm_and_cold_send_the_same_bytes_and_store_and_stream_the_same(

@@ -22,16 +22,20 @@ from dex_agents.testing import (
     reply_tools,
     turns_done,
 )
-from dex_agents.testing.matrix_app import MATRIX_TOOLS
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
 from dex_agents.testing.warm import WarmWorkerSuite, assert_warm_matches_cold
 from dex_agents.types import AgentToolCall
-from pydantic_ai import Agent
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 from dex_agents_pydantic_ai.warm import TASK_NAME
 
-from .apps.agents import AppDeps, build_triage_agent, deps_factory, scripted_model
+from .apps.agents import (
+    AppDeps,
+    build_matrix_agent,
+    build_triage_agent,
+    deps_factory,
+    scripted_model,
+)
 
 ROOT = Path(__file__).parent.parent
 
@@ -94,10 +98,7 @@ async def test_the_matrix_agent_sends_the_same_bytes_warm_and_cold(tool_log: Too
     two model steps: that step runs cold."""
 
     def matrix_runner(warm_runs: int, model_url: str) -> PydanticAiRunner[None]:
-        agent = Agent(
-            scripted_model(model_url), instructions="You help customers.", tools=MATRIX_TOOLS
-        )
-        return PydanticAiRunner(agent, warm_runs=warm_runs)
+        return PydanticAiRunner(build_matrix_agent(scripted_model(model_url)), warm_runs=warm_runs)
 
     warm = await assert_warm_matches_cold(matrix_runner, tool_log)
     # Resumed warm: after the parallel calls, after the rejection, after charge_card and in

@@ -45,6 +45,14 @@ def scripted_model(base_url: str) -> OpenAIChatModel:
     return OpenAIChatModel("gpt-test", provider=OpenAIProvider(base_url=base_url, api_key="test"))
 
 
+def build_matrix_agent(model: OpenAIChatModel) -> Agent[None, str]:
+    """The matrix app's agent (dex_agents.testing.matrix): the contract's four tools."""
+    # Imported here: conftest imports this module before it registers the matrix's asserts.
+    from dex_agents.testing.matrix_app import MATRIX_TOOLS
+
+    return Agent(model, instructions="You help customers.", tools=MATRIX_TOOLS)
+
+
 def _key() -> str:
     return current_tool_execution().idempotency_key
 
