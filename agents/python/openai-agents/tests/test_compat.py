@@ -16,6 +16,7 @@ from agents import (
     Handoff,
     ItemHelpers,
     RunContextWrapper,
+    RunResultStreaming,
     RunState,
     ToolCallOutputItem,
     function_tool,
@@ -142,3 +143,10 @@ async def test_a_run_state_takes_the_steps_context_and_its_outputs_their_created
     assert restored._generated_items[0].raw_item == created
     assert tuple(restored._generated_items[0].raw_item) == _compat.CREATED_ORDER
     assert restored._context is not None and restored._context.context == {"step": 2}
+
+
+def test_a_result_keeps_its_history_where_history_out_leaves_it_out() -> None:
+    """The behaviour is tested on a real run (test_warm.py); these are the names it uses."""
+    names = {"input", "_original_input", "_nested_history_owned_session_item_refs"}
+    assert names <= field_names(RunResultStreaming)
+    assert "_original_input" in field_names(RunState)

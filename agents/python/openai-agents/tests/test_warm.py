@@ -7,8 +7,11 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
+from agents import Agent, Runner, function_tool
 from dex_agents.testing import RunnerDriver, ScriptedModelServer, ToolRunLog
+from dex_agents.testing.model_server import reply_tools
 from dex_agents.testing.shared_worker import WorkerApp
 from dex_agents.testing.warm import (
     WarmWorkerSuite,
@@ -18,7 +21,8 @@ from dex_agents.testing.warm import (
     warm_script,
 )
 
-from dex_agents_openai_agents import OpenAIAgentsRunner
+from dex_agents_openai_agents import OpenAIAgentsRunner, _compat
+from dex_agents_openai_agents.runner import _own_items, _state_and_own_items
 
 from .apps.scripted import matrix_agent, scripted_run_config
 
@@ -52,6 +56,43 @@ async def test_each_model_call_of_a_restored_run_resends_the_turn_so_far_in_the_
     assert len(inputs) == 5
     for before, after in itertools.pairwise(inputs):
         assert after[: len(before)] == before
+
+
+async def test_a_state_and_items_taken_without_the_history_are_the_sdks_own(
+    model: ScriptedModelServer,
+) -> None:
+    """A model Step takes the run's state and own items with the history left out of the
+    result (_compat.history_out); they must be what the SDK's full calls give."""
+
+    @function_tool(needs_approval=True)
+    def refund(order_id: str) -> str:
+        """Refunds an order."""
+        return order_id
+
+    agent = Agent(name="Support", tools=[refund], model="gpt-4.1")
+    history: list[Any] = [
+        {"role": "user", "content": "Hi"},
+        {"type": "function_call", "call_id": "c0", "name": "refund", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c0", "output": "done"},
+        {"role": "assistant", "content": "Refunded."},
+        {"role": "user", "content": "And order o-2, please."},
+    ]
+    model.enqueue(reply_tools(("c1", "refund", {"order_id": "o-2"})))
+    config = scripted_run_config(model.base_url)
+    result = Runner.run_streamed(agent, list(history), run_config=config)
+    async for _ in result.stream_events():
+        pass
+    assert result.interruptions
+    full_state, full_items = result.to_state(), result.to_input_list()
+    assert _compat.history_left_out(result) == history
+
+    state, items = _state_and_own_items(result, len(history))
+
+    assert items == full_items[len(history) :] == _own_items(result, len(history))
+    assert [item["type"] for item in items] == ["function_call"]
+    assert state.to_json() == full_state.to_json()
+    assert state._original_input == history and state._original_input is not result.input
+    assert result.input == history and result.to_input_list() == full_items  # put back
 
 
 class TestWarmInAWorker(WarmWorkerSuite):

@@ -1,7 +1,7 @@
 """Every part of the OpenAI Agents SDK that is not its public API, in one place.
 
 The runner gates the application's tools and runs each call in its own tool Step, and the SDK
-gives no public way to do seven things it needs:
+gives no public way to do eight things it needs:
 
 - tell an MCP server's tool from a function tool, and find its server and name:
   `FunctionTool._mcp_tool_binding`;
@@ -18,7 +18,11 @@ gives no public way to do seven things it needs:
   `RunState._context`;
 - give the function tool outputs of a restored run state the key order the SDK creates them
   in (`ItemHelpers.tool_call_output_item`), which `RunState.from_json` changes:
-  `RunState._generated_items`.
+  `RunState._generated_items`;
+- take a run's state and its own items from its result without the copy and conversion of the
+  whole history that `to_state()` and `to_input_list()` make (a warm model Step's cost grew with
+  the session's length for them alone): `RunResultStreaming._original_input`, `.input` and
+  `._nested_history_owned_session_item_refs`, and `RunState._original_input`.
 
 The `openai-agents` requirement is pinned to a minor version for this reason, and
 tests/test_compat.py checks every name, type and signature used here, so an upgrade that
@@ -28,9 +32,11 @@ changes one fails in that one test, by name.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
-from agents import Agent, FunctionTool, Handoff, RunState, ToolCallOutputItem
+from agents import Agent, FunctionTool, Handoff, RunResultStreaming, RunState, ToolCallOutputItem
 from agents.mcp import MCPServer
 from agents.tool import ToolErrorFunction
 from pydantic import TypeAdapter
@@ -106,3 +112,34 @@ def tool_outputs_as_created(state: RunState[Any, Agent[Any]]) -> None:
         if isinstance(raw, dict) and raw.get("type") == "function_call_output":
             first = {key: raw[key] for key in CREATED_ORDER if key in raw}
             item.raw_item = cast(Any, {**first, **raw})
+
+
+def history_left_out(result: RunResultStreaming) -> list[Any] | None:
+    """The run's original input, when `history_out` may leave it out of the result: a list,
+    the same in the result's public input and in what its state would keep, and no item of it
+    owned by a nested history (the SDK's agent-as-tool and nested handoff history), whose
+    references point into it. None otherwise: take the SDK's own full calls."""
+    original = result._original_input if result._original_input is not None else result.input
+    if not isinstance(original, list) or result._nested_history_owned_session_item_refs:
+        return None
+    return original if result.input == original else None
+
+
+@contextmanager
+def history_out(result: RunResultStreaming) -> Iterator[None]:
+    """Leaves the original input (see `history_left_out`) out of `result` while the block runs:
+    `to_input_list()` then gives the run's own items only, and `to_state()` a state without
+    the history, instead of deep-copying it; `keep_history` gives that state its history."""
+    original, public = result._original_input, result.input
+    result._original_input, result.input = [], []
+    try:
+        yield
+    finally:
+        result._original_input, result.input = original, public
+
+
+def keep_history(state: RunState[Any, Agent[Any]], original: list[Any]) -> None:
+    """Gives a state taken under `history_out` the run's original input, copied as the SDK
+    copies input items between the runs of a turn (`copy_input_items`: the list, not its
+    items); `to_state()` would deep-copy it."""
+    state._original_input = list(original)

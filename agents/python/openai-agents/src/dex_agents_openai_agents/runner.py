@@ -284,7 +284,7 @@ class OpenAIAgentsRunner:
                 )
             except UnsupportedInterruptionError as error:
                 return TurnCompleted(usage=usage, turn_error=str(error))
-        turn_items = result.to_input_list()[input_count:]
+        turn_items = _own_items(result, input_count)
         return TurnCompleted(
             new_messages=project_items(turn_items),
             usage=usage,
@@ -506,7 +506,7 @@ class OpenAIAgentsRunner:
             await self._deferred_call(turn, item, result.context_wrapper)
             for item in result.interruptions
         ]
-        state = result.to_state()
+        state, turn_items = _state_and_own_items(result, input_count)
         run_state = state.to_json(context_serializer=_omit_context)
         history_through: int | None = None
         # The run's original input is the stored history, which never changes: keep it out of
@@ -519,7 +519,7 @@ class OpenAIAgentsRunner:
         saved = TurnState(
             run_state=run_state,
             input_count=input_count,
-            turn_items=[dict(item) for item in result.to_input_list()[input_count:]],
+            turn_items=[dict(item) for item in turn_items],
             usage=total,
             history_through=history_through,
             summary_through=turn.context_summary.last_sequence if turn.context_summary else 0,
@@ -630,6 +630,30 @@ async def _drain(turn: AgentTurnContext, result: RunResultStreaming) -> None:
     except asyncio.CancelledError:
         result.cancel()
         raise
+
+
+def _own_items(result: RunResultStreaming, input_count: int) -> list[Any]:
+    """`result.to_input_list()[input_count:]`: the run's own items, after the stored ones it
+    started from, without converting those when the SDK lets them be left out."""
+    original = _compat.history_left_out(result)
+    if original is None or len(original) != input_count:
+        return result.to_input_list()[input_count:]
+    with _compat.history_out(result):
+        return result.to_input_list()
+
+
+def _state_and_own_items(
+    result: RunResultStreaming, input_count: int
+) -> tuple[RunState[Any, Agent[Any]], list[Any]]:
+    """`result.to_state()` and the run's own items, without copying or converting the history
+    the run started from when the SDK lets it be left out (both grew with the session)."""
+    original = _compat.history_left_out(result)
+    if original is None or len(original) != input_count:
+        return result.to_state(), result.to_input_list()[input_count:]
+    with _compat.history_out(result):
+        state, items = result.to_state(), result.to_input_list()
+    _compat.keep_history(state, original)
+    return state, items
 
 
 def _source_agent(record: AgentToolCall) -> str | None:
