@@ -13,7 +13,10 @@ import pytest
 from dex_agents import db, texts
 from dex_agents.clock import now_text
 from dex_agents.db import Database
+from dex_agents.liveness import WorkerLease
 from dex_agents.testing import reply_text, reply_tools
+from dex_agents.types import WorkerInfo
+from dex_agents.waker import Waker
 
 from .helpers import OUTCOME_UNKNOWN_TURN, tool_messages, turns_done, wait_until
 
@@ -144,3 +147,43 @@ async def test_a_gone_pid_is_taken_over_at_once_another_host_after_a_lease_other
     # that hosts them all takes that one over.
     assert await ids() == {"watcher", "other-flows"}
     assert "Worker gone-here is gone; Worker watcher took over" in watcher.log()
+
+
+def _never_recover(workflow_ids: list[str]) -> int:
+    raise AssertionError("nothing is recovered here")
+
+
+def test_a_gone_process_of_this_host_makes_one_look_not_one_a_tick(tmp_path):
+    # A gone Worker this one may not take over (it does not host all of its flow types) keeps
+    # its running row: the tick that finds its process gone looks at the rows, the next ones
+    # do not (each look reads every row), until another row's process is found gone.
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid of this host that no process has any more
+    database = Database(f"sqlite:///{tmp_path / 'dex.sqlite'}")
+    lease = WorkerLease(
+        database,
+        "watcher",
+        ["Assistant"],
+        _never_recover,
+        lease_seconds=600.0,
+        waker=Waker(database, 1.0),
+    )
+    row = {
+        "state": "running",
+        "beats": 1,
+        "flow_types": ["Assistant", "Planner"],
+        "lease_seconds": 600.0,
+        "host": socket.gethostname(),
+        "pid": gone.pid,
+        "started_at": now_text(),
+        "heartbeat_at": now_text(),
+    }
+    lease.workers = [WorkerInfo(worker_id="other-flows", **row)]
+    try:
+        assert [lease._host_process_ended() for _ in range(3)] == [True, False, False]
+        lease.workers.append(WorkerInfo(worker_id="other-flows-2", **row))
+        assert [lease._host_process_ended() for _ in range(2)] == [True, False]
+        lease.workers = []
+        assert lease._host_process_ended() is False
+    finally:
+        database.close()

@@ -99,6 +99,8 @@ class WorkerLease:
         self._observed: dict[str, _Observed] = {}
         # Every Worker's row as the last look read it (this Worker's included).
         self.workers: list[WorkerInfo] = []
+        # The rows of this host whose process the last tick found gone (worker ID, beats).
+        self._ended: set[tuple[str, int]] = set()
 
     @property
     def interval(self) -> float:
@@ -186,14 +188,19 @@ class WorkerLease:
             await self.waker.wait(store.WORKERS_WAKE_KEY, generation, tick)
 
     def _host_process_ended(self) -> bool:
-        """Whether a running row of this host, as last read, names a process that is gone."""
-        return any(
-            row.worker_id != self.worker_id
+        """Whether a running row of this host, as last read, names a process that is gone
+        and was not gone at the tick before. A row this Worker may not take over (it does not
+        host all of its flow types) stays as it is: it is looked at once, not at every tick."""
+        ended = {
+            (row.worker_id, row.beats)
+            for row in self.workers
+            if row.worker_id != self.worker_id
             and row.state == "running"
             and same_host(row)
             and not process_alive(row)
-            for row in self.workers
-        )
+        }
+        news, self._ended = bool(ended - self._ended), ended
+        return news
 
     async def beat(self) -> None:
         """Moves this Worker's counter and reads every row, in one transaction."""
