@@ -2,7 +2,7 @@
 
     cd agents/python/core/bench && uv sync --locked && uv run python bench_e2e.py [--turns N]
         [--json PATH] [--postgres URL] [--profile-worker PATH] [--frameworks pydantic_ai,...]
-        [--before-src PATH]
+        [--before-src PATH] [--warm] [--only NAME ...]
 
 One session of N turns (default 1,000) per contender, all interleaved turn by turn in one run:
 turn k of every contender runs before turn k+1 of any (in an order rotated each turn), so
@@ -517,6 +517,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ),
         )
     contenders = [c for c in contenders if _framework(c.name) in args.frameworks]
+    if args.only:
+        contenders = _only(contenders, args.only)
     if args.postgres and "pydantic_ai" in args.frameworks:
         contenders.insert(
             7,
@@ -606,6 +608,23 @@ def _frameworks(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(
             f"expected a comma-separated subset of {', '.join(FRAMEWORKS)}, not {text!r}"
         )
+    return chosen
+
+
+def _only(contenders: list[Contender], names: list[str]) -> list[Contender]:
+    """The named contenders and their frameworks alone (not streaming, unless named)."""
+    known = {c.name for c in contenders}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise SystemExit(
+            f"--only: no contender named {', '.join(map(repr, unknown))} with these options; "
+            f"there are: {', '.join(sorted(known))}"
+        )
+    kept = {c.baseline for c in contenders if c.name in names} | set(names)
+    chosen = [c for c in contenders if c.name in kept]
+    for c in chosen:
+        if c.streaming_baseline not in kept:
+            c.streaming_baseline = None
     return chosen
 
 
@@ -761,6 +780,13 @@ def main() -> None:
         action="store_true",
         help="also dex-agents + each adapter and its runner in memory with the adapter's warm "
         "path on (warm_runs=8), beside the cold ones",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="only this contender, by name (repeat for more), with its framework alone (for "
+        "a long run: e.g. --warm --only 'dex-agents + Pydantic AI, warm')",
     )
     parser.add_argument(
         "--profile-worker",
