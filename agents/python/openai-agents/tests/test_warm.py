@@ -10,8 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from agents import Agent, Runner, function_tool
+from dex_agents.runner import (
+    DeferredToolCall,
+    DeferredToolExecution,
+    PolicyResolver,
+    ToolCallsRequested,
+    TurnCompleted,
+)
 from dex_agents.testing import RunnerDriver, ScriptedModelServer, ToolRunLog
-from dex_agents.testing.model_server import reply_tools
+from dex_agents.testing.model_server import reply_text, reply_tools
 from dex_agents.testing.shared_worker import WorkerApp
 from dex_agents.testing.warm import (
     WarmWorkerSuite,
@@ -20,6 +27,7 @@ from dex_agents.testing.warm import (
     tool_log_env,
     warm_script,
 )
+from dex_agents.types import AgentToolCall
 
 from dex_agents_openai_agents import OpenAIAgentsRunner, _compat
 from dex_agents_openai_agents.runner import _own_items, _state_and_own_items
@@ -93,6 +101,70 @@ async def test_a_state_and_items_taken_without_the_history_are_the_sdks_own(
     assert state.to_json() == full_state.to_json()
     assert state._original_input == history and state._original_input is not result.input
     assert result.input == history and result.to_input_list() == full_items  # put back
+
+
+class ChangingListing:
+    """A tool source whose listing a test changes; no call of its tools runs here."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = list(names)
+
+    async def list_tools(self, *, refresh: bool = False) -> list[str]:
+        return list(self.names)
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        schema = {"type": "object", "properties": {}}
+        return [
+            {"type": "function", "function": {"name": name, "parameters": schema}}
+            for name in self.names
+        ]
+
+    def has_tool(self, name: str) -> bool:
+        return name in self.names
+
+    def deferred_tool_call(
+        self, tool_call_id: str, name: str, arguments: str, resolve: PolicyResolver | None = None
+    ) -> DeferredToolCall:
+        return DeferredToolCall(
+            tool_call_id=tool_call_id,
+            tool_name=name,
+            arguments=arguments,
+            tool_source_reference="listing",
+        )
+
+    def owns(self, record: AgentToolCall) -> bool:
+        return record.tool_source_reference == "listing"
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> Any:
+        raise AssertionError("no call of a listed tool runs here")
+
+
+async def test_a_root_rebuilt_between_a_turns_model_steps_resumes_on_the_cold_path(
+    model: ScriptedModelServer, tool_log: ToolRunLog
+) -> None:
+    """A tool source's listing that changes within a turn gives the next model Step another
+    gated root: the cold path runs on it, as a Worker without the kept state would."""
+    listing = ChangingListing("forecast")
+    config = scripted_run_config(model.base_url, max_retries=0)
+    runner = OpenAIAgentsRunner(
+        matrix_agent(), run_config=config, tool_sources=[listing], warm_runs=8
+    )
+    ticket = {"ticket_id": "t-1", "status": "open"}
+    model.enqueue(reply_tools(("w1", "update_ticket", ticket)), reply_text("Opened."))
+    with tool_log_env(tool_log):
+        driver = RunnerDriver(runner)
+        turn_id = driver.start_turn("Open ticket t-1.")
+        requested = await driver.model_step(turn_id, None)
+        assert isinstance(requested, ToolCallsRequested)
+        await driver.run_tools(turn_id, requested)
+        listing.names.append("alerts")
+        done = await driver.model_step(turn_id, requested.framework_run_state)
+
+    assert isinstance(done, TurnCompleted) and done.turn_error is None
+    assert (runner.warm_runs.hits, runner.warm_runs.misses) == (0, 1)
+    offered = [[tool["name"] for tool in request.body["tools"]] for request in model.requests]
+    assert "alerts" not in offered[0] and "alerts" in offered[1]
+    assert tool_log.count("update_ticket") == 1
 
 
 class TestWarmInAWorker(WarmWorkerSuite):

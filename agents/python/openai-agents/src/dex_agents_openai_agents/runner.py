@@ -151,6 +151,14 @@ def _metadata(result: RunResultStreaming, config: RunConfig) -> ModelCallMetadat
     )
 
 
+@dataclass(frozen=True)
+class WarmRunState:
+    """A turn's run state kept between its model Steps, and the gated root agent it ran on."""
+
+    state: RunState[Any, Agent[Any]]
+    root: Agent[Any]
+
+
 class OpenAIAgentsRunner:
     """Runs an OpenAI Agents SDK agent as a durable agent session, one model call per Step.
 
@@ -217,12 +225,12 @@ class OpenAIAgentsRunner:
         self._resolve_model = resolve_model
         self._hooks = hooks
         self._max_turns = max_turns
-        self._warm: WarmStates[RunState[Any, Agent[Any]]] = WarmStates(
+        self._warm: WarmStates[WarmRunState] = WarmStates(
             warm_runs_setting(warm_runs, os.environ), warm_ttl_setting(warm_ttl, os.environ)
         )
 
     @property
-    def warm_runs(self) -> WarmStates[RunState[Any, Agent[Any]]]:
+    def warm_runs(self) -> WarmStates[WarmRunState]:
         """The run states this runner keeps between a turn's model Steps."""
         return self._warm
 
@@ -280,7 +288,7 @@ class OpenAIAgentsRunner:
         if result.interruptions:
             try:
                 return await self._tool_calls_requested(
-                    turn, result, input_count, history, total, usage, config
+                    turn, root, result, input_count, history, total, usage, config
                 )
             except UnsupportedInterruptionError as error:
                 return TurnCompleted(usage=usage, turn_error=str(error))
@@ -461,10 +469,11 @@ class OpenAIAgentsRunner:
         the committed state, else restored from the stored JSON."""
         if self._warm.enabled:
             wanted = partial(turn_fingerprint, turn, turn.framework_run_state)
-            kept = self._warm.take(turn.flow_id, wanted)
+            # A root rebuilt since (a tool source's listing changed) is the cold path's.
+            kept = self._warm.take(turn.flow_id, wanted, usable=lambda kept: kept.root is root)
             if kept is not None:
-                _compat.set_run_state_context(kept, context)
-                return kept
+                _compat.set_run_state_context(kept.state, context)
+                return kept.state
         restored = await RunState.from_json(
             root,
             _with_original_input(turn, saved, history),
@@ -495,6 +504,7 @@ class OpenAIAgentsRunner:
     async def _tool_calls_requested(
         self,
         turn: AgentTurnContext,
+        root: Agent[Any],
         result: RunResultStreaming,
         input_count: int,
         history: Sequence[AgentMessage],
@@ -526,7 +536,8 @@ class OpenAIAgentsRunner:
         )
         committed = saved.to_json()
         if self._warm.enabled:
-            self._warm.keep(turn.flow_id, turn_fingerprint(turn, committed), state)
+            kept = WarmRunState(state, root)
+            self._warm.keep(turn.flow_id, turn_fingerprint(turn, committed), kept)
         return ToolCallsRequested(
             framework_run_state=committed,
             tool_calls=calls,
