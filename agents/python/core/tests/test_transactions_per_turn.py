@@ -84,6 +84,8 @@ async def test_a_turn_costs_four_step_writes_and_at_most_two_reads(
     # the second RunModel's commit. Before the folds: seven.
     assert per_turn == {"AwaitUserMessage": 1, "RunModel": 2, "CallTool": 1}
     # The only reads: AwaitUserMessage's looks at its condition, once as it begins waiting
-    # and once when the message wakes it (a third when something else woke it between).
+    # and once when the message wakes it; a third when something else woke it between, which a
+    # loaded machine's timing made happen once in a run: allowed once in the counted turns,
+    # so that two looks a turn stays what is asserted.
     assert set(counted.reads) <= {"AwaitUserMessage"}
-    assert counted.reads["AwaitUserMessage"] <= 2 * COUNTED_TURNS
+    assert counted.reads["AwaitUserMessage"] <= 2 * COUNTED_TURNS + 1
