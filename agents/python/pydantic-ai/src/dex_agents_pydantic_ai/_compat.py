@@ -42,7 +42,10 @@ def resume_node(run: AgentRun[Any, Any], results: DeferredToolResults) -> AnyAge
     new run given `deferred_tool_results` (`UserPromptNode._handle_deferred_tool_results`):
     a `CallToolsNode` over a copy of the last model response, in the run's own history."""
     history = run.ctx.state.message_history
-    index = max(i for i, message in enumerate(history) if isinstance(message, ModelResponse))
+    # From the end: the last response is the run's, near the end of a long history.
+    index = next(
+        i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], ModelResponse)
+    )
     last = history[index]
     assert isinstance(last, ModelResponse)
     response = replace(last)
