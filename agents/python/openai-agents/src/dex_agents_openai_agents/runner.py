@@ -643,11 +643,17 @@ async def _drain(turn: AgentTurnContext, result: RunResultStreaming) -> None:
         raise
 
 
+def _history_to_leave_out(result: RunResultStreaming, input_count: int) -> list[Any] | None:
+    """The stored items the run started from, when the SDK lets them be left out of `result`
+    and they are exactly the `input_count` items before the run's own."""
+    original = _compat.history_left_out(result)
+    return original if original is not None and len(original) == input_count else None
+
+
 def _own_items(result: RunResultStreaming, input_count: int) -> list[Any]:
     """`result.to_input_list()[input_count:]`: the run's own items, after the stored ones it
-    started from, without converting those when the SDK lets them be left out."""
-    original = _compat.history_left_out(result)
-    if original is None or len(original) != input_count:
+    started from, without converting those when they can be left out."""
+    if _history_to_leave_out(result, input_count) is None:
         return result.to_input_list()[input_count:]
     with _compat.history_out(result):
         return result.to_input_list()
@@ -657,9 +663,9 @@ def _state_and_own_items(
     result: RunResultStreaming, input_count: int
 ) -> tuple[RunState[Any, Agent[Any]], list[Any]]:
     """`result.to_state()` and the run's own items, without copying or converting the history
-    the run started from when the SDK lets it be left out (both grew with the session)."""
-    original = _compat.history_left_out(result)
-    if original is None or len(original) != input_count:
+    the run started from when it can be left out (both grew with the session)."""
+    original = _history_to_leave_out(result, input_count)
+    if original is None:
         return result.to_state(), result.to_input_list()[input_count:]
     with _compat.history_out(result):
         state, items = result.to_state(), result.to_input_list()
