@@ -1,7 +1,8 @@
 /**
  * Test parts: the Python core's scripted Anthropic Messages server as a real process (the real
  * Claude Code CLI is pointed at it with ANTHROPIC_BASE_URL), the runner with two real in-process
- * SDK MCP tools, and hand-built turn contexts whose events land in memory.
+ * SDK MCP tools, and the core's turn contexts (`@superdurable/dex-agents/testing`), events in
+ * memory.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -9,6 +10,13 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { tool } from "@anthropic-ai/claude-agent-sdk";
+import {
+  turnContext as context,
+  toolExecution as execution,
+  MemoryEvents,
+  storedMessage,
+  toolCallRecord,
+} from "@superdurable/dex-agents/testing";
 import { z } from "zod";
 import type {
   AgentMessage,
@@ -16,11 +24,11 @@ import type {
   AgentTurnContext,
   AgentTurnOutcome,
   DeferredToolExecution,
-  EventWriter,
-  ToolEffect,
   ToolPolicy,
 } from "../src/dex.js";
 import { ClaudeAgentRunner } from "../src/index.js";
+
+export { MemoryEvents } from "@superdurable/dex-agents/testing";
 
 /** The Python core, beside this package (tests run from the package directory). */
 const CORE_PROJECT = resolve(process.cwd(), "..", "..", "python", "core");
@@ -109,21 +117,6 @@ export function testRunner(baseUrl: string): ClaudeAgentRunner {
   });
 }
 
-export class MemoryEvents implements EventWriter {
-  readonly events: { type: string; payload: Record<string, unknown> }[] = [];
-
-  write(type: string, payload: Record<string, unknown>): void {
-    this.events.push({ type, payload });
-  }
-}
-
-const DEFAULT_APPROVAL: Record<ToolEffect, boolean> = {
-  read: false,
-  idempotent_write: false,
-  non_idempotent_write: true,
-  unclassified: true,
-};
-
 type Item = Record<string, unknown>;
 
 export interface TurnOptions {
@@ -134,118 +127,35 @@ export interface TurnOptions {
   signal?: AbortSignal;
 }
 
-/** A turn context as serveRunners builds it, with the core's policy resolution rules. */
+/** A turn context as serveRunners builds it, events in memory (the core's test parts). */
 export function turnContext(options: TurnOptions = {}): AgentTurnContext<Item> {
-  const messages = options.messages ?? [];
-  const toolPolicies = options.toolPolicies ?? {};
-  return {
-    flowType: "Test",
-    flowId: "flow-1",
-    turnId: "turn-1",
-    attempt: 1,
-    stepExecutionId: "step-1",
-    history: { firstSequence: 1, lastSequence: messages.length },
-    messages,
-    items: messages.map((message) => JSON.parse(message.frameworkItem) as Item),
-    frameworkRunState: options.frameworkRunState ?? null,
-    toolCalls: options.toolCalls ?? [],
-    events: new MemoryEvents(),
-    heartbeat: () => {},
-    cancellationSignal: options.signal ?? new AbortController().signal,
-    deadline: null,
-    toolPolicies,
-    defaultToolEffect: "unclassified",
-    enabledBuiltInTools: [],
-    sessionSettings: {},
-    interactionMode: "chat",
-    plan: null,
-    contextSummary: null,
-    resolveToolPolicy: (name, frameworkEffect, frameworkApproval) => {
-      const policy = toolPolicies[name];
-      const effect = policy?.effect ?? frameworkEffect ?? "unclassified";
-      const requiresApproval = policy?.requiresApproval ?? frameworkApproval ?? DEFAULT_APPROVAL[effect];
-      return { effect, requiresApproval };
-    },
-  };
+  return context<Item>(new MemoryEvents(), options);
 }
 
 /** Stored messages as the engine keeps them: a user text, or what a runner returned. */
 export function stored(
   messages: { role: "user" | "assistant" | "tool"; frameworkItem: string; text?: string | null }[],
 ): AgentMessage[] {
-  return messages.map((message, index) => ({
-    sequence: index + 1,
-    turnId: "turn-1",
-    role: message.role,
-    text: message.text ?? null,
-    toolCallId: null,
-    toolName: null,
-    toolArguments: null,
-    toolOutput: null,
-    frameworkItem: message.frameworkItem,
-    createdAt: new Date(0).toISOString(),
-  }));
+  return messages.map((message, index) =>
+    storedMessage(index + 1, message.role, message.frameworkItem, { text: message.text ?? null }),
+  );
 }
 
 export const userText = (text: string): AgentMessage[] =>
   stored([{ role: "user", frameworkItem: JSON.stringify({ kind: "user_text", text }), text }]);
 
-/** A final record of a deferred call. */
+/** A final record of a deferred call: unclassified and approved unless `outcome` says otherwise. */
 export function record(
   toolCallId: string,
   toolName: string,
   args: string,
   outcome: Pick<AgentToolCall, "status"> & Partial<AgentToolCall>,
 ): AgentToolCall {
-  return {
-    toolCallId,
-    turnId: "turn-1",
-    toolName,
-    arguments: args,
-    effect: "unclassified",
-    requiresApproval: true,
-    output: null,
-    error: null,
-    rejectionMessage: null,
-    deferralOrder: 0,
-    toolSourceReference: null,
-    traceContext: null,
-    waitUntil: null,
-    inputContinuation: null,
-    inputAnswers: [],
-    inputQuestion: null,
-    inputChoices: [],
-    inputAllowsFreeText: true,
-    cancellationReason: null,
-    taskId: null,
-    taskPollIntervalSeconds: null,
-    taskAnswerPending: false,
-    frameworkData: null,
-    ...outcome,
-  };
+  return toolCallRecord(toolCallId, toolName, args, { effect: "unclassified", requiresApproval: true, ...outcome });
 }
 
 /** A tool Step's execution of `toolCall`. */
-export function toolExecution(toolCall: AgentToolCall): DeferredToolExecution<Item> {
-  return {
-    flowType: "Test",
-    flowId: "flow-1",
-    turnId: toolCall.turnId,
-    stepExecutionId: "step-tool",
-    toolCall,
-    idempotencyKey: `flow-1/${toolCall.turnId}/${toolCall.toolCallId}`,
-    attempt: 1,
-    events: new MemoryEvents(),
-    heartbeat: () => {},
-    cancellationSignal: new AbortController().signal,
-    deadline: null,
-    saveHeartbeatCheckpoint: async () => {},
-    heartbeatCheckpoint: null,
-    inputAnswers: [],
-    supportsToolTasks: false,
-    turn: null,
-  };
-}
+export const toolExecution = (toolCall: AgentToolCall): DeferredToolExecution<Item> => execution<Item>(toolCall);
 
 /** Narrows an outcome to its kind, failing the test otherwise. */
 export function expectKind<K extends AgentTurnOutcome["kind"]>(

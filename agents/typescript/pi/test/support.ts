@@ -1,27 +1,25 @@
 /**
  * Test parts: the core's scripted Chat Completions server as a real process, pi-ai's real
  * OpenAI-compatible provider pointed at it (each request body it sends kept, through pi-ai's
- * own `onPayload` hook), model requests and tool Step executions built by hand.
+ * own `onPayload` hook), model requests built by hand and the core's tool Step executions
+ * (`@superdurable/dex-agents/testing`).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import type { Model } from "@mariozechner/pi-ai";
-import type { AgentToolCall, ChatItem, DeferredToolExecution, ModelRequest } from "@superdurable/dex-agents";
+import type { AgentToolCall, ChatItem, ModelRequest } from "@superdurable/dex-agents";
+import { type ScriptedReply, startScriptedServer, toolCallRecord } from "@superdurable/dex-agents/testing";
 
-/** The Python core, beside this package (tests run from the package directory). */
-const CORE_PROJECT = resolve(process.cwd(), "..", "..", "python", "core");
+export { type ScriptedReply, toolExecution } from "@superdurable/dex-agents/testing";
 
-/** One scripted reply, as `dex-agents model-server --script` reads it. */
-export interface ScriptedReply {
-  text?: string;
-  tool_calls?: { id: string; name: string; arguments: unknown }[];
-  delay_seconds?: number;
-  status?: number;
-  retry_after?: number;
-}
+/** The Python core's CLI, beside this package (tests run from the package directory). */
+const CORE_CLI = [
+  "uv",
+  "run",
+  "--project",
+  resolve(process.cwd(), "..", "..", "python", "core"),
+  "--no-sync",
+  "dex-agents",
+];
 
 export interface ModelServer {
   baseUrl: string;
@@ -35,28 +33,7 @@ export interface ModelServer {
 
 /** Starts `dex-agents model-server` answering `replies` once each, in order. */
 export async function startModelServer(replies: ScriptedReply[]): Promise<ModelServer> {
-  const dir = mkdtempSync(join(tmpdir(), "dex-pi-"));
-  const script = join(dir, "script.json");
-  writeFileSync(script, JSON.stringify(replies));
-  const port = await freePort();
-  const child = spawn(
-    "uv",
-    [
-      "run",
-      "--project",
-      CORE_PROJECT,
-      "--no-sync",
-      "dex-agents",
-      "model-server",
-      "--script",
-      script,
-      "--port",
-      String(port),
-      "--once",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const baseUrl = await waitForLine(child);
+  const { baseUrl, stop } = await startScriptedServer(replies, { cli: CORE_CLI });
   const requests: Record<string, unknown>[] = [];
   return {
     baseUrl,
@@ -78,52 +55,8 @@ export async function startModelServer(replies: ScriptedReply[]): Promise<ModelS
       requests.push(payload as Record<string, unknown>);
       return undefined;
     },
-    stop: () => stopProcess(child),
+    stop,
   };
-}
-
-function waitForLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolveUrl, reject) => {
-    let output = "";
-    const timer = setTimeout(() => reject(new Error(`model server did not start: ${output}`)), 30_000);
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString();
-      const match = /scripted model at (\S+)/.exec(output);
-      if (match?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolveUrl(match[1]);
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`model server exited (${code}): ${output}`));
-    });
-  });
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  child.kill("SIGINT");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 /** A model request with its streamed text and reasoning kept. */
@@ -155,52 +88,6 @@ export function modelRequest(
 
 /** A requested call of `toolName`, as the engine gives it to a tool Step. */
 export function toolCall(toolCallId: string, toolName: string, args: unknown): AgentToolCall {
-  return {
-    toolCallId,
-    turnId: "turn-1",
-    toolName,
-    arguments: typeof args === "string" ? args : JSON.stringify(args),
-    effect: "read",
-    requiresApproval: false,
-    status: "approved",
-    output: null,
-    error: null,
-    rejectionMessage: null,
-    deferralOrder: 0,
-    toolSourceReference: null,
-    traceContext: null,
-    waitUntil: null,
-    inputContinuation: null,
-    inputAnswers: [],
-    inputQuestion: null,
-    inputChoices: [],
-    inputAllowsFreeText: true,
-    cancellationReason: null,
-    taskId: null,
-    taskPollIntervalSeconds: null,
-    taskAnswerPending: false,
-    frameworkData: null,
-  };
-}
-
-/** A tool Step's execution of `call`. */
-export function toolExecution(call: AgentToolCall, signal?: AbortSignal): DeferredToolExecution {
-  return {
-    flowType: "Test",
-    flowId: "flow-1",
-    turnId: call.turnId,
-    stepExecutionId: "step-tool",
-    toolCall: call,
-    idempotencyKey: `flow-1/${call.turnId}/${call.toolCallId}`,
-    attempt: 1,
-    events: { write: () => {} },
-    heartbeat: () => {},
-    cancellationSignal: signal ?? new AbortController().signal,
-    deadline: null,
-    saveHeartbeatCheckpoint: async () => {},
-    heartbeatCheckpoint: null,
-    inputAnswers: [],
-    supportsToolTasks: false,
-    turn: null,
-  };
+  const text = typeof args === "string" ? args : JSON.stringify(args);
+  return toolCallRecord(toolCallId, toolName, text, { status: "approved" });
 }

@@ -1,37 +1,36 @@
 /**
  * Test parts: the core's scripted Chat Completions server as a real process, the AI SDK's real
  * OpenAI-compatible provider pointed at it (with a fetch that keeps a copy of each request body
- * it sends), and hand-built turn contexts whose events land in memory.
+ * it sends), and the core's hand-built turn contexts (`@superdurable/dex-agents/testing`) whose
+ * events land in memory.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import {
+  turnContext as context,
+  toolExecution as execution,
+  type MemoryEvents,
+  recordingFetch,
+  type ScriptedReply,
+  startScriptedServer,
+  storedMessage as stored,
+  toolCallRecord,
+} from "@superdurable/dex-agents/testing";
 import type { LanguageModel, ModelMessage } from "ai";
-import type {
-  AgentMessage,
-  AgentToolCall,
-  AgentTurnContext,
-  DeferredToolExecution,
-  EventWriter,
-  ToolEffect,
-  ToolPolicy,
-} from "../src/dex.js";
+import type { AgentMessage, AgentToolCall, AgentTurnContext, DeferredToolExecution, ToolPolicy } from "../src/dex.js";
 
-/** The Python core, beside this package (tests run from the package directory). */
-const CORE_PROJECT = resolve(process.cwd(), "..", "..", "python", "core");
+export { MemoryEvents, type ScriptedReply } from "@superdurable/dex-agents/testing";
 
-/** One scripted reply, as `dex-agents model-server --script` reads it. */
-export interface ScriptedReply {
-  text?: string;
-  reasoning?: string;
-  tool_calls?: { id: string; name: string; arguments: unknown }[];
-  delay_seconds?: number;
-  status?: number;
-}
+/** The Python core's CLI, beside this package (tests run from the package directory). */
+const CORE_CLI = [
+  "uv",
+  "run",
+  "--project",
+  resolve(process.cwd(), "..", "..", "python", "core"),
+  "--no-sync",
+  "dex-agents",
+];
 
 export interface ModelServer {
   baseUrl: string;
@@ -46,121 +45,25 @@ export interface ModelServer {
 
 /** Starts `dex-agents model-server` answering `replies` once each, in order. */
 export async function startModelServer(replies: ScriptedReply[]): Promise<ModelServer> {
-  const dir = mkdtempSync(join(tmpdir(), "dex-vercel-"));
-  const script = join(dir, "script.json");
-  writeFileSync(script, JSON.stringify(replies));
-  const port = await freePort();
-  const child = spawn(
-    "uv",
-    [
-      "run",
-      "--project",
-      CORE_PROJECT,
-      "--no-sync",
-      "dex-agents",
-      "model-server",
-      "--script",
-      script,
-      "--port",
-      String(port),
-      "--once",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const baseUrl = await waitForLine(child);
+  const server = await startScriptedServer(replies, { cli: CORE_CLI });
   const requests: Record<string, unknown>[] = [];
-  const recording: typeof fetch = async (input, init) => {
-    if (typeof init?.body === "string") {
-      requests.push(JSON.parse(init.body) as Record<string, unknown>);
-    }
-    return await fetch(input, init);
-  };
+  const recording = recordingFetch(requests);
   const provider = createOpenAICompatible({
     name: "scripted",
-    baseURL: baseUrl,
+    baseURL: server.baseUrl,
     apiKey: "scripted",
     includeUsage: true,
     fetch: recording,
   });
-  const openai = createOpenAI({ baseURL: baseUrl, apiKey: "scripted", fetch: recording });
+  const openai = createOpenAI({ baseURL: server.baseUrl, apiKey: "scripted", fetch: recording });
   return {
-    baseUrl,
+    baseUrl: server.baseUrl,
     requests,
     model: provider.chatModel("scripted-model"),
     responsesModel: openai.responses("scripted-model"),
-    stop: () => stopProcess(child),
+    stop: () => server.stop(),
   };
 }
-
-function waitForLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolveUrl, reject) => {
-    let output = "";
-    const timer = setTimeout(() => reject(new Error(`model server did not start: ${output}`)), 30_000);
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString();
-      const match = /scripted model at (\S+)/.exec(output);
-      if (match?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolveUrl(match[1]);
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`model server exited (${code}): ${output}`));
-    });
-  });
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) {
-    return;
-  }
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  child.kill("SIGINT");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
-export interface RecordedEvent {
-  type: string;
-  payload: Record<string, unknown>;
-}
-
-export class MemoryEvents implements EventWriter {
-  readonly events: RecordedEvent[] = [];
-
-  write(type: string, payload: Record<string, unknown>): void {
-    this.events.push({ type, payload });
-  }
-
-  ofType(type: string): Record<string, unknown>[] {
-    return this.events.filter((event) => event.type === type).map((event) => event.payload);
-  }
-}
-
-const DEFAULT_APPROVAL: Record<ToolEffect, boolean> = {
-  read: false,
-  idempotent_write: false,
-  non_idempotent_write: true,
-  unclassified: true,
-};
 
 export interface TurnOptions {
   turnId?: string;
@@ -174,108 +77,21 @@ export interface TurnOptions {
 /** A turn context as serveRunners builds it, with the core's policy resolution rules. */
 export function turnContext(events: MemoryEvents, options: TurnOptions = {}): AgentTurnContext<ModelMessage> {
   const history = options.history ?? [];
-  const toolPolicies = options.toolPolicies ?? {};
-  const sequences = history.map((entry) => entry.message.sequence);
-  return {
-    flowType: "Test",
-    flowId: "flow-1",
-    turnId: options.turnId ?? "turn-1",
-    attempt: 1,
-    stepExecutionId: "step-1",
-    history: { firstSequence: sequences[0] ?? 1, lastSequence: sequences.at(-1) ?? 0 },
+  return context<ModelMessage>(events, {
+    ...options,
     messages: history.map((entry) => entry.message),
     items: history.map((entry) => entry.item),
-    frameworkRunState: options.frameworkRunState ?? null,
-    toolCalls: options.toolCalls ?? [],
-    events,
-    heartbeat: () => {},
-    cancellationSignal: options.signal ?? new AbortController().signal,
-    deadline: null,
-    toolPolicies,
-    defaultToolEffect: "unclassified",
-    enabledBuiltInTools: [],
-    sessionSettings: {},
-    interactionMode: "chat",
-    plan: null,
-    contextSummary: null,
-    resolveToolPolicy: (name, frameworkEffect, frameworkApproval) => {
-      const policy = toolPolicies[name];
-      const effect = policy?.effect ?? frameworkEffect ?? "unclassified";
-      const requiresApproval = policy?.requiresApproval ?? frameworkApproval ?? DEFAULT_APPROVAL[effect];
-      return { effect, requiresApproval };
-    },
-  };
+  });
 }
 
 /** A stored message as the engine keeps it. */
 export function storedMessage(sequence: number, turnId: string, item: ModelMessage, text: string | null): AgentMessage {
-  return {
-    sequence,
-    turnId,
-    role: item.role === "system" ? "user" : item.role,
-    text,
-    toolCallId: null,
-    toolName: null,
-    toolArguments: null,
-    toolOutput: null,
-    frameworkItem: JSON.stringify(item),
-    createdAt: new Date(0).toISOString(),
-  };
+  return stored(sequence, item.role === "system" ? "user" : item.role, JSON.stringify(item), { turnId, text });
 }
 
 /** A final record of a deferred call. */
-export function record(
-  toolCallId: string,
-  toolName: string,
-  args: string,
-  outcome: Pick<AgentToolCall, "status"> & Partial<AgentToolCall>,
-): AgentToolCall {
-  return {
-    toolCallId,
-    turnId: "turn-1",
-    toolName,
-    arguments: args,
-    effect: "read",
-    requiresApproval: false,
-    output: null,
-    error: null,
-    rejectionMessage: null,
-    deferralOrder: 0,
-    toolSourceReference: null,
-    traceContext: null,
-    waitUntil: null,
-    inputContinuation: null,
-    inputAnswers: [],
-    inputQuestion: null,
-    inputChoices: [],
-    inputAllowsFreeText: true,
-    cancellationReason: null,
-    taskId: null,
-    taskPollIntervalSeconds: null,
-    taskAnswerPending: false,
-    frameworkData: null,
-    ...outcome,
-  };
-}
+export const record = toolCallRecord;
 
 /** A tool Step's execution of `toolCall`. */
-export function toolExecution(toolCall: AgentToolCall, signal?: AbortSignal): DeferredToolExecution<ModelMessage> {
-  return {
-    flowType: "Test",
-    flowId: "flow-1",
-    turnId: toolCall.turnId,
-    stepExecutionId: "step-tool",
-    toolCall,
-    idempotencyKey: `flow-1/${toolCall.turnId}/${toolCall.toolCallId}`,
-    attempt: 1,
-    events: new MemoryEvents(),
-    heartbeat: () => {},
-    cancellationSignal: signal ?? new AbortController().signal,
-    deadline: null,
-    saveHeartbeatCheckpoint: async () => {},
-    heartbeatCheckpoint: null,
-    inputAnswers: [],
-    supportsToolTasks: false,
-    turn: null,
-  };
-}
+export const toolExecution = (toolCall: AgentToolCall, signal?: AbortSignal): DeferredToolExecution<ModelMessage> =>
+  execution<ModelMessage>(toolCall, signal);
