@@ -184,5 +184,11 @@ if [[ " ${packages[*]} " == *" agents/python/core "* ]]; then
       uv run --quiet ruff check ../../../examples &&
       uv run --quiet ruff format --check ../../../examples
   ' || status=1
+  # The benchmarks run on demand, not here; their types are checked here against the packages
+  # they drive (their own environment, with the peers they measure), so a change of an API
+  # they call fails CI rather than the next benchmark run. The core's ruff checks them above.
+  echo "=== benchmarks' types"
+  step bash -c 'cd agents/python/core/bench && uv sync --locked --quiet && uv run --quiet mypy' ||
+    status=1
 fi
 exit $status

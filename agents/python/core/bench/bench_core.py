@@ -210,7 +210,8 @@ def database_settings(url: str) -> str:
             mode = conn.exec_driver_sql("PRAGMA journal_mode").scalar()
             sync = conn.exec_driver_sql("PRAGMA synchronous").scalar()
             names = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
-            text = f"journal_mode={mode} synchronous={names.get(sync, sync)}"
+            level = names.get(sync, str(sync)) if isinstance(sync, int) else str(sync)
+            text = f"journal_mode={mode} synchronous={level}"
         else:
             fsync = conn.exec_driver_sql("SHOW fsync").scalar()
             commit = conn.exec_driver_sql("SHOW synchronous_commit").scalar()

@@ -40,9 +40,9 @@ the contender's SQLite database as a reader sees it (WAL included; on Postgres,
 pg_database_size); "files", growth of the main file + WAL on disk (the WAL grows to its
 checkpoint size, then is reused, so early windows count WAL writes). Figures are given for
 windows around turns 10, 100 and 1,000 (those at most N) and at N. The client runs each turn
-with `AgentClient.run_turn`, which sends the message and is woken by the commits of the turn's
-events (on SQLite a `PRAGMA data_version` probe every 5 ms, on Postgres LISTEN/NOTIFY); that
-wait's latency and CPU count in dex-agents' figures.
+with `AgentClient.run_turn`, which sends the message and is woken by the commit that ends the
+turn (on SQLite a Unix datagram from the committing Worker, on Postgres LISTEN/NOTIFY), then
+reads the turn's events; that wait's latency and CPU count in dex-agents' figures.
 
 Nothing here is a test: it prints figures for the README.
 """
@@ -228,13 +228,16 @@ def _langchain_agent(base_url: str, checkpointer: Any = None) -> Any:
     from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
 
     @tool
     def lookup(key: str) -> str:
         """Look up a value."""
         return e2e_app.lookup_value(key)
 
-    model = ChatOpenAI(model="gpt-test", base_url=base_url, api_key="test", max_retries=0)
+    model = ChatOpenAI(
+        model="gpt-test", base_url=base_url, api_key=SecretStr("test"), max_retries=0
+    )
     return create_agent(
         model, tools=[lookup], system_prompt=e2e_app.INSTRUCTIONS, checkpointer=checkpointer
     )
@@ -390,7 +393,7 @@ class DexAgents(Contender):
 
     def worker_cpu(self) -> float:
         times = self.proc.cpu_times()
-        return times.user + times.system + times.children_user + times.children_system
+        return float(times.user + times.system + times.children_user + times.children_system)
 
     def stored_bytes(self) -> int:
         if self.url.startswith("sqlite:///"):

@@ -120,7 +120,7 @@ def process_cpu(pid: int) -> float | None:
         t = psutil.Process(pid).cpu_times()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
-    return t.user + t.system
+    return float(t.user + t.system)
 
 
 class Backends:

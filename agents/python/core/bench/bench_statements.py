@@ -75,8 +75,8 @@ class Counter:
             self.transaction("read", fn)
             return read_once(db, fn)
 
-        Database._write_once = counted_write  # type: ignore[method-assign]
-        Database._read_once = counted_read  # type: ignore[method-assign]
+        Database._write_once = counted_write  # type: ignore[method-assign,assignment]
+        Database._read_once = counted_read  # type: ignore[method-assign,assignment]
 
 
 async def count(url: str) -> None:

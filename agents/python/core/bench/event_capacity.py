@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -51,7 +52,9 @@ def run_turn(database: Database, turn: int) -> None:
             EventRecord("text_delta", turn_id, 1, {"text": delta}, step)
             for delta in deltas[first : first + DELTAS_PER_COMMIT]
         ]
-        database.write_sync(lambda conn, r=records: store.append_events_unlocked(conn, SESSION, r))
+        database.write_sync(
+            partial(store.append_events_unlocked, session_id=SESSION, records=records)
+        )
     locked([EventRecord("turn_completed", turn_id, 1, {"message_count": 2}, step)])
 
 

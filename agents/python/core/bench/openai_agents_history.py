@@ -80,7 +80,7 @@ class InstantModel(Model):
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
-    async def stream_response(  # type: ignore[override]
+    async def stream_response(
         self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
         yield ResponseCompletedEvent(

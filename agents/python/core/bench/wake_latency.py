@@ -20,8 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 
-from dex_agents import runtime, store
+from dex_agents import store, waker
 from dex_agents.db import Database
 
 
@@ -29,7 +30,7 @@ def write(url: str, count: int) -> None:
     database = Database(url)
     for i in range(count):
         time.sleep(random.uniform(0.02, 0.05))
-        database.write_sync(lambda conn, i=i: store.wake(conn, f"bench-{os.getppid()}-{i}"))
+        database.write_sync(partial(store.wake, session_id=f"bench-{os.getppid()}-{i}"))
         print(i, time.time(), flush=True)
     database.close()
 
@@ -37,12 +38,17 @@ def write(url: str, count: int) -> None:
 async def listen(url: str, count: int) -> None:
     database = Database(url)
     database.create_schema()
-    interval = getattr(runtime, "WAKE_POLL_SECONDS", 0.02)
-    waker = runtime.Waker(database, interval)
-    waker.bind(asyncio.get_running_loop())
+    interval = waker.WAKE_POLL_SECONDS
+    listener = waker.Waker(database, interval)
+    listener.bind(asyncio.get_running_loop())
     woken: dict[str, float] = {}
-    waker.add_listener(lambda sessions: [woken.setdefault(s, time.time()) for s in sessions])
-    task = asyncio.create_task(waker.poll_forever())
+
+    def heard(sessions: set[str]) -> None:
+        for session in sessions:
+            woken.setdefault(session, time.time())
+
+    listener.add_listener(heard)
+    task = asyncio.create_task(listener.poll_forever())
     await asyncio.sleep(1.0)
 
     cpu, wall = time.process_time(), time.monotonic()
