@@ -1,5 +1,6 @@
-"""The Worker app of test_mcp.py: a Pydantic AI agent whose runner takes the tools of the core's
-test MCP server (agents/python/core/tests/mcp/server.py, over stdio) as a tool source.
+"""The Worker app of the shared MCP suite (`dex_agents.testing.mcp_source`, run by
+test_mcp.py): a Pydantic AI agent whose runner takes the tools of the core's test MCP server
+(agents/python/core/tests/mcp/server.py, over stdio) as a tool source.
 
 The server appends one JSON line per real tool run, with the idempotency key it got in `_meta`,
 to $TOOL_LOG, so the tests count runs outside the database.
