@@ -10,30 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import NotRequired
+from typing import Any
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
-from pydantic_ai.messages import ModelMessage
-from typing_extensions import TypedDict
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .sequential import HeldCall
 
 RUN_STATE_VERSION = 1
-
-
-@with_config(ConfigDict(ser_json_bytes="base64", val_json_bytes="base64"))
-class _Stored(TypedDict):
-    """The stored JSON, in one pass each way: binary content as base64, as Pydantic AI's
-    `ModelMessagesTypeAdapter` writes and reads it."""
-
-    version: int
-    messages: list[ModelMessage]
-    pending_tool_call_ids: list[str]
-    retry_rounds: int
-    held: NotRequired[list[HeldCall]]
-
-
-_STORED = TypeAdapter(_Stored)
 
 
 @dataclass(frozen=True)
@@ -46,33 +29,26 @@ class RunState:
     held: tuple[HeldCall, ...] = ()
 
     def to_json(self) -> str:
-        stored: _Stored = {
+        payload: dict[str, Any] = {
             "version": RUN_STATE_VERSION,
-            "messages": self.messages,
+            "messages": json.loads(ModelMessagesTypeAdapter.dump_json(self.messages)),
             "pending_tool_call_ids": list(self.pending_tool_call_ids),
             "retry_rounds": self.retry_rounds,
             "held": list(self.held),
         }
-        return _STORED.dump_json(stored).decode()
+        return json.dumps(payload, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | None) -> RunState:
         if not text:
             return cls()
-        try:
-            stored = _STORED.validate_json(text)
-        except ValidationError:
-            _check_version(json.loads(text).get("version"))
-            raise
-        _check_version(stored["version"])
+        payload = json.loads(text)
+        if payload.get("version") != RUN_STATE_VERSION:
+            raise ValueError(f"unknown Pydantic AI run state version {payload.get('version')!r}")
         return cls(
-            messages=stored["messages"],
-            pending_tool_call_ids=tuple(stored["pending_tool_call_ids"]),
-            retry_rounds=stored["retry_rounds"],
-            held=tuple(stored.get("held", ())),
+            # Through JSON again, so binary content decodes from base64 as it was written.
+            messages=ModelMessagesTypeAdapter.validate_json(json.dumps(payload["messages"])),
+            pending_tool_call_ids=tuple(payload["pending_tool_call_ids"]),
+            retry_rounds=int(payload["retry_rounds"]),
+            held=tuple(payload.get("held", ())),
         )
-
-
-def _check_version(version: object) -> None:
-    if version != RUN_STATE_VERSION:
-        raise ValueError(f"unknown Pydantic AI run state version {version!r}")
