@@ -3,12 +3,10 @@ with ChatOpenAI's default client pointed at the scripted server."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
-from dex_agents.testing import ScriptedModelServer, WorkerProcess, reply_text, reply_tools
+from dex_agents.testing import ScriptedModelServer, reply_text, reply_tools
+from dex_agents.testing.readme import python_blocks, run_example
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -16,25 +14,14 @@ README = Path(__file__).parent.parent / "README.md"
 def test_the_readme_example_refunds_after_an_approval(
     model: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    app, chat = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[:2]
-    (tmp_path / "support_app.py").write_text(app)
-    (tmp_path / "chat.py").write_text(chat)
+    app, chat = python_blocks(README)[:2]
     model.enqueue(
         reply_tools(("c1", "get_order", {"order_id": "o-42"})),
         reply_tools(("c2", "refund", {"order_id": "o-42"})),
         reply_text("Order o-42 is refunded."),
     )
     env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "test"}
-    with WorkerProcess(
-        "support_app:flows",
-        database_url="sqlite:///support.sqlite",
-        env=env,
-        cwd=tmp_path,
-        log_path=tmp_path / "worker.log",
-    ):
-        chat_run = subprocess.run(
-            [sys.executable, "chat.py"], cwd=tmp_path, capture_output=True, text=True, timeout=240
-        )
+    chat_run = run_example(app, chat, tmp_path, "sqlite:///support.sqlite", env)
 
     assert chat_run.returncode == 0, chat_run.stderr
     assert chat_run.stdout.splitlines() == [

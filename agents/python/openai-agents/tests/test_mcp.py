@@ -6,7 +6,6 @@ example; a call that resumes when its server cannot be listed."""
 from __future__ import annotations
 
 import importlib.util
-import re
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from dex_agents.testing import (
     reply_tools,
 )
 from dex_agents.testing.mcp_source import McpSourceSuite
+from dex_agents.testing.readme import readme_block
 from dex_agents.testing.shared_worker import WorkerApp, responses
 from openai import AsyncOpenAI
 
@@ -43,11 +43,8 @@ async def test_the_readme_mcp_example_runs(
     """The README's MCP server and Worker module as written, with the SDK's default OpenAI
     client pointed at the scripted server: the call runs through the source against the
     server subprocess."""
-    pattern = r"^```python\n(# (weather_\w+\.py).*?)^```"
-    blocks = re.findall(pattern, README.read_text(), re.S | re.M)
-    assert sorted(name for _, name in blocks) == ["weather_app.py", "weather_server.py"]
-    for code, name in blocks:
-        (tmp_path / name).write_text(code)
+    for name in ("weather_server.py", "weather_app.py"):
+        (tmp_path / name).write_text(readme_block(README, f"# {name}"))
     monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "scripted")
     spec = importlib.util.spec_from_file_location("weather_app", tmp_path / "weather_app.py")

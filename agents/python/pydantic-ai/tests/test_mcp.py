@@ -20,13 +20,14 @@ from dex_agents.testing import (
     reply_tools,
 )
 from dex_agents.testing.mcp_source import McpSourceSuite
+from dex_agents.testing.readme import readme_block
 from dex_agents.testing.shared_worker import WorkerApp, chat_completions
 from pydantic_ai import Agent
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 
 from .apps.agents import scripted_model
-from .test_readme import README, readme_block
+from .test_readme import README
 
 ROOT = Path(__file__).parent.parent
 SERVER = ROOT.parent / "core" / "tests" / "mcp" / "server.py"

@@ -20,10 +20,10 @@ from dex_agents.runner import ToolCallsRequested, ToolPolicy
 from dex_agents.testing import (
     RunnerDriver,
     ScriptedModelServer,
-    WorkerProcess,
     reply_text,
     reply_tools,
 )
+from dex_agents.testing.readme import readme_block, run_example
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 
@@ -82,14 +82,6 @@ async def test_the_readme_example_runs(
     assert second.records[0].output == "refunded 500 cents on o-1"
 
 
-def readme_block(readme: Path, first_line: str) -> str:
-    """The ```python block of `readme` whose code starts with `first_line`."""
-    blocks = re.findall(r"^```python\n(.*?)^```", readme.read_text(), re.S | re.M)
-    found = [block for block in blocks if block.startswith(first_line)]
-    assert len(found) == 1, f"{readme} has {len(found)} blocks starting with {first_line!r}"
-    return found[0]
-
-
 def model_env(model: ScriptedModelServer) -> dict[str, str]:
     """The README's `OPENAI_API_KEY=...`, with the scripted server as OpenAI."""
     env = {k: v for k, v in os.environ.items() if k != "DEX_AGENTS_DATABASE_URL"}
@@ -100,8 +92,6 @@ def model_env(model: ScriptedModelServer) -> dict[str, str]:
 def test_the_readme_chat_script_approves_the_refund(
     model: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    (tmp_path / "support_app.py").write_text(readme_block(README, "# support_app.py"))
-    (tmp_path / "chat.py").write_text(readme_block(README, "# chat.py"))
     model.enqueue(
         reply_tools(("s1", "order_status", {"order_id": "o-1"})),
         reply_text("Order o-1 has shipped."),
@@ -110,21 +100,15 @@ def test_the_readme_chat_script_approves_the_refund(
     )
     env = model_env(model)
     # `dex-agents worker support_app:flows`, on the default database of the working directory.
-    with WorkerProcess(
-        "support_app:flows",
-        database_url=f"sqlite:///{tmp_path / 'dex_agents.sqlite'}",
-        env={k: env[k] for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")},
-        cwd=tmp_path,
-        log_path=tmp_path / "worker.log",
-    ):
-        chat = subprocess.run(
-            [sys.executable, "chat.py"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+    chat = run_example(
+        readme_block(README, "# support_app.py"),
+        readme_block(README, "# chat.py"),
+        tmp_path,
+        "sqlite:///dex_agents.sqlite",
+        {k: env[k] for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")},
+        script_env=env,
+        timeout=120,
+    )
 
     assert chat.returncode == 0, chat.stderr
     assert chat.stdout.splitlines() == [
