@@ -50,6 +50,12 @@ export interface ScriptedServer {
   stop(): Promise<void>;
 }
 
+/** The command that runs the `dex-agents` CLI of a Python core's uv project (its environment
+ *  already synced), as this repository's packages run the one beside them. */
+export function uvCli(project: string): string[] {
+  return ["uv", "run", "--project", project, "--no-sync", "dex-agents"];
+}
+
 /** Starts `dex-agents model-server` answering `replies` once each, in order. */
 export async function startScriptedServer(
   replies: readonly ScriptedReply[],

@@ -17,13 +17,14 @@ import {
   startScriptedServer,
   storedMessage,
   toolCallRecord,
+  uvCli,
 } from "../src/testing.js";
 
 export { MemoryEvents, type ScriptedReply } from "../src/testing.js";
 
 /** The Python core, beside this package (tests run from the package directory). */
 export const CORE_PROJECT = resolve(process.cwd(), "..", "..", "python", "core");
-export const CORE_CLI = ["uv", "run", "--project", CORE_PROJECT, "--no-sync", "dex-agents"];
+export const CORE_CLI = uvCli(CORE_PROJECT);
 export const hasUv = spawnSync("uv", ["--version"]).status === 0;
 
 export interface ModelServer {

@@ -14,6 +14,7 @@ import {
   startScriptedServer,
   storedMessage,
   toolCallRecord,
+  uvCli,
 } from "@superdurable/dex-agents/testing";
 import type { AgentToolCall, AgentTurnContext, DeferredToolExecution, EventWriter, ToolPolicy } from "../src/dex.js";
 import type { ModelMessage } from "../src/index.js";
@@ -21,14 +22,7 @@ import type { ModelMessage } from "../src/index.js";
 export { MemoryEvents, type ScriptedReply } from "@superdurable/dex-agents/testing";
 
 /** The Python core's CLI, beside this package (tests run from the package directory). */
-const CORE_CLI = [
-  "uv",
-  "run",
-  "--project",
-  resolve(process.cwd(), "..", "..", "python", "core"),
-  "--no-sync",
-  "dex-agents",
-];
+const CORE_CLI = uvCli(resolve(process.cwd(), "..", "..", "python", "core"));
 
 export interface ModelServer {
   /** The JSON bodies sent to the server, in order. */

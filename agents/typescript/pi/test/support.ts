@@ -7,19 +7,12 @@
 import { resolve } from "node:path";
 import type { Model } from "@mariozechner/pi-ai";
 import type { AgentToolCall, ChatItem, ModelRequest } from "@superdurable/dex-agents";
-import { type ScriptedReply, startScriptedServer, toolCallRecord } from "@superdurable/dex-agents/testing";
+import { type ScriptedReply, startScriptedServer, toolCallRecord, uvCli } from "@superdurable/dex-agents/testing";
 
 export { type ScriptedReply, toolExecution } from "@superdurable/dex-agents/testing";
 
 /** The Python core's CLI, beside this package (tests run from the package directory). */
-const CORE_CLI = [
-  "uv",
-  "run",
-  "--project",
-  resolve(process.cwd(), "..", "..", "python", "core"),
-  "--no-sync",
-  "dex-agents",
-];
+const CORE_CLI = uvCli(resolve(process.cwd(), "..", "..", "python", "core"));
 
 export interface ModelServer {
   baseUrl: string;

@@ -16,6 +16,7 @@ import {
   startScriptedServer,
   storedMessage as stored,
   toolCallRecord,
+  uvCli,
 } from "@superdurable/dex-agents/testing";
 import type { LanguageModel, ModelMessage } from "ai";
 import type { AgentMessage, AgentToolCall, AgentTurnContext, DeferredToolExecution, ToolPolicy } from "../src/dex.js";
@@ -23,14 +24,7 @@ import type { AgentMessage, AgentToolCall, AgentTurnContext, DeferredToolExecuti
 export { MemoryEvents, type ScriptedReply } from "@superdurable/dex-agents/testing";
 
 /** The Python core's CLI, beside this package (tests run from the package directory). */
-const CORE_CLI = [
-  "uv",
-  "run",
-  "--project",
-  resolve(process.cwd(), "..", "..", "python", "core"),
-  "--no-sync",
-  "dex-agents",
-];
+const CORE_CLI = uvCli(resolve(process.cwd(), "..", "..", "python", "core"));
 
 export interface ModelServer {
   baseUrl: string;
