@@ -10,11 +10,12 @@ over the annotations. Every adapter that takes `McpToolSource`s runs it.
     class TestMcpToolSource(McpSourceSuite):
         app = WorkerApp(worker_target="tests.apps.mcp:flows", worker_cwd=ROOT)
 
-The app contract. The MCP server is the core's test server (`tests/mcp/server.py`, over
-stdio, named `local`, its run log at $TOOL_LOG): its tools `lookup` (readOnlyHint: "sunny in
-{city}"), `set_value` (idempotentHint: "{name}={value}") and `delete_item` (no read or
-idempotent hint: "deleted {item}"). `worker_target` names flows of two flow types running the
-adapter's agent on the scripted model server at $DEX_AGENTS_SCRIPTED_MODEL_URL:
+The app contract. The MCP server, named `local`, has the tools `lookup` (readOnlyHint:
+"sunny in {city}"), `set_value` (idempotentHint: "{name}={value}") and `delete_item` (no read
+or idempotent hint: "deleted {item}"), and logs each run with the idempotency key it got to
+$TOOL_LOG, as the repository's `agents/python/core/tests/mcp/server.py` does over stdio.
+`worker_target` names flows of two flow types running the adapter's agent on the scripted
+model server at $DEX_AGENTS_SCRIPTED_MODEL_URL:
 
 - `McpAgent`: the tool source `McpToolSource([local])`, and the agent's own tool
   `local_note(text)`, a read, answering "noted: {text}";
