@@ -18,14 +18,7 @@ import {
   toolCallRecord,
 } from "@superdurable/dex-agents/testing";
 import { z } from "zod";
-import type {
-  AgentMessage,
-  AgentToolCall,
-  AgentTurnContext,
-  AgentTurnOutcome,
-  DeferredToolExecution,
-  ToolPolicy,
-} from "../src/dex.js";
+import type { AgentMessage, AgentToolCall, AgentTurnContext, AgentTurnOutcome, ToolPolicy } from "../src/dex.js";
 import { ClaudeAgentRunner } from "../src/index.js";
 
 export { MemoryEvents } from "@superdurable/dex-agents/testing";
@@ -155,7 +148,7 @@ export function record(
 }
 
 /** A tool Step's execution of `toolCall`. */
-export const toolExecution = (toolCall: AgentToolCall): DeferredToolExecution<Item> => execution<Item>(toolCall);
+export const toolExecution = execution<Item>;
 
 /** Narrows an outcome to its kind, failing the test otherwise. */
 export function expectKind<K extends AgentTurnOutcome["kind"]>(

@@ -166,6 +166,9 @@ export interface TurnOptions<Item> {
   messages?: readonly AgentMessage[];
   /** The history's framework items (default: each message's `frameworkItem` parsed as JSON). */
   items?: readonly Item[];
+  /** The stored history as pairs of a message and its framework item, in place of `messages`
+   *  and `items`. */
+  history?: readonly { message: AgentMessage; item: Item }[];
   frameworkRunState?: string | null;
   toolCalls?: readonly AgentToolCall[];
   toolPolicies?: Record<string, ToolPolicy>;
@@ -181,7 +184,11 @@ export function turnContext<Item>(
   events: EventWriter,
   options: TurnOptions<Item> = {},
 ): AgentTurnContext<Item> {
-  const messages = options.messages ?? [];
+  const messages = options.history?.map((entry) => entry.message) ?? options.messages ?? [];
+  const items =
+    options.history?.map((entry) => entry.item) ??
+    options.items ??
+    messages.map((message) => JSON.parse(message.frameworkItem) as Item);
   const policies = options.toolPolicies ?? {};
   return {
     flowType: "Test",
@@ -194,7 +201,7 @@ export function turnContext<Item>(
       lastSequence: messages.at(-1)?.sequence ?? 0,
     },
     messages,
-    items: options.items ?? messages.map((message) => JSON.parse(message.frameworkItem) as Item),
+    items,
     frameworkRunState: options.frameworkRunState ?? null,
     toolCalls: options.toolCalls ?? [],
     events,

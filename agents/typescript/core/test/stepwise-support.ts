@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModel } from "ai";
-import type { AgentMessage, AgentToolCall, DeferredToolExecution } from "../src/runner.js";
+import type { AgentMessage } from "../src/runner.js";
 import type { StepwiseItem } from "../src/stepwise/index.js";
 import {
   turnContext as context,
@@ -72,8 +72,7 @@ export function stored(
 export const record = toolCallRecord;
 
 /** A tool Step's execution of `toolCall`. */
-export const toolExecution = (toolCall: AgentToolCall): DeferredToolExecution<StepwiseItem> =>
-  execution<StepwiseItem>(toolCall);
+export const toolExecution = execution<StepwiseItem>;
 
 /** The Python core's value of `expression` (a module-qualified name), as JSON. */
 export function pythonValue(imports: string, expression: string): unknown {

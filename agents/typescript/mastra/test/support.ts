@@ -16,7 +16,7 @@ import {
   toolCallRecord,
   uvCli,
 } from "@superdurable/dex-agents/testing";
-import type { AgentToolCall, AgentTurnContext, DeferredToolExecution, EventWriter, ToolPolicy } from "../src/dex.js";
+import type { AgentToolCall, AgentTurnContext, EventWriter, ToolPolicy } from "../src/dex.js";
 import type { ModelMessage } from "../src/index.js";
 
 export { MemoryEvents, type ScriptedReply } from "@superdurable/dex-agents/testing";
@@ -67,5 +67,4 @@ export function turnContext(
 export const record = toolCallRecord;
 
 /** A tool Step's execution of `toolCall`. */
-export const toolExecution = (toolCall: AgentToolCall, signal?: AbortSignal): DeferredToolExecution<ModelMessage> =>
-  execution<ModelMessage>(toolCall, signal);
+export const toolExecution = execution<ModelMessage>;

@@ -14,7 +14,6 @@ import {
 import {
   turnContext as context,
   toolExecution as execution,
-  type MemoryEvents,
   recordingFetch,
   type ScriptedReply,
   startScriptedServer,
@@ -23,7 +22,7 @@ import {
   uvCli,
 } from "@superdurable/dex-agents/testing";
 import OpenAI from "openai";
-import type { AgentMessage, AgentToolCall, AgentTurnContext, DeferredToolExecution, ToolPolicy } from "../src/dex.js";
+import type { AgentMessage } from "../src/dex.js";
 
 export { MemoryEvents, type ScriptedReply } from "@superdurable/dex-agents/testing";
 
@@ -63,24 +62,8 @@ export async function startModelServer(replies: ScriptedReply[]): Promise<ModelS
 
 setTracingDisabled(true);
 
-export interface TurnOptions {
-  turnId?: string;
-  history?: { message: AgentMessage; item: AgentInputItem }[];
-  frameworkRunState?: string | null;
-  toolCalls?: AgentToolCall[];
-  toolPolicies?: Record<string, ToolPolicy>;
-  signal?: AbortSignal;
-}
-
 /** A turn context as serveRunners builds it, with the core's policy resolution rules. */
-export function turnContext(events: MemoryEvents, options: TurnOptions = {}): AgentTurnContext<AgentInputItem> {
-  const history = options.history ?? [];
-  return context<AgentInputItem>(events, {
-    ...options,
-    messages: history.map((entry) => entry.message),
-    items: history.map((entry) => entry.item),
-  });
-}
+export const turnContext = context<AgentInputItem>;
 
 /** A stored message as the engine keeps it. */
 export function storedMessage(
@@ -97,5 +80,4 @@ export function storedMessage(
 export const record = toolCallRecord;
 
 /** A tool Step's execution of `toolCall`. */
-export const toolExecution = (toolCall: AgentToolCall, signal?: AbortSignal): DeferredToolExecution<AgentInputItem> =>
-  execution<AgentInputItem>(toolCall, signal);
+export const toolExecution = execution<AgentInputItem>;

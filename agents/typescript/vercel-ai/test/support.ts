@@ -10,7 +10,6 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import {
   turnContext as context,
   toolExecution as execution,
-  type MemoryEvents,
   recordingFetch,
   type ScriptedReply,
   startScriptedServer,
@@ -19,7 +18,7 @@ import {
   uvCli,
 } from "@superdurable/dex-agents/testing";
 import type { LanguageModel, ModelMessage } from "ai";
-import type { AgentMessage, AgentToolCall, AgentTurnContext, DeferredToolExecution, ToolPolicy } from "../src/dex.js";
+import type { AgentMessage } from "../src/dex.js";
 
 export { MemoryEvents, type ScriptedReply } from "@superdurable/dex-agents/testing";
 
@@ -59,24 +58,8 @@ export async function startModelServer(replies: ScriptedReply[]): Promise<ModelS
   };
 }
 
-export interface TurnOptions {
-  turnId?: string;
-  history?: { message: AgentMessage; item: ModelMessage }[];
-  frameworkRunState?: string | null;
-  toolCalls?: AgentToolCall[];
-  toolPolicies?: Record<string, ToolPolicy>;
-  signal?: AbortSignal;
-}
-
 /** A turn context as serveRunners builds it, with the core's policy resolution rules. */
-export function turnContext(events: MemoryEvents, options: TurnOptions = {}): AgentTurnContext<ModelMessage> {
-  const history = options.history ?? [];
-  return context<ModelMessage>(events, {
-    ...options,
-    messages: history.map((entry) => entry.message),
-    items: history.map((entry) => entry.item),
-  });
-}
+export const turnContext = context<ModelMessage>;
 
 /** A stored message as the engine keeps it. */
 export function storedMessage(sequence: number, turnId: string, item: ModelMessage, text: string | null): AgentMessage {
@@ -87,5 +70,4 @@ export function storedMessage(sequence: number, turnId: string, item: ModelMessa
 export const record = toolCallRecord;
 
 /** A tool Step's execution of `toolCall`. */
-export const toolExecution = (toolCall: AgentToolCall, signal?: AbortSignal): DeferredToolExecution<ModelMessage> =>
-  execution<ModelMessage>(toolCall, signal);
+export const toolExecution = execution<ModelMessage>;
