@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -34,10 +33,8 @@ ROOT_README = Path(__file__).resolve().parents[4] / "README.md"
 
 
 def load_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    match = re.search(r"```python\n(# support_app\.py\n.*?)```", README.read_text(), re.S)
-    assert match, "the README has no support_app.py example"
     path = tmp_path / "support_app.py"
-    path.write_text(match.group(1))
+    path.write_text(readme_block(README, "# support_app.py"))
     monkeypatch.setenv("OPENAI_API_KEY", "unused")  # the example names an OpenAI model
     spec = importlib.util.spec_from_file_location("support_app", path)
     assert spec and spec.loader
