@@ -15,7 +15,9 @@ Contenders:
   process (`dex-agents worker`), driven from this process by an AgentClient, as deployed; each
   on its own SQLite file (or, with --postgres, also on Postgres);
 - Pydantic AI's DBOSAgent on SQLite (in this process, as DBOS runs);
-- LangGraph via langchain `create_agent` with a SqliteSaver checkpointer (in this process);
+- LangGraph via langchain `create_agent` with a SqliteSaver checkpointer (in this process),
+  once invoked and once streaming the model's tokens (`stream_mode="messages"`, as a UI needs
+  and as dex-agents does), both over LangGraph alone invoked;
 - the baselines: each framework alone, in-process, no durability, same model server, the
   caller keeping the history: Pydantic AI, OpenAI Agents, LangGraph without a checkpointer;
   and Pydantic AI and OpenAI Agents alone streaming their model calls, as dex-agents does for
@@ -52,7 +54,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import gc
 import importlib.metadata
 import json
 import multiprocessing
@@ -77,18 +78,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import e2e_app  # noqa: E402
+from harness import freeze_harness  # noqa: E402
 
 # -- the scripted model server, in its own process ---------------------------------------------
-
-
-def _freeze_harness() -> None:
-    """Called before each turn in this process (the client, the frameworks alone and the peers)
-    and in the model server's: what they hold leaves the collector's full passes, which no
-    longer walk the histories they keep. By turn ~1,000 each such pass took 150-200 ms there
-    (2026-12-07, measured with gc callbacks), several times the overhead measured, and landed
-    in random turns of any contender. The Workers (the product) keep Python's collector as
-    it is."""
-    gc.freeze()
 
 
 def _serve_model(conn: multiprocessing.connection.Connection) -> None:
@@ -103,7 +95,7 @@ def _serve_model(conn: multiprocessing.connection.Connection) -> None:
         left = server.pending
         with server._lock:  # the recorded requests would grow as the square of the turns
             server._requests.clear()
-        _freeze_harness()
+        freeze_harness()
         server.enqueue(reply_tools((call_id, "lookup", {"key": "k"})), reply_text(e2e_app.ANSWER))
         conn.send(left)
     server.stop()
@@ -297,6 +289,29 @@ class LangGraphSqlite(Contender):
         self.conn.close()
 
 
+class LangGraphSqliteStreaming(LangGraphSqlite):
+    """LangGraph + SqliteSaver streaming the model's tokens (`stream_mode="messages"`), as a UI
+    needs and as dex-agents always does for its `text_delta` events."""
+
+    async def turn(self, k: int) -> None:
+        from langchain_core.messages import HumanMessage
+
+        state: dict[str, Any] = {}
+        tokens = 0
+        stream = self.agent.stream(
+            {"messages": [HumanMessage(f"question {k}")]},
+            self.config,
+            stream_mode=["messages", "values"],
+        )
+        for mode, chunk in stream:
+            if mode == "messages":
+                tokens += 1
+            else:
+                state = chunk
+        assert tokens, "no token streamed"
+        assert state["messages"][-1].content == e2e_app.ANSWER
+
+
 class DBOSAgentPeer(Contender):
     """Pydantic AI's DBOSAgent: each turn is a DBOS workflow, model and tool calls its steps."""
 
@@ -485,6 +500,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             baseline="LangGraph alone",
             peer_of="LangGraph",
         ),
+        LangGraphSqliteStreaming(
+            "LangGraph + SqliteSaver, streaming",
+            tmp / "langgraph-streaming.sqlite",
+            baseline="LangGraph alone",
+            peer_of="LangGraph",
+        ),
     ]
     if args.warm:
         contenders[6:6] = [
@@ -577,7 +598,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for i in range(n):
                 c = contenders[(i + k) % n]
                 model.script_turn(f"call_{k}")
-                _freeze_harness()
+                freeze_harness()
                 cpu0, wcpu0 = _own_cpu(), c.worker_cpu()
                 t0 = time.perf_counter()
                 await c.turn(k)

@@ -20,6 +20,7 @@ from agents import Agent, ModelSettings, RunConfig, function_tool
 from agents.models.interface import Model, ModelProvider
 from agents.tracing import set_tracing_disabled
 from dex_agents_openai_agents import OpenAIAgentsRunner
+from harness import freeze_harness
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -191,6 +192,7 @@ async def timed(runner: OpenAIAgentsRunner, make: Any, repeats: int) -> tuple[fl
     outcome = None
     for _ in range(3):
         outcome = await runner.run_model_step(make())
+    freeze_harness()
     times = []
     for _ in range(repeats):
         start = time.process_time()

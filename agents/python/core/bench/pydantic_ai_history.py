@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 from dex_agents_pydantic_ai.messages import extend_history, to_framework_messages
+from harness import freeze_harness
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -118,6 +119,7 @@ async def measure(runner: PydanticAiRunner[None], count: int, repeats: int) -> f
     )
     for step in range(3):  # warm up, and let any per-session cache fill
         await runner.run_model_step(context(stored, step))
+    freeze_harness()
     times = []
     for step in range(repeats):
         start = time.process_time()
@@ -130,6 +132,7 @@ def measure_history(count: int, repeats: int) -> float:
     """The history a run is handed, once the session's memo holds the stored messages."""
     turn = context(history(count), 0)
     turn.folded(extend_history).for_run()
+    freeze_harness()
     times = []
     for _ in range(repeats):
         start = time.process_time()

@@ -6,7 +6,8 @@ noise hits all alike: Pydantic AI alone (`agent.run` with the caller keeping the
 adapter's runner cold (`warm_runs=0`) and warm (`warm_runs=8`), both driven by `RunnerDriver` as
 the session Flow calls them, with no engine and no database. Each turn is a user message, one
 tool call and a text answer from an in-process FunctionModel, so the figures are the
-adapter's and Pydantic AI's own work. Prints the median CPU per turn (process time) in windows
+adapter's and Pydantic AI's own work; the collector's passes over what the process holds are kept
+out (`harness.freeze_harness`). Prints the median CPU per turn (process time) in windows
 of turns, and the warm runner's hits.
 """
 
@@ -19,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from dex_agents_pydantic_ai import PydanticAiRunner
+from harness import freeze_harness
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -86,6 +88,7 @@ async def run(turns: int) -> None:
     names = list(contenders)
     for k in range(1, turns + 1):
         for name in names[k % len(names) :] + names[: k % len(names)]:
+            freeze_harness()
             started = time.process_time()
             await contenders[name](k)
             cpu[name].append((time.process_time() - started) * 1000)
