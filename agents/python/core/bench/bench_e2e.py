@@ -2,7 +2,7 @@
 
     cd agents/python/core/bench && uv sync --locked && uv run python bench_e2e.py [--turns N]
         [--json PATH] [--postgres URL] [--profile-worker PATH] [--frameworks pydantic_ai,...]
-        [--before-src PATH] [--warm] [--only NAME ...]
+        [--before-src PATH] [--warm] [--embedded] [--only NAME ...]
 
 One session of N turns (default 1,000) per contender, all interleaved turn by turn in one run:
 turn k of every contender runs before turn k+1 of any (in an order rotated each turn), so
@@ -26,6 +26,10 @@ Contenders:
   warm path on (`warm_runs=8`: Pydantic AI's run kept open between a turn's model steps, the
   OpenAI Agents SDK's `RunState` kept instead of parsed again), so warm and cold compare within
   one run;
+- with --embedded, each dex-agents contender again with its Worker and its AgentClient in one
+  process of their own (`async with Worker(flows), AgentClient()`, as an application embeds
+  one), driven turn by turn over a pipe and timed in that process: no process boundary within
+  the turn, as with LangGraph;
 - with --before-src PATH, dex-agents + Pydantic AI again with its Worker on the engine in PATH
   (another checkout's `src`), so a change and the code before it compare within one run;
 - a breakdown, not a contender: each adapter's runner alone, driven in this process by
@@ -164,6 +168,11 @@ class Contender:
     async def setup(self, model: ModelServer) -> None: ...
 
     async def turn(self, k: int) -> None: ...
+
+    def turn_time(self, outside: float) -> float:
+        """The turn's time: as this process measured it, unless the contender timed it where
+        it ran."""
+        return outside
 
     def worker_cpu(self) -> float:
         return 0.0
@@ -444,6 +453,64 @@ class DexAgents(Contender):
         self.worker.stop()
 
 
+def _serve_embedded(conn: multiprocessing.connection.Connection, flows: str, url: str) -> None:
+    asyncio.run(_embedded(conn, flows, url))
+
+
+async def _embedded(conn: multiprocessing.connection.Connection, flows: str, url: str) -> None:
+    """A Worker inside the process that drives the session, as `async with Worker(flows)` runs
+    one in an application: each turn timed here, where it runs."""
+    from dex_agents import AgentClient, Worker
+
+    (flow,) = getattr(e2e_app, flows)
+    loop = asyncio.get_running_loop()
+    async with Worker([flow], database_url=url), AgentClient(url) as client:
+        session = await client.start_session(flow.flow_type)
+        await client.wait_for(session, lambda s: s.state is not None, timeout=60)
+        conn.send(os.getpid())
+        # Waits on a thread, so the Worker's loop runs between turns as in an application.
+        while (k := await loop.run_in_executor(None, conn.recv)) is not None:
+            started = time.perf_counter()
+            result = await client.run_turn(session, f"question {k}", timeout=120)
+            conn.send((time.perf_counter() - started, result.status, result.error))
+
+
+class Embedded(DexAgents):
+    """The Worker and the AgentClient in one process of their own (`async with Worker(flows),
+    AgentClient()`, the README's embedded form), driven turn by turn over a pipe: the
+    configuration that, like LangGraph's, keeps the turn in the caller's process."""
+
+    def __init__(self, name: str, flows: str, url: str, **kw: Any) -> None:
+        super().__init__(name, f"e2e_app:{flows}", "", url, **kw)
+        self.flows = flows
+
+    async def setup(self, model: ModelServer) -> None:
+        from dex_agents.testing import MODEL_URL_ENV
+
+        os.environ[MODEL_URL_ENV] = model.base_url  # inherited by the spawned process
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(
+            target=_serve_embedded, args=(child, self.flows, self.url), daemon=True
+        )
+        self.process.start()
+        self.proc = psutil.Process(self.conn.recv())
+        self.inside = 0.0
+
+    async def turn(self, k: int) -> None:
+        self.conn.send(k)
+        self.inside, status, error = self.conn.recv()
+        if status != "completed":
+            raise RuntimeError(f"{self.name}: turn {k} {status}: {error}")
+
+    def turn_time(self, outside: float) -> float:
+        return float(self.inside)
+
+    async def close(self) -> None:
+        self.conn.send(None)
+        self.process.join(timeout=30)
+
+
 # -- the run --------------------------------------------------------------------------------
 
 
@@ -538,6 +605,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 streaming_baseline="OpenAI Agents alone, streaming",
             ),
         ]
+    if args.embedded:
+        # Each dex-agents contender on SQLite again, its Worker in the driving process.
+        contenders += [
+            Embedded(
+                f"{c.name}, embedded",
+                c.target.removeprefix("e2e_app:"),
+                f"sqlite:///{tmp / (c.flow_type + '-embedded.sqlite')}",
+                baseline=c.baseline,
+                streaming_baseline=c.streaming_baseline,
+            )
+            for c in contenders
+            if type(c) is DexAgents
+        ]
     if args.before_src:
         # The same contender, its Worker on another checkout's engine (the client is ours).
         contenders.insert(
@@ -602,7 +682,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 cpu0, wcpu0 = _own_cpu(), c.worker_cpu()
                 t0 = time.perf_counter()
                 await c.turn(k)
-                elapsed = time.perf_counter() - t0
+                elapsed = c.turn_time(time.perf_counter() - t0)
                 c.times.append(elapsed)
                 worker_cpu = c.worker_cpu() - wcpu0
                 c.cpus.append(_own_cpu() - cpu0 + worker_cpu)
@@ -753,7 +833,7 @@ def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
     durable = [c for c in contenders if c.baseline]
     peers = [c for c in durable if c.peer_of]
     head = (
-        f"{'contender':38} {'turn ms':>8} {'overhead ms':>12} {'p95 ms':>8} {'vs stream':>9} "
+        f"{'contender':44} {'turn ms':>8} {'overhead ms':>12} {'p95 ms':>8} {'vs stream':>9} "
         f"{'CPU ms':>8} {'Worker':>7} {'CPU over':>9} {'stored B':>10} {'files B':>10}"
     )
     for window, rows in result["windows"].items():
@@ -764,7 +844,7 @@ def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
             if c.baseline:
                 streamed = r.get("overhead_vs_streaming_ms_median")
                 print(
-                    f"{c.name:38} {r['turn_ms_median']:8.1f} {r['overhead_ms_median']:12.1f} "
+                    f"{c.name:44} {r['turn_ms_median']:8.1f} {r['overhead_ms_median']:12.1f} "
                     f"{r['overhead_ms_p95']:8.1f} "
                     f"{'' if streamed is None else f'{streamed:.1f}':>9} "
                     f"{r['cpu_ms_per_turn']:8.1f} "
@@ -774,7 +854,7 @@ def print_table(result: dict[str, Any], contenders: list[Contender]) -> None:
                 )
             else:
                 print(
-                    f"{c.name:38} {r['turn_ms_median']:8.1f} {'(baseline)':>12} {'':>8} {'':>9} "
+                    f"{c.name:44} {r['turn_ms_median']:8.1f} {'(baseline)':>12} {'':>8} {'':>9} "
                     f"{r['cpu_ms_per_turn']:8.1f}"
                 )
         for c in durable:
@@ -817,6 +897,12 @@ def main() -> None:
         action="store_true",
         help="also dex-agents + each adapter and its runner in memory with the adapter's warm "
         "path on (warm_runs=8), beside the cold ones",
+    )
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="also each dex-agents contender with its Worker in the process that drives the "
+        "session (`async with Worker(flows), AgentClient()`), not in a process of its own",
     )
     parser.add_argument(
         "--only",
