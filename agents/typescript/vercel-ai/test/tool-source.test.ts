@@ -1,114 +1,24 @@
-/** `sourceTools`: the core's McpToolSource over the Python core's stdio MCP server
- *  (`dex_agents.testing.mcp_server`, a real process per request) as AI SDK tools of a
- *  VercelAiRunner whose model is the scripted Chat Completions server: the model sees the
- *  `<server>__<tool>` tools, each call's policy comes from the annotations or the source's
- *  explicit policy, and the server sees the call's idempotency key in `_meta`. */
-import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { after, before, describe, test } from "node:test";
-import { McpToolSource, stdioServer } from "@superdurable/dex-agents/mcp";
-import { ToolExecutionError } from "../src/dex.js";
+/** `sourceTools` in a VercelAiRunner: the core's MCP tool source suite
+ *  (`@superdurable/dex-agents/testing/mcp`), the source's tools as AI SDK tools. */
+import { resolve } from "node:path";
+import { mcpSourceSuite } from "@superdurable/dex-agents/testing/mcp";
 import { sourceTools, VercelAiRunner } from "../src/index.js";
-import {
-  MemoryEvents,
-  type ModelServer,
-  record,
+import { startModelServer, storedMessage, turnContext } from "./support.js";
+
+mcpSourceSuite({
+  runnerName: "a VercelAiRunner",
+  python: resolve(process.cwd(), "..", "..", "python", "core", ".venv", "bin", "python"),
   startModelServer,
-  storedMessage,
-  toolExecution,
-  turnContext,
-} from "./support.js";
-
-const PYTHON = resolve(process.cwd(), "..", "..", "python", "core", ".venv", "bin", "python");
-const history = [
-  {
-    message: storedMessage(1, "turn-1", { role: "user", content: "Refund order A-1" }, "Refund order A-1"),
-    item: { role: "user" as const, content: "Refund order A-1" },
+  sourceTools,
+  toolNames: (tools) => Object.keys(tools),
+  runner: (tools, model) => new VercelAiRunner({ model, tools }),
+  turn: (events, text) => {
+    const user = { role: "user" as const, content: text };
+    return turnContext(events, { history: [{ message: storedMessage(1, "turn-1", user, text), item: user }] });
   },
-];
-
-function toolLog(path: string): Record<string, unknown>[] {
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
-describe("sourceTools: an MCP server's tools in a VercelAiRunner", () => {
-  let server: ModelServer;
-  const log = join(mkdtempSync(join(tmpdir(), "dex-vercel-mcp-")), "tools.jsonl");
-
-  before(async () => {
-    writeFileSync(log, "");
-    server = await startModelServer([
-      {
-        tool_calls: [
-          { id: "m1", name: "orders__lookup_order", arguments: { order_id: "A-1" } },
-          { id: "m2", name: "orders__refund_order", arguments: { order_id: "A-1" } },
-        ],
-      },
-    ]);
-  });
-  after(async () => await server.stop());
-
-  test("the model sees the tools, the policies follow the annotations, the key reaches the server", async () => {
-    const orders = stdioServer({
-      name: "orders",
-      command: PYTHON,
-      args: ["-m", "dex_agents.testing.mcp_server"],
-      env: { TOOL_LOG: log },
-    });
-    const source = new McpToolSource([orders], {
-      policies: { orders__refund_order: { effect: "non_idempotent_write" } },
-    });
-    const tools = await sourceTools(source);
-    assert.deepEqual(Object.keys(tools).sort(), ["orders__lookup_order", "orders__refund_order"]);
-    const runner = new VercelAiRunner({ model: server.model, tools });
-
-    const outcome = await runner.runModelStep(turnContext(new MemoryEvents(), { history }));
-    assert.equal(outcome.kind, "tool_calls_requested");
-    assert.deepEqual(
-      outcome.toolCalls.map((call) => [call.toolName, call.policy]),
-      [
-        ["orders__lookup_order", { effect: "read", requiresApproval: false }],
-        ["orders__refund_order", { effect: "non_idempotent_write", requiresApproval: true }],
-      ],
-    );
-    const offered = ((server.requests[0]?.tools ?? []) as { function: { name: string; description: string } }[]).map(
-      (tool) => [tool.function.name, tool.function.description],
-    );
-    assert.deepEqual(offered, [
-      ["orders__lookup_order", "The status of an order."],
-      ["orders__refund_order", "Refund an order to the customer's card."],
-    ]);
-
-    const lookup = record("m1", "orders__lookup_order", '{"order_id":"A-1"}', { status: "approved" });
-    const result = await runner.executeDeferredToolCall(toolExecution(lookup));
-    assert.deepEqual(result, { kind: "tool_execution_result", output: "order A-1 is shipped" });
-    assert.deepEqual(
-      toolLog(log).map((entry) => [entry.tool, entry.order_id, entry.key]),
-      [["lookup_order", "A-1", "flow-1/turn-1/m1"]],
-    );
-  });
-
-  test("a call outside a tool Step has no idempotency key: a failure, not a call", async () => {
-    const source = new McpToolSource([
-      stdioServer({
-        name: "orders",
-        command: PYTHON,
-        args: ["-m", "dex_agents.testing.mcp_server"],
-        env: { TOOL_LOG: log },
-      }),
-    ]);
-    const tools = await sourceTools(source);
-    const execute = tools.orders__lookup_order?.execute;
-    assert.ok(execute !== undefined);
-    await assert.rejects(
-      async () => await execute({ order_id: "B-2" }, { toolCallId: "x", messages: [], context: undefined }),
-      (error: Error) => error instanceof ToolExecutionError && /runs only in its tool Step/.test(error.message),
-    );
-    assert.equal(toolLog(log).filter((entry) => entry.order_id === "B-2").length, 0);
-  });
+  callOutsideStep: async (tools, name, input) => {
+    const execute = tools[name]?.execute;
+    if (execute === undefined) throw new Error(`no tool ${name}`);
+    return await execute(input, { toolCallId: "x", messages: [], context: undefined });
+  },
 });
