@@ -2,79 +2,50 @@
  * The matrix app served to a Python Worker (`e2e/flows.py` starts it): one Claude Agent SDK
  * runner with the contract's four tools as in-process SDK MCP tools (server key `matrix`: the
  * model sees `mcp__matrix__<tool>`), the real Claude Code CLI talking to the scripted Anthropic
- * server at $DEX_AGENTS_SCRIPTED_MODEL_URL, in the matrix's three flow types. Each tool records
- * its runs to the JSON-lines tool log at $TOOL_LOG and returns exactly the text the matrix
- * expects. It serves the features suite's `Features` and `FeaturesMcp` flow types too
+ * server at $DEX_AGENTS_SCRIPTED_MODEL_URL, in the matrix's three flow types. The tools are the
+ * core's `matrixTools`: each records its runs to the tool log at $TOOL_LOG and returns the text
+ * the matrix expects. It serves the features suite's `Features` and `FeaturesMcp` flow types too
  * (e2e/test_features.py): `FeaturesMcp` adds the core's McpToolSource over the Python core's
  * stdio MCP server, as `feature_mcp_source()` (source key `orders`: the model sees
  * `mcp__orders__orders__<tool>`).
  *
  *   node dist-test/e2e/matrix-app.js   # prints "runners at <url>" once it listens
  */
-import { appendFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { devNull, tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { type Options, tool } from "@anthropic-ai/claude-agent-sdk";
 import { currentToolExecution, serveRunners } from "@superdurable/dex-agents";
 import { McpToolSource, stdioServer } from "@superdurable/dex-agents/mcp";
+import { matrixTools, requiredEnv, serveForWorker } from "@superdurable/dex-agents/testing";
 import { z } from "zod";
 import { ClaudeAgentRunner } from "../src/index.js";
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === "") throw new Error(`$${name} is not set`);
-  return value;
-}
-
-function record(toolName: string, fields: Record<string, unknown>): void {
-  appendFileSync(env("TOOL_LOG"), `${JSON.stringify({ tool: toolName, pid: process.pid, ...fields })}\n`);
-}
 
 /** The tool Step's idempotency key (null for a read, which runs inside the CLI run). */
 const key = (): string | null => currentToolExecution()?.idempotencyKey ?? null;
 
 const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] });
 
+const { get_weather, send_email, update_ticket, charge_card } = matrixTools;
 const tools = [
   tool(
     "get_weather",
-    "The weather in a city.",
+    get_weather.description,
     { city: z.string() },
-    async ({ city }) => {
-      record("get_weather", { city, phase: "started" });
-      await sleep(300);
-      record("get_weather", { city, phase: "finished" });
-      return text(`Sunny in ${city}`);
-    },
+    async (input) => text(await get_weather.run(input)),
     { annotations: { readOnlyHint: true } },
   ),
-  tool("send_email", "Send an email.", { to: z.string(), body: z.string() }, async ({ to }) => {
-    record("send_email", { to, key: key() });
-    return text(`email sent to ${to}`);
-  }),
-  tool(
-    "update_ticket",
-    "Set a ticket's status.",
-    { ticket_id: z.string(), status: z.string() },
-    async ({ ticket_id, status }) => {
-      record("update_ticket", { ticket_id, key: key() });
-      return text(`ticket ${ticket_id} is ${status}`);
-    },
-    { annotations: { idempotentHint: true } },
+  tool("send_email", send_email.description, { to: z.string(), body: z.string() }, async (input) =>
+    text(await send_email.run(input, { idempotencyKey: key() })),
   ),
   tool(
-    "charge_card",
-    "Charge the customer's card.",
-    { amount: z.number().int(), seconds: z.number() },
-    async ({ amount, seconds }) => {
-      record("charge_card", { phase: "started", key: key() });
-      await sleep(seconds * 1000);
-      record("charge_card", { phase: "finished" });
-      return text(`charged ${amount}`);
-    },
+    "update_ticket",
+    update_ticket.description,
+    { ticket_id: z.string(), status: z.string() },
+    async (input) => text(await update_ticket.run(input, { idempotencyKey: key() })),
+    { annotations: { idempotentHint: true } },
+  ),
+  tool("charge_card", charge_card.description, { amount: z.number().int(), seconds: z.number() }, async (input) =>
+    text(await charge_card.run(input, { idempotencyKey: key() })),
   ),
 ];
 
@@ -85,7 +56,7 @@ const options: Options = {
   tools: [],
   allowedTools: tools.map((t) => `mcp__matrix__${t.name}`),
   maxTurns: 10,
-  env: { ANTHROPIC_BASE_URL: env("DEX_AGENTS_SCRIPTED_MODEL_URL"), ANTHROPIC_AUTH_TOKEN: "scripted" },
+  env: { ANTHROPIC_BASE_URL: requiredEnv("DEX_AGENTS_SCRIPTED_MODEL_URL"), ANTHROPIC_AUTH_TOKEN: "scripted" },
 };
 
 function runner(frameworkRetries: boolean): ClaudeAgentRunner {
@@ -143,8 +114,4 @@ const handler = serveRunners({
   Features: featuresRunner(),
   FeaturesMcp: featuresMcp(),
 });
-const server = createServer(handler);
-server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`runners at http://127.0.0.1:${port}/dex\n`);
-});
+serveForWorker(handler);

@@ -5,17 +5,13 @@
  * matrix tools) and of the shared features suite (`Features`, `FeaturesCompaction`:
  * `get_weather`, the model and the instructions from the session settings; `FeaturesMcp`: the
  * tool source over the Python core's stdio MCP server `dex_agents.testing.mcp_server`, as
- * `feature_mcp_source()` configures it), and `Continuing` (turn continuations, no tools). Each tool records
- * its runs to the JSON-lines tool log at $TOOL_LOG, as the Python apps do, and returns exactly
- * the text the suites expect.
+ * `feature_mcp_source()` configures it), and `Continuing` (turn continuations, no tools). The
+ * matrix tools are the core's `matrixTools` (`testing.ts`) as Stepwise tools: each records its
+ * runs to the tool log at $TOOL_LOG and returns the text the suites expect.
  *
  *   node build/e2e/matrix-app.js   # prints "runners at <url>" once it listens
  */
-import { appendFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import {
   aiSdkModelClientApi,
@@ -26,17 +22,7 @@ import {
   tool,
 } from "../src/index.js";
 import { McpToolSource, stdioServer } from "../src/mcp.js";
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === "") throw new Error(`$${name} is not set`);
-  return value;
-}
-
-function record(toolName: string, fields: Record<string, unknown>): void {
-  const line = JSON.stringify({ tool: toolName, pid: process.pid, ...fields });
-  appendFileSync(env("TOOL_LOG"), `${line}\n`);
-}
+import { matrixTools as matrixToolRuns, requiredEnv, serveForWorker } from "../src/testing.js";
 
 function object(properties: Record<string, string>): Record<string, unknown> {
   const schema = Object.fromEntries(Object.entries(properties).map(([k, type]) => [k, { type }]));
@@ -49,53 +35,39 @@ function object(properties: Record<string, string>): Record<string, unknown> {
 }
 
 // The effects come from the session's tool policies (MATRIX_TOOL_POLICIES), as in every app.
+const { get_weather, send_email, update_ticket, charge_card } = matrixToolRuns;
 const getWeather = tool<{ city: string }>({
   name: "get_weather",
-  description: "The weather in a city.",
+  description: get_weather.description,
   parameters: object({ city: "string" }),
-  execute: async ({ city }) => {
-    record("get_weather", { city, phase: "started" });
-    await sleep(300);
-    record("get_weather", { city, phase: "finished" });
-    return `Sunny in ${city}`;
-  },
+  execute: (input) => get_weather.run(input),
 });
 const matrixTools: Tool[] = [
   getWeather,
   tool<{ to: string; body: string }>({
     name: "send_email",
-    description: "Send an email.",
+    description: send_email.description,
     parameters: object({ to: "string", body: "string" }),
-    execute: ({ to }, { idempotencyKey }) => {
-      record("send_email", { to, key: idempotencyKey });
-      return `email sent to ${to}`;
-    },
+    execute: (input, { idempotencyKey }) => send_email.run(input, { idempotencyKey }),
   }),
   tool<{ ticket_id: string; status: string }>({
     name: "update_ticket",
-    description: "Set a ticket's status.",
+    description: update_ticket.description,
     parameters: object({ ticket_id: "string", status: "string" }),
-    execute: ({ ticket_id, status }, { idempotencyKey }) => {
-      record("update_ticket", { ticket_id, key: idempotencyKey });
-      return `ticket ${ticket_id} is ${status}`;
-    },
+    execute: (input, { idempotencyKey }) => update_ticket.run(input, { idempotencyKey }),
   }),
   tool<{ amount: number; seconds: number }>({
     name: "charge_card",
-    description: "Charge the customer's card.",
+    description: charge_card.description,
     parameters: object({ amount: "integer", seconds: "number" }),
-    execute: async ({ amount, seconds }, { idempotencyKey, cancellationSignal }) => {
-      record("charge_card", { phase: "started", key: idempotencyKey });
-      await sleep(seconds * 1000, undefined, { signal: cancellationSignal });
-      record("charge_card", { phase: "finished" });
-      return `charged ${amount}`;
-    },
+    execute: (input, { idempotencyKey, cancellationSignal }) =>
+      charge_card.run(input, { idempotencyKey, signal: cancellationSignal }),
   }),
 ];
 
 const provider = createOpenAICompatible({
   name: "scripted",
-  baseURL: env("DEX_AGENTS_SCRIPTED_MODEL_URL"),
+  baseURL: requiredEnv("DEX_AGENTS_SCRIPTED_MODEL_URL"),
   apiKey: "test",
   // Usage of a streamed call comes only when asked for (`stream_options.include_usage`).
   includeUsage: true,
@@ -136,7 +108,7 @@ function featuresMcp(): StepwiseRunner {
     name: "orders",
     command: join(venv, "bin", "python"),
     args: ["-m", "dex_agents.testing.mcp_server"],
-    env: { TOOL_LOG: env("TOOL_LOG") },
+    env: { TOOL_LOG: requiredEnv("TOOL_LOG") },
   });
   const refund = { effect: "non_idempotent_write", requiresApproval: true } as const;
   const source = new McpToolSource([orders], { policies: { orders__refund_order: refund } });
@@ -169,8 +141,4 @@ const handler = serveRunners({
   FeaturesMcp: featuresMcp(),
   Continuing: continuing(),
 });
-const server = createServer(handler);
-server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`runners at http://127.0.0.1:${port}/dex\n`);
-});
+serveForWorker(handler);

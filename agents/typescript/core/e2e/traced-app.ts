@@ -8,22 +8,23 @@
  *
  *   node build/e2e/traced-app.js   # prints "runners at <url>" once it listens
  */
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { trace } from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { aiSdkModelClientApi, StepwiseRunner, serveRunners, tool } from "../src/index.js";
+import { requiredEnv, serveForWorker } from "../src/testing.js";
 
 // register(): the AsyncLocalStorage context manager and the W3C trace context propagator.
 new NodeTracerProvider({
   spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter())],
 }).register();
 
-const modelUrl = process.env.DEX_AGENTS_SCRIPTED_MODEL_URL;
-if (!modelUrl) throw new Error("$DEX_AGENTS_SCRIPTED_MODEL_URL is not set");
-const provider = createOpenAICompatible({ name: "scripted", baseURL: modelUrl, apiKey: "test" });
+const provider = createOpenAICompatible({
+  name: "scripted",
+  baseURL: requiredEnv("DEX_AGENTS_SCRIPTED_MODEL_URL"),
+  apiKey: "test",
+});
 
 const lookup = tool<{ topic: string }>({
   name: "lookup",
@@ -52,8 +53,4 @@ const handler = serveRunners({
     model: aiSdkModelClientApi(provider.chatModel("scripted-model")),
   }),
 });
-const server = createServer(handler);
-server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`runners at http://127.0.0.1:${port}/dex\n`);
-});
+serveForWorker(handler);

@@ -5,18 +5,22 @@
  * `serveRunners` builds them (the core's policy resolution), their events in memory.
  *
  * Every runner package of this repository tests with these, so a change to the runner contract
- * is made to its test parts once.
+ * is made to its test parts once. The e2e apps that a Python Worker calls share the matrix's
+ * tools and their tool log (`matrixTools`, `recordToolRun`) and how they listen (`serveForWorker`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer, type RequestListener, type Server } from "node:http";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   type AgentMessage,
   type AgentPlan,
   type AgentToolCall,
   type AgentTurnContext,
+  currentToolExecution,
   type DeferredToolExecution,
   type EventWriter,
   type InteractionMode,
@@ -300,4 +304,102 @@ export function toolExecution<Item>(
     supportsToolTasks: false,
     turn: null,
   };
+}
+
+// -- the matrix apps ----------------------------------------------------------------------------
+
+/** The environment variable `name`, which an e2e app needs set. */
+export function requiredEnv(name: string): string {
+  const value = process.env[name];
+  if (value === undefined || value === "") throw new Error(`$${name} is not set`);
+  return value;
+}
+
+/** Appends one line of a tool's run to the JSON-lines tool log at $TOOL_LOG, as the Python
+ *  core's `dex_agents.testing.tool_log.ToolRunLog` writes it (the matrix counts runs there). */
+export function recordToolRun(toolName: string, fields: Record<string, unknown>): void {
+  const line = JSON.stringify({ tool: toolName, pid: process.pid, ...fields });
+  appendFileSync(requiredEnv("TOOL_LOG"), `${line}\n`);
+}
+
+/** What a matrix tool's run gets from the framework's own tool call. */
+export interface MatrixToolCall {
+  /** The call's idempotency key, where the framework hands it to the tool (default: the running
+   *  tool Step's, `currentToolExecution`, which must exist). */
+  idempotencyKey?: string | null;
+  /** Ends charge_card's wait (a cancelled turn). */
+  signal?: AbortSignal | undefined;
+}
+
+function keyOf(call: MatrixToolCall): string | null {
+  if (call.idempotencyKey !== undefined) return call.idempotencyKey;
+  const execution = currentToolExecution();
+  if (execution === undefined) throw new Error("a tool ran outside a tool Step");
+  return execution.idempotencyKey;
+}
+
+/**
+ * The contract's four matrix tools as plain functions, the TypeScript side of the Python core's
+ * `dex_agents.testing.matrix_app`: an adapter's matrix app gives each to its framework in the
+ * framework's tool type, with the input schema in the framework's terms. Each records its runs
+ * (`recordToolRun`) and returns exactly the text the matrix expects; the effects come from the
+ * session's tool policies, as in every app.
+ */
+export const matrixTools = {
+  get_weather: {
+    description: "The weather in a city.",
+    run: async ({ city }: { city: string }, _call: MatrixToolCall = {}): Promise<string> => {
+      recordToolRun("get_weather", { city, phase: "started" });
+      await sleep(300);
+      recordToolRun("get_weather", { city, phase: "finished" });
+      return `Sunny in ${city}`;
+    },
+  },
+  send_email: {
+    description: "Send an email.",
+    run: async (
+      { to }: { to: string; body: string },
+      call: MatrixToolCall = {},
+    ): Promise<string> => {
+      recordToolRun("send_email", { to, key: keyOf(call) });
+      return `email sent to ${to}`;
+    },
+  },
+  update_ticket: {
+    description: "Set a ticket's status.",
+    run: async (
+      { ticket_id, status }: { ticket_id: string; status: string },
+      call: MatrixToolCall = {},
+    ): Promise<string> => {
+      recordToolRun("update_ticket", { ticket_id, key: keyOf(call) });
+      return `ticket ${ticket_id} is ${status}`;
+    },
+  },
+  charge_card: {
+    description: "Charge the customer's card.",
+    run: async (
+      { amount, seconds }: { amount: number; seconds: number },
+      call: MatrixToolCall = {},
+    ): Promise<string> => {
+      recordToolRun("charge_card", { phase: "started", key: keyOf(call) });
+      await sleep(
+        seconds * 1000,
+        undefined,
+        call.signal === undefined ? {} : { signal: call.signal },
+      );
+      recordToolRun("charge_card", { phase: "finished" });
+      return `charged ${amount}`;
+    },
+  },
+} as const;
+
+/** Serves an e2e app's `serveRunners` handler on loopback ($PORT, else a free port) and prints
+ *  the line the Python side waits for: "runners at <url>". */
+export function serveForWorker(handler: RequestListener): Server {
+  const server = createHttpServer(handler);
+  server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
+    const { port } = server.address() as AddressInfo;
+    process.stdout.write(`runners at http://127.0.0.1:${port}/dex\n`);
+  });
+  return server;
 }

@@ -1,88 +1,50 @@
 /**
  * The matrix app served to a Python Worker (`e2e/flows.py` starts it): one Mastra Agent with the
- * contract's four tools on the scripted model server, in the matrix's three flow types. Each
- * tool records its runs to the JSON-lines tool log at $TOOL_LOG, as the Python matrix apps do,
- * and returns exactly the text the matrix expects.
+ * contract's four tools on the scripted model server, in the matrix's three flow types. The
+ * tools are the core's `matrixTools` as Mastra tools: each records its runs to the tool log at
+ * $TOOL_LOG and returns the text the matrix expects.
  *
  *   node dist-test/e2e/matrix-app.js   # prints "runners at <url>" once it listens
  */
-import { appendFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { Agent } from "@mastra/core/agent";
 import { createTool } from "@mastra/core/tools";
-import { currentToolExecution, serveRunners } from "@superdurable/dex-agents";
+import { serveRunners } from "@superdurable/dex-agents";
+import { matrixTools, requiredEnv, serveForWorker } from "@superdurable/dex-agents/testing";
 import { z } from "zod";
 import { MastraRunner } from "../src/index.js";
 
-function env(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === "") {
-    throw new Error(`$${name} is not set`);
-  }
-  return value;
-}
-
-function record(toolName: string, fields: Record<string, unknown>): void {
-  appendFileSync(env("TOOL_LOG"), `${JSON.stringify({ tool: toolName, pid: process.pid, ...fields })}\n`);
-}
-
-function key(): string {
-  const execution = currentToolExecution();
-  if (execution === undefined) {
-    throw new Error("a tool ran outside a tool Step");
-  }
-  return execution.idempotencyKey;
-}
-
+const { get_weather, send_email, update_ticket, charge_card } = matrixTools;
 const tools = {
   get_weather: createTool({
     id: "get_weather",
-    description: "The weather in a city.",
+    description: get_weather.description,
     inputSchema: z.object({ city: z.string() }),
-    execute: async ({ city }) => {
-      record("get_weather", { city, phase: "started" });
-      await sleep(300);
-      record("get_weather", { city, phase: "finished" });
-      return `Sunny in ${city}`;
-    },
+    execute: (input) => get_weather.run(input),
   }),
   send_email: createTool({
     id: "send_email",
-    description: "Send an email.",
+    description: send_email.description,
     inputSchema: z.object({ to: z.string(), body: z.string() }),
-    execute: async ({ to }) => {
-      record("send_email", { to, key: key() });
-      return `email sent to ${to}`;
-    },
+    execute: (input) => send_email.run(input),
   }),
   update_ticket: createTool({
     id: "update_ticket",
-    description: "Set a ticket's status.",
+    description: update_ticket.description,
     inputSchema: z.object({ ticket_id: z.string(), status: z.string() }),
-    execute: async ({ ticket_id, status }) => {
-      record("update_ticket", { ticket_id, key: key() });
-      return `ticket ${ticket_id} is ${status}`;
-    },
+    execute: (input) => update_ticket.run(input),
   }),
   charge_card: createTool({
     id: "charge_card",
-    description: "Charge the customer's card.",
+    description: charge_card.description,
     inputSchema: z.object({ amount: z.number().int(), seconds: z.number() }),
-    execute: async ({ amount, seconds }, context) => {
-      record("charge_card", { phase: "started", key: key() });
-      await sleep(seconds * 1000, undefined, { signal: context.abortSignal });
-      record("charge_card", { phase: "finished" });
-      return `charged ${amount}`;
-    },
+    execute: (input, context) => charge_card.run(input, { signal: context.abortSignal }),
   }),
 };
 
 const provider = createOpenAICompatible({
   name: "scripted",
-  baseURL: env("DEX_AGENTS_SCRIPTED_MODEL_URL"),
+  baseURL: requiredEnv("DEX_AGENTS_SCRIPTED_MODEL_URL"),
   apiKey: "test",
   // Usage of a streamed call comes only when asked for (`stream_options.include_usage`).
   includeUsage: true,
@@ -105,8 +67,4 @@ const handler = serveRunners({
   // Mastra's own retries (the Agent's maxRetries; 0 unless set), kept inside one attempt.
   MatrixClientRetries: new MastraRunner({ agent: agent(2), frameworkRetries: true }),
 });
-const server = createServer(handler);
-server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`runners at http://127.0.0.1:${port}/dex\n`);
-});
+serveForWorker(handler);

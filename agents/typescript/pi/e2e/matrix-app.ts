@@ -6,33 +6,18 @@
  * four matrix tools) and of the shared features suite (`Features`, `FeaturesCompaction`:
  * `get_weather`, the model and the instructions from the session settings; `FeaturesMcp`: the
  * core's McpToolSource over the Python core's stdio MCP server, as `feature_mcp_source()`
- * configures it). Each tool records
- * its runs to the JSON-lines tool log at $TOOL_LOG, as the Python apps do, and returns exactly
- * the text the suites expect.
+ * configures it). The matrix tools are the core's `matrixTools` as Pi tools: each records its
+ * runs to the tool log at $TOOL_LOG and returns the text the suites expect.
  *
  *   node dist-test/e2e/matrix-app.js   # prints "runners at <url>" once it listens
  */
-import { appendFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentTool } from "@mariozechner/pi-agent-core";
 import { type Model, type TSchema, Type } from "@mariozechner/pi-ai";
 import { StepwiseRunner, serveRunners } from "@superdurable/dex-agents";
 import { McpToolSource, stdioServer } from "@superdurable/dex-agents/mcp";
+import { matrixTools as matrixToolRuns, requiredEnv, serveForWorker } from "@superdurable/dex-agents/testing";
 import { currentToolExecution, piModelClient, piTools } from "../src/index.js";
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === "") throw new Error(`$${name} is not set`);
-  return value;
-}
-
-function record(toolName: string, fields: Record<string, unknown>): void {
-  const line = JSON.stringify({ tool: toolName, pid: process.pid, ...fields });
-  appendFileSync(env("TOOL_LOG"), `${line}\n`);
-}
 
 /** A Pi tool answering `text`, with no details. */
 function piTool<T extends TSchema>(
@@ -54,44 +39,33 @@ function piTool<T extends TSchema>(
 }
 
 // The effects come from the session's tool policies (MATRIX_TOOL_POLICIES), as in every app.
-const getWeather = piTool(
-  "get_weather",
-  "The weather in a city.",
-  Type.Object({ city: Type.String() }),
-  async ({ city }) => {
-    record("get_weather", { city, phase: "started" });
-    await sleep(300);
-    record("get_weather", { city, phase: "finished" });
-    return `Sunny in ${String(city)}`;
-  },
+const { get_weather, send_email, update_ticket, charge_card } = matrixToolRuns;
+const getWeather = piTool("get_weather", get_weather.description, Type.Object({ city: Type.String() }), (params) =>
+  get_weather.run(params as { city: string }),
 );
 
 // A write's idempotency key: Pi's execute gets the call's ID, currentToolExecution() the rest.
 const matrixTools = piTools([
   getWeather,
-  piTool("send_email", "Send an email.", Type.Object({ to: Type.String(), body: Type.String() }), ({ to }, _s, id) => {
-    record("send_email", { to, key: keyOf(id) });
-    return `email sent to ${String(to)}`;
-  }),
+  piTool(
+    "send_email",
+    send_email.description,
+    Type.Object({ to: Type.String(), body: Type.String() }),
+    (params, _s, id) => send_email.run(params as { to: string; body: string }, { idempotencyKey: keyOf(id) }),
+  ),
   piTool(
     "update_ticket",
-    "Set a ticket's status.",
+    update_ticket.description,
     Type.Object({ ticket_id: Type.String(), status: Type.String() }),
-    ({ ticket_id, status }, _s, id) => {
-      record("update_ticket", { ticket_id, key: keyOf(id) });
-      return `ticket ${String(ticket_id)} is ${String(status)}`;
-    },
+    (params, _s, id) =>
+      update_ticket.run(params as { ticket_id: string; status: string }, { idempotencyKey: keyOf(id) }),
   ),
   piTool(
     "charge_card",
-    "Charge the customer's card.",
+    charge_card.description,
     Type.Object({ amount: Type.Integer(), seconds: Type.Number() }),
-    async ({ amount, seconds }, signal, id) => {
-      record("charge_card", { phase: "started", key: keyOf(id) });
-      await sleep(Number(seconds) * 1000, undefined, { signal });
-      record("charge_card", { phase: "finished" });
-      return `charged ${String(amount)}`;
-    },
+    (params, signal, id) =>
+      charge_card.run(params as { amount: number; seconds: number }, { idempotencyKey: keyOf(id), signal }),
   ),
 ]);
 
@@ -108,7 +82,7 @@ function scriptedModel(id: string): Model<"openai-completions"> {
     name: id,
     api: "openai-completions",
     provider: "scripted",
-    baseUrl: env("DEX_AGENTS_SCRIPTED_MODEL_URL"),
+    baseUrl: requiredEnv("DEX_AGENTS_SCRIPTED_MODEL_URL"),
     reasoning: false,
     input: ["text"],
     cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
@@ -176,8 +150,4 @@ const handler = serveRunners({
   FeaturesCompaction: features(),
   FeaturesMcp: featuresMcp(),
 });
-const server = createServer(handler);
-server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`runners at http://127.0.0.1:${port}/dex\n`);
-});
+serveForWorker(handler);
