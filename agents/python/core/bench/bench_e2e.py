@@ -62,6 +62,7 @@ import importlib.metadata
 import json
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.process
 import os
 import platform
 import sqlite3
@@ -72,6 +73,7 @@ import tempfile
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,12 +107,21 @@ def _serve_model(conn: multiprocessing.connection.Connection) -> None:
     server.stop()
 
 
+def _spawn(
+    target: Callable[..., None], *args: object
+) -> tuple[multiprocessing.connection.Connection, multiprocessing.process.BaseProcess]:
+    """Starts `target(child_end, *args)` in a fresh (spawned) process; returns this end of the
+    pipe and the process."""
+    context = multiprocessing.get_context("spawn")
+    conn, child = context.Pipe()
+    process = context.Process(target=target, args=(child, *args), daemon=True)
+    process.start()
+    return conn, process
+
+
 class ModelServer:
     def __init__(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve_model, args=(child,), daemon=True)
-        self.process.start()
+        self.conn, self.process = _spawn(_serve_model)
         self.base_url: str = self.conn.recv()
 
     def script_turn(self, call_id: str) -> None:
@@ -453,16 +464,17 @@ class DexAgents(Contender):
         self.worker.stop()
 
 
-def _serve_embedded(conn: multiprocessing.connection.Connection, flows: str, url: str) -> None:
-    asyncio.run(_embedded(conn, flows, url))
+def _serve_embedded(conn: multiprocessing.connection.Connection, target: str, url: str) -> None:
+    asyncio.run(_embedded(conn, target, url))
 
 
-async def _embedded(conn: multiprocessing.connection.Connection, flows: str, url: str) -> None:
-    """A Worker inside the process that drives the session, as `async with Worker(flows)` runs
-    one in an application: each turn timed here, where it runs."""
+async def _embedded(conn: multiprocessing.connection.Connection, target: str, url: str) -> None:
+    """A Worker hosting the flows of `target` (`e2e_app:<name>`) inside the process that drives
+    the session, as `async with Worker(flows)` runs one in an application: each turn timed
+    here, where it runs."""
     from dex_agents import AgentClient, Worker
 
-    (flow,) = getattr(e2e_app, flows)
+    (flow,) = getattr(e2e_app, target.partition(":")[2])
     loop = asyncio.get_running_loop()
     async with Worker([flow], database_url=url), AgentClient(url) as client:
         session = await client.start_session(flow.flow_type)
@@ -480,20 +492,11 @@ class Embedded(DexAgents):
     AgentClient()`, the README's embedded form), driven turn by turn over a pipe: the
     configuration that, like LangGraph's, keeps the turn in the caller's process."""
 
-    def __init__(self, name: str, flows: str, url: str, **kw: Any) -> None:
-        super().__init__(name, f"e2e_app:{flows}", "", url, **kw)
-        self.flows = flows
-
     async def setup(self, model: ModelServer) -> None:
         from dex_agents.testing import MODEL_URL_ENV
 
         os.environ[MODEL_URL_ENV] = model.base_url  # inherited by the spawned process
-        context = multiprocessing.get_context("spawn")
-        self.conn, child = context.Pipe()
-        self.process = context.Process(
-            target=_serve_embedded, args=(child, self.flows, self.url), daemon=True
-        )
-        self.process.start()
+        self.conn, self.process = _spawn(_serve_embedded, self.target, self.url)
         self.proc = psutil.Process(self.conn.recv())
         self.inside = 0.0
 
@@ -610,7 +613,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         contenders += [
             Embedded(
                 f"{c.name}, embedded",
-                c.target.removeprefix("e2e_app:"),
+                c.target,
+                c.flow_type,
                 f"sqlite:///{tmp / (c.flow_type + '-embedded.sqlite')}",
                 baseline=c.baseline,
                 streaming_baseline=c.streaming_baseline,
