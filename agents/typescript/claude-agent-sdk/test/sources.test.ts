@@ -8,11 +8,12 @@
  * hands its recorded result to the model without calling the server again.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, test } from "node:test";
 import { McpToolSource, stdioServer } from "@superdurable/dex-agents/mcp";
+import { readToolLog } from "@superdurable/dex-agents/testing";
 import type { ToolPolicy } from "../src/dex.js";
 import { ClaudeAgentRunner } from "../src/index.js";
 import {
@@ -53,11 +54,7 @@ after(async () => {
 
 /** The runs of the server's tools: [tool, order_id, idempotency key]. */
 function toolLog(): [unknown, unknown, unknown][] {
-  return readFileSync(log, "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .map((entry) => [entry.tool, entry.order_id, entry.key]);
+  return readToolLog(log).map((entry) => [entry.tool, entry.order_id, entry.key]);
 }
 
 function runner(policies: Record<string, ToolPolicy> = {}): ClaudeAgentRunner {

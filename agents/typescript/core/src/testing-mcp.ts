@@ -13,7 +13,7 @@
  * not load the MCP SDK.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -24,7 +24,13 @@ import {
   type EventWriter,
   ToolExecutionError,
 } from "./runner.js";
-import { MemoryEvents, type ScriptedReply, toolCallRecord, toolExecution } from "./testing.js";
+import {
+  MemoryEvents,
+  readToolLog,
+  type ScriptedReply,
+  toolCallRecord,
+  toolExecution,
+} from "./testing.js";
 
 /** A scripted model server as a package's tests start it: its model as the framework takes it. */
 export interface ScriptedModel<Model> {
@@ -55,13 +61,6 @@ export interface McpSourceSubject<Tools, Model, Item> {
 }
 
 const REFUND = "Refund order A-1";
-
-function toolLog(path: string): Record<string, unknown>[] {
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
 
 function offeredTools(request: Record<string, unknown> | undefined): string[][] {
   const tools = (request?.tools ?? []) as { function: { name: string; description: string } }[];
@@ -127,7 +126,7 @@ export function mcpSourceSuite<Tools, Model, Item>(
       const result = await runner.executeDeferredToolCall(toolExecution<Item>(lookup));
       assert.deepEqual(result, { kind: "tool_execution_result", output: "order A-1 is shipped" });
       assert.deepEqual(
-        toolLog(log).map((entry) => [entry.tool, entry.order_id, entry.key]),
+        readToolLog(log).map((entry) => [entry.tool, entry.order_id, entry.key]),
         [["lookup_order", "A-1", "flow-1/turn-1/m1"]],
       );
     });
@@ -139,7 +138,7 @@ export function mcpSourceSuite<Tools, Model, Item>(
         (error: Error) =>
           error instanceof ToolExecutionError && /runs only in its tool Step/.test(error.message),
       );
-      assert.equal(toolLog(log).filter((entry) => entry.order_id === "B-2").length, 0);
+      assert.equal(readToolLog(log).filter((entry) => entry.order_id === "B-2").length, 0);
     });
   });
 }

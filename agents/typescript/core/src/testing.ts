@@ -87,12 +87,17 @@ export function recordingFetch(requests: Record<string, unknown>[]): typeof fetc
   };
 }
 
-function receivedBodies(log: string): Record<string, unknown>[] {
-  if (!existsSync(log)) return [];
-  const lines = readFileSync(log, "utf8")
+/** Each line of a JSON-lines file, parsed (none when the file does not exist yet). */
+function readJsonLines(path: string): Record<string, unknown>[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, "utf8")
     .split("\n")
-    .filter((line) => line.trim() !== "");
-  return lines.map((line) => (JSON.parse(line) as { body: Record<string, unknown> }).body);
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+function receivedBodies(log: string): Record<string, unknown>[] {
+  return readJsonLines(log).map((entry) => entry.body as Record<string, unknown>);
 }
 
 function servedUrl(child: ChildProcess): Promise<string> {
@@ -320,6 +325,12 @@ export function requiredEnv(name: string): string {
 export function recordToolRun(toolName: string, fields: Record<string, unknown>): void {
   const line = JSON.stringify({ tool: toolName, pid: process.pid, ...fields });
   appendFileSync(requiredEnv("TOOL_LOG"), `${line}\n`);
+}
+
+/** The runs a tool log holds (`recordToolRun`'s, or the Python core's test MCP server's), in
+ *  order. */
+export function readToolLog(path: string): Record<string, unknown>[] {
+  return readJsonLines(path);
 }
 
 /** What a matrix tool's run gets from the framework's own tool call. */
