@@ -3,7 +3,8 @@
 A turn here is the benchmarks' shape (bench/bench_statements.py, bench_e2e.py): a user
 message, one model call asking for one read tool, the tool, and a model call answering; the
 model and the tool answer at once, so what is counted is the engine's own work, on a real
-in-process Worker and a real database. A Step's commit begins its inline successor's first
+in-process Worker and a real database. The answer streams two text deltas, which the answering
+model call's own commit writes. A Step's commit begins its inline successor's first
 attempt (and commits a lone tool call's waiting ResumeTurn) in the same transaction (see
 docs/design/engine.md, "Starting Steps"): a change that splits one of them again fails here.
 """
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 from dex_agents import AgentClient, Worker
 from dex_agents.db import Database
 from dex_agents.logs import current_step
-from dex_agents.testing.instant_runner import instant_flow
+from dex_agents.testing.instant_runner import ANSWER_DELTAS, instant_flow
 from dex_agents.testing.sessions import turns_done
 
 T = TypeVar("T")
@@ -71,6 +72,7 @@ async def test_a_turn_costs_four_step_writes_and_at_most_two_reads(
             await asyncio.sleep(0.1)  # the turn's last Step is AwaitUserMessage's first look
         counted.on = False
     history = await client.get_step_history(session)
+    events = await client.read_events(session)
 
     assert [m.text for m in snapshot.messages][-2:] == [f"turn {1 + COUNTED_TURNS}", "ok"]
     # Each Step began once, and each attempt begun in a predecessor's commit ran and ended.
@@ -83,6 +85,10 @@ async def test_a_turn_costs_four_step_writes_and_at_most_two_reads(
     # CallTool's begin; CallTool's commit with ResumeTurn's and the second RunModel's begin;
     # the second RunModel's commit. Before the folds: seven.
     assert per_turn == {"AwaitUserMessage": 1, "RunModel": 2, "CallTool": 1}
+    # The streamed deltas took no commit of their own (a flush of them would be a third
+    # RunModel write), and each turn's precede its end.
+    ends = [e.type for e in events if e.type in ("text_delta", "turn_completed")]
+    assert ends == [*(["text_delta"] * len(ANSWER_DELTAS)), "turn_completed"] * (1 + COUNTED_TURNS)
     # The only reads: AwaitUserMessage's looks at its condition, once as it begins waiting
     # and once when the message wakes it; a third when something else woke it between, which a
     # loaded machine's timing made happen once in a run: allowed once in the counted turns,

@@ -86,9 +86,11 @@ class StreamingEventWriter:
             self._buffer = []
 
     async def _flush_periodically(self) -> None:
-        while not self._stopping.is_set():
+        while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), timeout=self._flush_interval)
+            if self._stopping.is_set():
+                return  # what is left is `close`'s: written there, or by the attempt's commit
             await self.flush()
 
 

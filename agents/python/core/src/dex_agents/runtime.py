@@ -1032,6 +1032,7 @@ class Runtime:
         log.warning("%s attempt %d failed%s: %s", ctx.step_execution_id, ctx.attempt, why, detail)
         if not last:
             store.update_step(conn, ctx.session_id, ctx.step_execution_id, error=detail)
+            _save_if_streamed(conn, session, ctx)
             return TryAgain(advice.delay)
         progress = "NOT_COMPLETED" if row.progress_started else "NOT_STARTED"
         tx = StepTx(conn, session, ctx)
@@ -1079,6 +1080,7 @@ class Runtime:
             _save_if_streamed(conn, session, ctx)
             return []
         if check and not handler.check(ctx, conn).ready:
+            _save_if_streamed(conn, session, ctx)
             return None
         tx = StepTx(conn, session, ctx)
         transition = handler.commit(ctx, tx, result)
