@@ -100,6 +100,7 @@ _MESSAGES_AFTER = (
 _TURN_MESSAGES = _MESSAGES_AFTER.where(db.messages.c.turn_id == sa.bindparam("turn"))
 _INSERT_CHANNEL_MESSAGE = db.channel_messages.insert()
 _CLEAR_CHANNEL = db.channel_messages.delete().where(*_IN_CHANNEL)
+_DELETE_CHANNEL_MESSAGE = db.channel_messages.delete().where(_CHANNEL.id == sa.bindparam("id"))
 _DELETE_TOOL_CALLS = db.tool_calls.delete().where(db.tool_calls.c.session_id == sa.bindparam("sid"))
 _INSERT_TOOL_CALL = db.tool_calls.insert()
 _UPDATE_TOOL_CALL = db.tool_calls.update().where(
@@ -467,11 +468,8 @@ def consume(
 
 
 def delete_channel_messages(conn: Connection, ids: Iterable[int]) -> int:
-    ids = list(ids)
-    if not ids:
-        return 0
-    result = conn.execute(db.channel_messages.delete().where(db.channel_messages.c.id.in_(ids)))
-    return int(result.rowcount)
+    """Deletes the messages of these IDs (one, nearly always); returns how many there were."""
+    return sum(fastsql.execute(conn, _DELETE_CHANNEL_MESSAGE, {"id": i}) for i in ids)
 
 
 def clear_channel(conn: Connection, session_id: str, channel: str) -> None:
