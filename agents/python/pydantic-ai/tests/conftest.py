@@ -14,8 +14,6 @@ from dex_agents_pydantic_ai import PydanticAiRunner
 from .apps.agents import AppDeps, build_triage_agent, deps_factory, scripted_model
 
 pytest_plugins = ["dex_agents.testing.fixtures"]
-# The shared suites' failures show the values they compared (before a test module imports them).
-pytest.register_assert_rewrite("dex_agents.testing.matrix", "dex_agents.testing.features")
 
 
 @pytest.fixture

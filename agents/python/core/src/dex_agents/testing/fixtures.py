@@ -37,6 +37,17 @@ from .processes import WorkerProcess
 from .scripted_runner import MODEL_URL_ENV
 from .tool_log import ToolRunLog
 
+# The shared suites' failures show the values they compared, as a test module's do: their
+# modules are rewritten like test modules (the test modules import them after this plugin).
+pytest.register_assert_rewrite(
+    "dex_agents.testing.features",
+    "dex_agents.testing.matrix",
+    "dex_agents.testing.mcp_source",
+    "dex_agents.testing.node_runner",
+    "dex_agents.testing.shared_worker",
+    "dex_agents.testing.warm",
+)
+
 POSTGRES_URL_ENV = "DEX_AGENTS_TEST_POSTGRES_URL"
 POSTGRES_URL = os.environ.get(POSTGRES_URL_ENV)
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
