@@ -7,10 +7,10 @@ By default the engine-only Flow of instant_app.py (RunModel -> CallTool -> Resum
 RunModel, its answer streamed as two deltas); with `--flow pydantic_ai`, the real Pydantic AI
 adapter of bench_e2e.py (warm runs on) against its scripted model server, whose streamed
 answer and stored messages are what a user's turn writes. An in-process Worker, 5 warm-up
-turns, then 20 counted turns; the client's own statements (send_user_message and the bench's
-turn check) are counted too. Counts, not times: the figure holds on a busy machine too. Then
-each transaction (`Database.read` / `write`) by the Step that made it and the function it ran
-(the client's and the bench's are "-").
+turns, then 20 counted turns, each sent with `AgentClient.run_turn`, whose own statements
+(queueing the message, reading the turn's outcome and events) are counted too. Counts, not
+times: the figure holds on a busy machine too. Then each transaction (`Database.read` /
+`write`) by the Step that made it and the function it ran (the client's are "-").
 
 Statements are counted where they reach the database: on SQLite by the driver's trace
 callback (the hot statements run on `sqlite3` itself, `fastsql`, which SQLAlchemy does not
@@ -33,13 +33,17 @@ from typing import Any
 import sqlalchemy as sa
 from instant_app import FLOW
 
-from dex_agents import AgentClient, AgentSessionFlow, Worker
+from dex_agents import AgentClient, AgentSessionFlow, Worker, db
 from dex_agents.db import Database
 from dex_agents.logs import current_step
 
 WARM_UP = 5
 TURNS = 20
 TABLE = re.compile(r'\b(?:FROM|INTO|UPDATE|JOIN)\s+"?(?:dbos"?\."?)?([a-z_]+)', re.IGNORECASE)
+
+
+def _verb(statement: str) -> str:
+    return statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "?"
 
 
 class Counter:
@@ -59,14 +63,15 @@ class Counter:
         dbapi_connection.set_trace_callback(self.driver_statement)
 
     def driver_statement(self, text: str) -> None:
-        """`sqlite3`'s trace callback: every statement, transaction control included."""
-        if text.lstrip().split(None, 1)[0].upper() not in ("BEGIN", "COMMIT", "ROLLBACK"):
+        """`sqlite3`'s trace callback: every statement, transaction control included (which
+        `begin` and `commit` count)."""
+        if _verb(text) not in ("BEGIN", "COMMIT", "ROLLBACK"):
             self.count_statement(text)
 
     def count_statement(self, text: str) -> None:
         if not self.on:
             return
-        verb = text.lstrip().split(None, 1)[0].upper() if text.strip() else "?"
+        verb = _verb(text)
         match = TABLE.search(text)
         self.statements[f"{verb} {match.group(1) if match else ''}".strip()] += 1
 
@@ -117,7 +122,7 @@ async def count(url: str, flow: AgentSessionFlow, script: TurnScript) -> None:
     counter = Counter()
     listeners = [
         ("connect", counter.trace_driver)
-        if url.startswith("sqlite")
+        if db.is_sqlite(url)
         else ("before_cursor_execute", counter.statement),
         ("commit", counter.commit),
         ("begin", counter.begin),
