@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -715,7 +715,8 @@ def schedule_step(
         started_at=scheduled_at if status == "waiting" else None,
         recovery=None if recovery is None else json.dumps(recovery, separators=(",", ":")),
     )
-    fastsql.execute(conn, _INSERT_STEP, {**asdict(row), "next_steps": "[]"})
+    # vars, not asdict: the fields are plain values, and asdict copies each one deeply.
+    fastsql.execute(conn, _INSERT_STEP, {**vars(row), "next_steps": "[]"})
     return row
 
 
