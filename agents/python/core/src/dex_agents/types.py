@@ -56,6 +56,16 @@ class WireModel(BaseModel):
         return cls.model_validate(json.loads(json_data), **kwargs)
 
 
+def json_text(value: Any) -> str:
+    """Compact JSON that any str survives: a stored text may hold an unpaired surrogate, which
+    UTF-8 cannot carry, so it is written as its JSON escape (`\\udc80`), which JSON.parse
+    reads back as the same string."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    # Only a lone surrogate fails to encode; backslashreplace spells it `\\uXXXX`, which is
+    # exactly its JSON escape (it can only occur inside a JSON string).
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class AgentSessionStartInput(WireModel):
     initial_message: str | None = None
     session_settings: dict[str, Any] | None = None

@@ -22,6 +22,7 @@ from ..clock import step_deadline_ms
 from ..errors import RemoteRunnerError, RunnerUnavailableError
 from ..otel import trace_headers
 from ..runner import EventWriter, ToolExecutionError
+from ..types import json_text
 
 # A runner that sends no line (no event, no heartbeat) for this long is treated as gone.
 SILENCE_TIMEOUT_SECONDS = 60.0
@@ -76,11 +77,13 @@ async def post(
     url = endpoint.method_url(method)
     # The Step attempt's deadline (epoch ms), so the runner can bound its own work by it.
     body = {**body, "deadline": step_deadline_ms()}
-    headers = {**endpoint.headers(), **trace_headers()}
+    headers = {**endpoint.headers(), **trace_headers(), "Content-Type": "application/json"}
+    # Not httpx's json=: its UTF-8 cannot carry an unpaired surrogate a stored text may hold.
+    content = json_text(body).encode()
     try:
         async with (
             httpx.AsyncClient(timeout=endpoint.timeout(), headers=headers) as client,
-            client.stream("POST", url, json=body) as response,
+            client.stream("POST", url, content=content) as response,
         ):
             await _check_status(response, url)
             return await _follow(response.aiter_lines(), url, handlers)

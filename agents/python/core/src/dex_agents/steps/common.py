@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from .. import store, texts
 from ..clock import after, now_text, parse_time, utc_now
@@ -227,13 +229,28 @@ def deadline_epoch(deadline: str) -> float:
 # Messages and usage ---------------------------------------------------------------------------
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable_text(text: str) -> str:
+    """`text` as a model can be sent it: each unpaired surrogate replaced by U+FFFD. UTF-8
+    cannot encode one, so no framework's HTTP client can send it (and a framework may not
+    even serialize it); the session keeps the text as it was."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
 def build_user_item(ctx: StepScope, text: str) -> FrameworkMessage:
-    item = ctx.flow.runner.build_user_message(text)
+    """The runner's message for a user text; the framework gets the text as a model can be
+    sent it (`sendable_text`), the stored message keeps the text as it was."""
+    sendable = sendable_text(text)
+    item = ctx.flow.runner.build_user_message(sendable)
     if not isinstance(item, FrameworkMessage) or item.role != "user":
         raise NonRetryableError(
             f"{type(ctx.flow.runner).__name__}.build_user_message must return a "
             f"FrameworkMessage with role 'user', not {item!r}"
         )
+    if sendable is not text and item.text == sendable:
+        return replace(item, text=text)
     return item
 
 

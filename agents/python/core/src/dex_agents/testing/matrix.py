@@ -458,6 +458,47 @@ class MatrixSuite(SharedWorkerSuite):
         deltas = await events_of(client, session, "text_delta")
         assert "".join(d["text"] for d in deltas) == "Cold."
 
+    async def test_nul_and_unpaired_surrogates_finish_the_turn_and_keep_the_session(
+        self, run: MatrixRun
+    ) -> None:
+        """A user message with NUL and an unpaired surrogate (a text a JSON client may send,
+        say a string cut between the halves of an emoji), and NUL in the tool's arguments
+        and result and the model's answer: the turn completes, the session keeps every text
+        as it was, and the model gets each unpaired surrogate as U+FFFD (UTF-8 cannot encode
+        one, so no framework's client could send it), on this turn and the next."""
+        city, answer = "Li\x00ma", "Sunny \x00 there."
+        run.model.enqueue(
+            reply_tools(("o1", "get_weather", {"city": city})),
+            reply_text(answer),
+            reply_text("Still sunny."),
+        )
+        client = run.client
+        question = "Weather in \x00 Lima \ud83d?"
+        session = await client.start_session(FLOW_TYPE, question)
+        snapshot = await client.wait_for(session, turns_done(1))
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None
+        assert await client.send_user_message(session, "And now? \udc00")
+        snapshot = await client.wait_for(session, turns_done(2))
+
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None
+        assert [(m.role, m.text, m.tool_output) for m in snapshot.messages] == [
+            ("user", question, None),
+            ("assistant", None, None),
+            ("tool", None, f"Sunny in {city}"),
+            ("assistant", answer, None),
+            ("user", "And now? \udc00", None),
+            ("assistant", "Still sunny.", None),
+        ]
+        weather = run.tool_log.entries("get_weather")
+        assert [(entry["phase"], entry["city"]) for entry in weather] == [
+            ("started", city),
+            ("finished", city),
+        ]
+        sent = "Weather in \x00 Lima \ufffd?"
+        assert run.user_texts(0) == [sent]
+        assert run.user_texts(2) == [sent, "And now? \ufffd"]
+        assert run.tool_outputs(2) == {"o1": f"Sunny in {city}"}
+
     async def test_one_worker_runs_the_model_and_tool_steps_of_many_sessions_at_once(
         self, run: MatrixRun
     ) -> None:

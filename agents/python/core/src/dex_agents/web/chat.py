@@ -26,7 +26,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..client import AgentClient
 from ..errors import InvalidInputError, InvalidResumeTokenError
-from ..types import AgentUserMessage
+from ..types import AgentUserMessage, json_text
 from .deps import Client, HeartbeatSeconds
 from .guards import GuardedRoute
 from .resume import chosen_token
@@ -35,7 +35,7 @@ from .ui_follow import StreamPlan, UIChunk, follow_turn
 from .ui_messages import convert_agent_snapshot_to_ui_messages
 from .ui_stream import BrowserParts
 from .ui_token import UIStreamToken
-from .wire import WireJSONResponse, json_text
+from .wire import WireJSONResponse
 
 router = APIRouter(tags=["chat"], route_class=GuardedRoute)
 

@@ -17,11 +17,12 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..client import AgentClient
 from ..errors import InvalidResumeTokenError
+from ..types import json_text
 from .deps import Client, HeartbeatSeconds
 from .guards import GuardedRoute
 from .resume import chosen_token, event_offset
 from .rules import SessionIdPath
-from .wire import Event, event_json, json_text
+from .wire import Event, event_json
 
 router = APIRouter(route_class=GuardedRoute)
 

@@ -15,7 +15,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, create_model
 from starlette.responses import JSONResponse
 
-from ..types import AgentEvent, AgentMessage, AgentMessagesPage, AgentSnapshot, AgentToolCall
+from ..types import (
+    AgentEvent,
+    AgentMessage,
+    AgentMessagesPage,
+    AgentSnapshot,
+    AgentToolCall,
+    json_text,
+)
 
 # The fields a UI never needs: opaque framework state and what a Step resumes from.
 STEP_ONLY_FIELDS = frozenset(
@@ -29,16 +36,6 @@ STEP_ONLY_FIELDS = frozenset(
         "framework_data",
     }
 )
-
-
-def json_text(value: Any) -> str:
-    """Compact JSON that any str survives: a stored text may hold an unpaired surrogate, which
-    UTF-8 cannot carry, so it is written as its JSON escape (`\\udc80`), which JSON.parse
-    reads back as the same string."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    # Only a lone surrogate fails to encode; backslashreplace spells it `\\uXXXX`, which is
-    # exactly its JSON escape (it can only occur inside a JSON string).
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class WireJSONResponse(JSONResponse):
