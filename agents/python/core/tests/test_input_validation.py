@@ -299,11 +299,15 @@ async def test_nul_and_surrogates_in_every_text_of_a_turn_finish_it_intact(
     outputs = {m.tool_call_id: m.tool_output for m in snapshot.messages if m.role == "tool"}
     assert outputs["e1"] == f"sent to {recipient}"
     assert rejection in (outputs["e2"] or "")
-    assert tool_messages(model, 2) == {"e1": f"sent to {recipient}", "e2": outputs["e2"]}
+    # The model is sent each unpaired surrogate as U+FFFD; the session keeps the texts.
+    assert tool_messages(model, 2) == {
+        "e1": "sent to to\x00me \ufffd",
+        "e2": (outputs["e2"] or "").replace("\ud800", "\ufffd"),
+    }
     assert [entry["to"] for entry in tool_log.entries("send_email")] == [recipient]
 
 
-async def test_answers_with_nul_reach_the_model_byte_for_byte(make_worker, model, client):
+async def test_answers_with_nul_reach_the_model_and_are_kept_byte_for_byte(make_worker, model, client):
     model.enqueue(reply_tools(("q1", "ask_user", {"question": "Name?\x00"})), reply_text("Thanks."))
     with make_worker("tests.apps.planning:flows"):
         session = await client.start_session("Planner", "Ask me")
@@ -314,7 +318,8 @@ async def test_answers_with_nul_reach_the_model_byte_for_byte(make_worker, model
         assert await client.answer_question(session, "q1", ODD_TEXT)
         snapshot = await client.wait_for(session, turns_done(1))
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    assert json.loads(tool_messages(model, 1)["q1"])["answer"] == ODD_TEXT
+    sent = json.loads(tool_messages(model, 1)["q1"])["answer"]
+    assert sent == ODD_TEXT.replace("\ud800", "\ufffd")  # NUL as it is; U+FFFD for the surrogate
     (answer,) = [m.tool_output for m in snapshot.messages if m.role == "tool"]
     assert json.loads(answer or "")["answer"] == ODD_TEXT
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 from .. import store, texts
 from ..clock import after, now_text, parse_time, utc_now
 from ..policy import EFFECT_TABLE
+from ..results import model_visible_result
 from ..runner import FrameworkMessage
 from ..stepkit import NonRetryableError, StepScope, StepTx
 from ..store import STEERED_USER_MESSAGES, TOOL_CALL_RESULTS, Session
@@ -239,6 +240,18 @@ def sendable_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
+def sendable_record(record: AgentToolCall) -> AgentToolCall:
+    """A final call's record as its runner hands it on to the model: its output, error and
+    rejection message (a user's text, as an answer in an output is) `sendable_text`."""
+    update = {
+        name: sendable
+        for name in ("output", "error", "rejection_message")
+        if (text := getattr(record, name)) is not None
+        and (sendable := sendable_text(text)) is not text
+    }
+    return record.model_copy(update=update) if update else record
+
+
 def build_user_item(ctx: StepScope, text: str) -> FrameworkMessage:
     """The runner's message for a user text; the framework gets the text as a model can be
     sent it (`sendable_text`), the stored message keeps the text as it was."""
@@ -254,7 +267,13 @@ def build_user_item(ctx: StepScope, text: str) -> FrameworkMessage:
     return item
 
 
-def checked_messages(ctx: StepScope, items: Sequence[object]) -> list[FrameworkMessage]:
+def checked_messages(
+    ctx: StepScope, items: Sequence[object], records: Sequence[AgentToolCall] = ()
+) -> list[FrameworkMessage]:
+    """The runner's messages, checked; a tool message whose output is the result the runner
+    got `sendable_record`'s way (`records`: the turn's) stores the result as the call
+    returned it. The model was sent U+FFFD; the session keeps the text."""
+    changed = {r.tool_call_id: r for r in records if r.is_final and sendable_record(r) is not r}
     checked: list[FrameworkMessage] = []
     for item in items:
         if (
@@ -267,8 +286,16 @@ def checked_messages(ctx: StepScope, items: Sequence[object]) -> list[FrameworkM
                 f"FrameworkMessage with a user, assistant or tool role and a string "
                 f"framework_item: {item!r}"
             )
-        checked.append(item)
+        checked.append(_as_returned(item, changed.get(item.tool_call_id or "")))
     return checked
+
+
+def _as_returned(item: FrameworkMessage, record: AgentToolCall | None) -> FrameworkMessage:
+    if record is None or item.role != "tool":
+        return item
+    if item.tool_output != model_visible_result(sendable_record(record)):
+        return item
+    return replace(item, tool_output=model_visible_result(record))
 
 
 def record_usage(tx: StepTx, usage: AgentUsage | None) -> None:

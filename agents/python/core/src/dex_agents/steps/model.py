@@ -121,7 +121,7 @@ class RunModel(StepHandler[LoadedTurn, ModelOutcome]):
         if isinstance(result, TurnContinued):
             if result.new_messages and not ctx.flow.builds_unfinished_turn_messages:
                 return self._fail(tx, texts.UNFINISHED_MESSAGES_REQUIRED, turn_id)
-            messages = checked_messages(ctx, result.new_messages)
+            messages = checked_messages(ctx, result.new_messages, ctx.need_loaded().tool_calls)
             store.append_messages(tx.conn, tx.session, turn_id, messages)
             tx.session.framework_run_state = result.framework_run_state
             return go(("RunModel", None))
@@ -131,7 +131,8 @@ class RunModel(StepHandler[LoadedTurn, ModelOutcome]):
         self, ctx: StepContext[LoadedTurn], tx: StepTx, result: TurnCompleted, turn_id: str
     ) -> Transition:
         session = tx.session
-        store.append_messages(tx.conn, session, turn_id, checked_messages(ctx, result.new_messages))
+        messages = checked_messages(ctx, result.new_messages, ctx.need_loaded().tool_calls)
+        store.append_messages(tx.conn, session, turn_id, messages)
         message_count = turn_message_count(session)
         end_turn(tx, error=result.turn_error)
         apply_retention(ctx, tx)
@@ -155,7 +156,7 @@ class RunModel(StepHandler[LoadedTurn, ModelOutcome]):
         problem = self._tool_calls_problem(ctx, result, {r.tool_call_id for r in known})
         if problem is not None:
             return self._fail(tx, problem, turn_id)
-        messages = checked_messages(ctx, result.new_messages)
+        messages = checked_messages(ctx, result.new_messages, ctx.need_loaded().tool_calls)
         store.append_messages(tx.conn, session, turn_id, messages)
         session.framework_run_state = result.framework_run_state
         first_order = len(known)

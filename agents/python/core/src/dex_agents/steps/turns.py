@@ -62,6 +62,7 @@ from .common import (
     pending_interrupt_of,
     question_interrupt_id,
     resolve_interrupt_for_cancellation,
+    sendable_record,
     settings_problem,
 )
 
@@ -286,7 +287,8 @@ def turn_context(ctx: StepScope, loaded: LoadedTurn, events: EventWriter) -> Age
         step_execution_id=ctx.step_execution_id,
         messages=loaded.messages,
         framework_run_state=loaded.run_state,
-        tool_calls=loaded.tool_calls,
+        # Each result as the model can be sent it; the records keep what the calls returned.
+        tool_calls=[sendable_record(record) for record in loaded.tool_calls],
         events=events,
         heartbeat=no_heartbeat,
         tool_policies=options.tool_policies,
@@ -309,7 +311,8 @@ async def build_unfinished_messages(ctx: StepContext[LoadedTurn]) -> list[Framew
         return None
     turn = turn_context(ctx, loaded, ctx.services.event_writer(ctx, loaded.turn_id))
     try:
-        return checked_messages(ctx, list(await runner.build_unfinished_turn_messages(turn)))
+        messages = list(await runner.build_unfinished_turn_messages(turn))
+        return checked_messages(ctx, messages, loaded.tool_calls)
     except Exception as error:
         log.warning("build_unfinished_turn_messages failed; storing no messages for it: %s", error)
         return None

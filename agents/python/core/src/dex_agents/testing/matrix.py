@@ -461,23 +461,27 @@ class MatrixSuite(SharedWorkerSuite):
     async def test_nul_and_unpaired_surrogates_finish_the_turn_and_keep_the_session(
         self, run: MatrixRun
     ) -> None:
-        """A user message with NUL and an unpaired surrogate (a text a JSON client may send,
-        say a string cut between the halves of an emoji), and NUL in the tool's arguments
-        and result and the model's answer: the turn completes, the session keeps every text
-        as it was, and the model gets each unpaired surrogate as U+FFFD (UTF-8 cannot encode
-        one, so no framework's client could send it), on this turn and the next."""
+        """A user message and a rejection message with NUL and an unpaired surrogate (texts a
+        JSON client may send, say a string cut between the halves of an emoji), and NUL in the
+        tool's arguments and result and the model's answer: both turns complete, the session
+        keeps every text as it was, and the model gets each unpaired surrogate as U+FFFD
+        (UTF-8 cannot encode one, so no framework's client could send it), on its turn and
+        the next."""
         city, answer = "Li\x00ma", "Sunny \x00 there."
         run.model.enqueue(
             reply_tools(("o1", "get_weather", {"city": city})),
             reply_text(answer),
-            reply_text("Still sunny."),
+            reply_tools(("e1", "send_email", EMAIL)),
+            reply_text("Not sent."),
         )
         client = run.client
-        question = "Weather in \x00 Lima \ud83d?"
+        question, rejection = "Weather in \x00 Lima \ud83d?", "Not now \udc00"
         session = await client.start_session(FLOW_TYPE, question)
         snapshot = await client.wait_for(session, turns_done(1))
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
-        assert await client.send_user_message(session, "And now? \udc00")
+        assert await client.send_user_message(session, "Email Ana \udc00")
+        await client.wait_for(session, pending_interrupt("e1"))
+        assert await client.resolve_interrupt(session, "e1", False, rejection)
         snapshot = await client.wait_for(session, turns_done(2))
 
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
@@ -486,18 +490,21 @@ class MatrixSuite(SharedWorkerSuite):
             ("assistant", None, None),
             ("tool", None, f"Sunny in {city}"),
             ("assistant", answer, None),
-            ("user", "And now? \udc00", None),
-            ("assistant", "Still sunny.", None),
+            ("user", "Email Ana \udc00", None),
+            ("assistant", None, None),
+            ("tool", None, rejection),
+            ("assistant", "Not sent.", None),
         ]
         weather = run.tool_log.entries("get_weather")
         assert [(entry["phase"], entry["city"]) for entry in weather] == [
             ("started", city),
             ("finished", city),
         ]
+        assert run.tool_log.count("send_email") == 0
         sent = "Weather in \x00 Lima \ufffd?"
         assert run.user_texts(0) == [sent]
-        assert run.user_texts(2) == [sent, "And now? \ufffd"]
-        assert run.tool_outputs(2) == {"o1": f"Sunny in {city}"}
+        assert run.user_texts(3) == [sent, "Email Ana \ufffd"]
+        assert run.tool_outputs(3) == {"o1": f"Sunny in {city}", "e1": "Not now \ufffd"}
 
     async def test_one_worker_runs_the_model_and_tool_steps_of_many_sessions_at_once(
         self, run: MatrixRun
