@@ -307,7 +307,7 @@ async def test_nul_and_surrogates_in_every_text_of_a_turn_finish_it_intact(
     assert [entry["to"] for entry in tool_log.entries("send_email")] == [recipient]
 
 
-async def test_answers_with_nul_reach_the_model_and_are_kept_byte_for_byte(make_worker, model, client):
+async def test_answers_reach_the_model_and_are_kept_byte_for_byte(make_worker, model, client):
     model.enqueue(reply_tools(("q1", "ask_user", {"question": "Name?\x00"})), reply_text("Thanks."))
     with make_worker("tests.apps.planning:flows"):
         session = await client.start_session("Planner", "Ask me")

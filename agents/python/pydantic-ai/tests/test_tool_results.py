@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from dex_agents.runner import ToolExecutionError
-from pydantic_ai import BinaryContent, DocumentUrl
+from dex_agents.runner import ToolExecutionError, ToolPolicy
+from dex_agents.testing import RunnerDriver, ScriptedModelServer, reply_text, reply_tools
+from pydantic_ai import Agent, BinaryContent, DocumentUrl
 from pydantic_ai.messages import ToolReturnPart, UserPromptPart
 
 from dex_agents_pydantic_ai import PydanticAiRunner
@@ -81,3 +82,26 @@ def test_the_limit_must_be_positive() -> None:
     agent = build_files_agent(scripted_model("http://127.0.0.1:9/v1"))
     with pytest.raises(ValueError, match="max_tool_result_bytes"):
         PydanticAiRunner(agent, max_tool_result_bytes=0)
+
+
+async def test_a_result_with_an_unpaired_surrogate_is_kept_and_the_model_reads_u_fffd(
+    model: ScriptedModelServer,
+) -> None:
+    """A file name decoded with surrogateescape, say: the record keeps the result as the tool
+    returned it (its size counts the surrogate's 3 bytes), the model is sent U+FFFD."""
+    name = "report-\udce9.txt"
+    agent = Agent(scripted_model(model.base_url))
+
+    @agent.tool_plain
+    def newest_file() -> str:
+        """The newest file's name."""
+        return name
+
+    model.enqueue(reply_tools(("c1", "newest_file", {})), reply_text("Found it."))
+    driver = RunnerDriver(PydanticAiRunner(agent), tool_policies={"newest_file": ToolPolicy()})
+    result = await driver.turn("Which file is newest?")
+
+    assert [(r.status, r.output) for r in result.records] == [("succeeded", name)]
+    assert result.final.new_messages[-1].text == "Found it."
+    tool_results = [m for m in model.requests[1].body["messages"] if m["role"] == "tool"]
+    assert [m["content"] for m in tool_results] == ["report-\ufffd.txt"]

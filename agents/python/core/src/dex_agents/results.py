@@ -1,7 +1,9 @@
-"""What the model sees for a final tool call record, and the turn-end notes built from them."""
+"""What the model sees for a final tool call record, and the turn-end notes built from them;
+and the texts a runner is handed for its model, which UTF-8 must be able to carry."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from . import texts
@@ -31,3 +33,25 @@ def tool_calls_note(header: str, records: Iterable[AgentToolCall]) -> str | None
     ]
     lines.append(texts.NOTE_FOOTER)
     return "\n".join(lines)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable_text(text: str) -> str:
+    """`text` as a model can be sent it: each unpaired surrogate replaced by U+FFFD. UTF-8
+    cannot encode one, so no framework's HTTP client can send it (and a framework may not
+    even serialize it); the session keeps the text as it was."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def sendable_record(record: AgentToolCall) -> AgentToolCall:
+    """A final call's record as its runner hands it on to the model: its output, error and
+    rejection message (a user's text, as an answer in an output is) `sendable_text`."""
+    update = {
+        name: sendable
+        for name in ("output", "error", "rejection_message")
+        if (text := getattr(record, name)) is not None
+        and (sendable := sendable_text(text)) is not text
+    }
+    return record.model_copy(update=update) if update else record

@@ -85,7 +85,8 @@ def encode_tool_result(result: NativeToolResult, max_bytes: int) -> str:
     part = result.return_part
     plain = result.user_part is None and part.metadata is None and result.tools is None
     output = part.model_response_str() if plain and not part.files else _envelope(result)
-    size = len(output.encode())
+    # An unpaired surrogate (a file name decoded with surrogateescape, say) counts its 3 bytes.
+    size = len(output.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise ToolExecutionError(TOOL_RESULT_TOO_LARGE.format(size=size, limit=max_bytes))
     return output

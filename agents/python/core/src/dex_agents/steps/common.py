@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from .. import store, texts
 from ..clock import after, now_text, parse_time, utc_now
 from ..policy import EFFECT_TABLE
-from ..results import model_visible_result
+from ..results import model_visible_result, sendable_record, sendable_text
 from ..runner import FrameworkMessage
 from ..stepkit import NonRetryableError, StepScope, StepTx
 from ..store import STEERED_USER_MESSAGES, TOOL_CALL_RESULTS, Session
@@ -228,28 +227,6 @@ def deadline_epoch(deadline: str) -> float:
 
 
 # Messages and usage ---------------------------------------------------------------------------
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def sendable_text(text: str) -> str:
-    """`text` as a model can be sent it: each unpaired surrogate replaced by U+FFFD. UTF-8
-    cannot encode one, so no framework's HTTP client can send it (and a framework may not
-    even serialize it); the session keeps the text as it was."""
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
-
-
-def sendable_record(record: AgentToolCall) -> AgentToolCall:
-    """A final call's record as its runner hands it on to the model: its output, error and
-    rejection message (a user's text, as an answer in an output is) `sendable_text`."""
-    update = {
-        name: sendable
-        for name in ("output", "error", "rejection_message")
-        if (text := getattr(record, name)) is not None
-        and (sendable := sendable_text(text)) is not text
-    }
-    return record.model_copy(update=update) if update else record
 
 
 def build_user_item(ctx: StepScope, text: str) -> FrameworkMessage:

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from .. import store, texts
 from ..clock import now_text
-from ..results import tool_calls_note
+from ..results import sendable_record, tool_calls_note
 from ..runner import (
     AgentTurnContext,
     EventWriter,
@@ -62,7 +62,6 @@ from .common import (
     pending_interrupt_of,
     question_interrupt_id,
     resolve_interrupt_for_cancellation,
-    sendable_record,
     settings_problem,
 )
 

@@ -17,10 +17,11 @@ retried, and a tool that asks for input or starts a task is refused with an Asse
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..policy import idempotency_key, resolve_tool_policy
+from ..results import sendable_record, sendable_text
 from ..runner import (
     AgentFrameworkRunner,
     AgentTurnContext,
@@ -148,7 +149,8 @@ class RunnerDriver:
             step_execution_id=f"RunModel-{len(self.outcomes) + 1}",
             messages=list(self.messages),
             framework_run_state=run_state,
-            tool_calls=list(self.records if records is None else records),
+            # As the session hands them over: each result as the model can be sent it.
+            tool_calls=[sendable_record(r) for r in (self.records if records is None else records)],
             events=self.events,
             heartbeat=lambda: None,
             tool_policies=self.tool_policies,
@@ -161,7 +163,8 @@ class RunnerDriver:
         self.turn_count += 1
         self.records = []
         turn_id = f"turn-{self.turn_count}"
-        self.append(turn_id, self.runner.build_user_message(text))
+        item = self.runner.build_user_message(sendable_text(text))
+        self.append(turn_id, replace(item, text=text) if item.text == sendable_text(text) else item)
         return turn_id
 
     async def model_step(
