@@ -4,9 +4,11 @@ and the texts a runner is handed for its model, which UTF-8 must be able to carr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from . import texts
+from .runner import FrameworkMessage
 from .types import AgentToolCall
 
 
@@ -55,3 +57,14 @@ def sendable_record(record: AgentToolCall) -> AgentToolCall:
         and (sendable := sendable_text(text)) is not text
     }
     return record.model_copy(update=update) if update else record
+
+
+def user_message_as_sent(build: Callable[[str], object], text: str) -> object:
+    """`build` (a runner's `build_user_message`) handed the user's text `sendable_text`; its
+    message keeps the text as sent. Whatever `build` returns comes back for the caller to
+    check."""
+    sendable = sendable_text(text)
+    item = build(sendable)
+    if sendable is not text and isinstance(item, FrameworkMessage) and item.text == sendable:
+        return replace(item, text=text)
+    return item

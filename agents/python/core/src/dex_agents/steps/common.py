@@ -10,7 +10,7 @@ from dataclasses import replace
 from .. import store, texts
 from ..clock import after, now_text, parse_time, utc_now
 from ..policy import EFFECT_TABLE
-from ..results import model_visible_result, sendable_record, sendable_text
+from ..results import model_visible_result, sendable_record, user_message_as_sent
 from ..runner import FrameworkMessage
 from ..stepkit import NonRetryableError, StepScope, StepTx
 from ..store import STEERED_USER_MESSAGES, TOOL_CALL_RESULTS, Session
@@ -232,15 +232,12 @@ def deadline_epoch(deadline: str) -> float:
 def build_user_item(ctx: StepScope, text: str) -> FrameworkMessage:
     """The runner's message for a user text; the framework gets the text as a model can be
     sent it (`sendable_text`), the stored message keeps the text as it was."""
-    sendable = sendable_text(text)
-    item = ctx.flow.runner.build_user_message(sendable)
+    item = user_message_as_sent(ctx.flow.runner.build_user_message, text)
     if not isinstance(item, FrameworkMessage) or item.role != "user":
         raise NonRetryableError(
             f"{type(ctx.flow.runner).__name__}.build_user_message must return a "
             f"FrameworkMessage with role 'user', not {item!r}"
         )
-    if sendable is not text and item.text == sendable:
-        return replace(item, text=text)
     return item
 
 

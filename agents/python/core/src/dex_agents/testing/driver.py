@@ -17,11 +17,11 @@ retried, and a tool that asks for input or starts a task is refused with an Asse
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..policy import idempotency_key, resolve_tool_policy
-from ..results import sendable_record, sendable_text
+from ..results import sendable_record, user_message_as_sent
 from ..runner import (
     AgentFrameworkRunner,
     AgentTurnContext,
@@ -163,8 +163,9 @@ class RunnerDriver:
         self.turn_count += 1
         self.records = []
         turn_id = f"turn-{self.turn_count}"
-        item = self.runner.build_user_message(sendable_text(text))
-        self.append(turn_id, replace(item, text=text) if item.text == sendable_text(text) else item)
+        item = user_message_as_sent(self.runner.build_user_message, text)
+        assert isinstance(item, FrameworkMessage), item
+        self.append(turn_id, item)
         return turn_id
 
     async def model_step(
