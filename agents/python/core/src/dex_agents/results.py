@@ -3,13 +3,13 @@ and the texts a runner is handed for its model, which UTF-8 must be able to carr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from . import texts
 from .runner import FrameworkMessage
 from .types import AgentToolCall
+from .validation import UNPAIRED_SURROGATE
 
 
 def model_visible_result(record: AgentToolCall) -> str:
@@ -37,14 +37,12 @@ def tool_calls_note(header: str, records: Iterable[AgentToolCall]) -> str | None
     return "\n".join(lines)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def sendable_text(text: str) -> str:
     """`text` as a model can be sent it: each unpaired surrogate replaced by U+FFFD. UTF-8
     cannot encode one, so no framework's HTTP client can send it (and a framework may not
     even serialize it); the session keeps the text as it was."""
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+    found = UNPAIRED_SURROGATE.search(text)
+    return UNPAIRED_SURROGATE.sub("\ufffd", text) if found else text
 
 
 def sendable_record(record: AgentToolCall) -> AgentToolCall:

@@ -28,7 +28,8 @@ MAX_JSON_DEPTH = 64
 MAX_JSON_INTEGER = 2**63 - 1
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# An unpaired surrogate: UTF-8 cannot encode one (results.sendable_text replaces them).
+UNPAIRED_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _type_name(value: object) -> str:
@@ -53,7 +54,7 @@ def identifier(value: object, argument: str) -> str:
             f"{MAX_IDENTIFIER_CHARS} characters",
             argument,
         )
-    if _CONTROL.search(text) or _SURROGATE.search(text):
+    if _CONTROL.search(text) or UNPAIRED_SURROGATE.search(text):
         raise InvalidInputError(
             f"{argument} must not contain control characters or unpaired surrogates", argument
         )
@@ -199,5 +200,5 @@ def strict_json(value: object, argument: str, depth: int = 0) -> None:
 
 
 def _json_string(value: str, argument: str) -> None:
-    if _SURROGATE.search(value):
+    if UNPAIRED_SURROGATE.search(value):
         raise InvalidInputError(f"{argument} holds a str with an unpaired surrogate", argument)
