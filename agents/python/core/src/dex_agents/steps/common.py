@@ -247,7 +247,7 @@ def checked_messages(
     """The runner's messages, checked; a tool message whose output is the result the runner
     got `sendable_record`'s way (`records`: the turn's) stores the result as the call
     returned it. The model was sent U+FFFD; the session keeps the text."""
-    changed = {r.tool_call_id: r for r in records if r.is_final and sendable_record(r) is not r}
+    by_id = {record.tool_call_id: record for record in records}
     checked: list[FrameworkMessage] = []
     for item in items:
         if (
@@ -260,14 +260,15 @@ def checked_messages(
                 f"FrameworkMessage with a user, assistant or tool role and a string "
                 f"framework_item: {item!r}"
             )
-        checked.append(_as_returned(item, changed.get(item.tool_call_id or "")))
+        checked.append(_as_returned(item, by_id.get(item.tool_call_id or "")))
     return checked
 
 
 def _as_returned(item: FrameworkMessage, record: AgentToolCall | None) -> FrameworkMessage:
-    if record is None or item.role != "tool":
+    if record is None or item.role != "tool" or not record.is_final:
         return item
-    if item.tool_output != model_visible_result(sendable_record(record)):
+    sendable = sendable_record(record)
+    if sendable is record or item.tool_output != model_visible_result(sendable):
         return item
     return replace(item, tool_output=model_visible_result(record))
 
