@@ -75,6 +75,24 @@ async def test_a_failed_model_call_fails_the_step(anthropic_model: ScriptedAnthr
     assert driver.messages[-1].role == "user"  # nothing of the failed attempt was stored
 
 
+async def test_a_server_error_fails_the_step_at_once_unless_framework_retries(
+    anthropic_model: ScriptedAnthropicServer,
+) -> None:
+    """RunModel's attempts are the model call's retries: the CLI's own are off by default."""
+    anthropic_model.enqueue(anthropic_text("overloaded", status=529))
+    driver = RunnerDriver(ClaudeAgentRunner(options=options(anthropic_model.base_url)))
+    with pytest.raises(HarnessTurnError, match="overloaded"):
+        await driver.turn("Hello?")
+    assert len(anthropic_model.requests) == 1  # a retry would have asked again
+
+    # With framework_retries the CLI retries the request itself, inside the one model step.
+    anthropic_model.enqueue(anthropic_text("overloaded", status=529), anthropic_text("Hi."))
+    runner = ClaudeAgentRunner(options=options(anthropic_model.base_url), framework_retries=True)
+    turn = await RunnerDriver(runner).turn("Hello?")
+    assert turn.final.new_messages[-1].text == "Hi."
+    assert (len(anthropic_model.requests), anthropic_model.pending) == (3, 0)
+
+
 def test_options_the_runner_owns_are_refused() -> None:
     with pytest.raises(ValueError, match="session_store and resume"):
         ClaudeAgentRunner(options=options("http://127.0.0.1:9").__class__(resume="abc"))

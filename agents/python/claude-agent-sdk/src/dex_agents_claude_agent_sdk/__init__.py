@@ -2,7 +2,13 @@
 write calls of its in-process SDK MCP tools in tool Steps of their own, its transcript kept in
 the session's own records."""
 
-from .runner import QUIET_CLI_ENV, ClaudeAgentRunner, HarnessTurnError
+from .runner import NO_CLI_RETRIES_ENV, QUIET_CLI_ENV, ClaudeAgentRunner, HarnessTurnError
 from .store import RecordSessionStore
 
-__all__ = ["QUIET_CLI_ENV", "ClaudeAgentRunner", "HarnessTurnError", "RecordSessionStore"]
+__all__ = [
+    "NO_CLI_RETRIES_ENV",
+    "QUIET_CLI_ENV",
+    "ClaudeAgentRunner",
+    "HarnessTurnError",
+    "RecordSessionStore",
+]

@@ -80,6 +80,10 @@ QUIET_CLI_ENV: Mapping[str, str] = {
 }
 """Environment that turns off the CLI's non-essential traffic, telemetry and auto-update."""
 
+NO_CLI_RETRIES_ENV: Mapping[str, str] = {"CLAUDE_CODE_MAX_RETRIES": "0"}
+"""Environment that turns off the CLI's own retries of a failed model request, so that
+RunModel's attempts, recorded in the Step history, are the model call's retries."""
+
 
 OptionsFor = Callable[[ClaudeAgentOptions, Mapping[str, Any]], ClaudeAgentOptions]
 """The options of one model call: given the runner's options and the session's settings."""
@@ -98,8 +102,8 @@ class ClaudeAgentRunner:
     `include_partial_messages` (on, for `text_delta` events), `CLAUDE_CONFIG_DIR` (a fresh
     temporary directory per run), the runner's PreToolUse hook (first, before the given ones)
     and copies of the SDK MCP servers that can answer with a recorded result; `env` gets
-    `QUIET_CLI_ENV` under the caller's own values. The `mcp_servers` key `dex` is reserved for
-    the session's built-in tools.
+    `QUIET_CLI_ENV`, and `NO_CLI_RETRIES_ENV` unless `framework_retries`, under the caller's
+    own values. The `mcp_servers` key `dex` is reserved for the session's built-in tools.
 
     `options_for(options, session_settings)`, when given, returns the options of each CLI run
     from the session's current settings (`AgentClient.update_session_settings` takes effect at
@@ -113,7 +117,10 @@ class ClaudeAgentRunner:
         *,
         options: ClaudeAgentOptions | None = None,
         options_for: OptionsFor | None = None,
+        framework_retries: bool = False,
     ) -> None:
+        """`framework_retries`: keep the CLI's own retries of a failed model request (with
+        backoff, inside one RunModel attempt) instead of leaving them to RunModel's attempts."""
         options = options or ClaudeAgentOptions()
         _check_options(options)
         servers = options.mcp_servers
@@ -124,6 +131,9 @@ class ClaudeAgentRunner:
             )
         self.options = options
         self.options_for = options_for
+        self._own_env = (
+            QUIET_CLI_ENV if framework_retries else {**QUIET_CLI_ENV, **NO_CLI_RETRIES_ENV}
+        )
         self._tools = SdkTools(options.mcp_servers)
 
     def build_user_message(self, text: str) -> FrameworkMessage:
@@ -212,7 +222,7 @@ class ClaudeAgentRunner:
         self, turn: AgentTurnContext, run: _RunSetup, config_dir: str
     ) -> ClaudeAgentOptions:
         given = self.session_options(turn.session_settings)
-        env = {**QUIET_CLI_ENV, **given.env, "CLAUDE_CONFIG_DIR": config_dir}
+        env = {**self._own_env, **given.env, "CLAUDE_CONFIG_DIR": config_dir}
         hooks = dict(given.hooks or {})
         hooks["PreToolUse"] = [HookMatcher(hooks=[run.gate.hook]), *hooks.get("PreToolUse", [])]
         options = dataclasses.replace(
