@@ -105,3 +105,41 @@ async def test_a_result_with_an_unpaired_surrogate_is_kept_and_the_model_reads_u
     assert result.final.new_messages[-1].text == "Found it."
     tool_results = [m for m in model.requests[1].body["messages"] if m["role"] == "tool"]
     assert [m["content"] for m in tool_results] == ["report-\ufffd.txt"]
+
+
+async def test_a_structured_result_with_an_unpaired_surrogate_reaches_the_model_as_u_fffd(
+    model: ScriptedModelServer,
+) -> None:
+    """A listing of file names decoded with surrogateescape: Pydantic AI's JSON cannot hold the
+    surrogate, so the result is stored and sent as that JSON with U+FFFD; the call succeeds."""
+    agent = Agent(scripted_model(model.base_url))
+
+    @agent.tool_plain
+    def list_files() -> dict[str, list[str]]:
+        """The files' names."""
+        return {"files": ["report-\udce9.txt", "notes.txt"]}
+
+    model.enqueue(reply_tools(("c1", "list_files", {})), reply_text("Two files."))
+    driver = RunnerDriver(PydanticAiRunner(agent), tool_policies={"list_files": ToolPolicy()})
+    result = await driver.turn("Which files are there?")
+
+    sent = '{"files":["report-\ufffd.txt","notes.txt"]}'
+    assert [(r.status, r.output) for r in result.records] == [("succeeded", sent)]
+    tool_results = [m for m in model.requests[1].body["messages"] if m["role"] == "tool"]
+    assert [m["content"] for m in tool_results] == [sent]
+
+
+def test_an_envelope_with_unpaired_surrogates_keeps_its_files_and_holds_u_fffd() -> None:
+    image = BinaryContent(PIXEL_PNG, media_type="image/png")
+    part = ToolReturnPart("chart", "ready \udce9", tool_call_id="c1", metadata={"by": "\udce9"})
+    user = UserPromptPart(["See \udce9:", image])
+    output = encode_tool_result(NativeToolResult(part, user), LIMIT)
+
+    native = decode_tool_result(output)
+    assert native is not None
+    tool_return = native.as_tool_return()
+    assert (tool_return.return_value, tool_return.metadata) == ("ready \ufffd", {"by": "\ufffd"})
+    assert tool_return.content is not None
+    text, file = tool_return.content
+    assert text == "See \ufffd:"
+    assert isinstance(file, BinaryContent) and file.data == PIXEL_PNG

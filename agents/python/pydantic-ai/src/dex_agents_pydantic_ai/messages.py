@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 import pydantic
+import pydantic_core
+from dex_agents.results import sendable_text
 from dex_agents.runner import FrameworkMessage
 from pydantic_ai.messages import (
     ModelMessage,
@@ -52,6 +54,31 @@ def dump_message(message: ModelMessage) -> str:
 
 def load_message(framework_item: str) -> ModelMessage:
     return _MESSAGE_ADAPTER.validate_json(framework_item)
+
+
+def sendable_message(message: ModelMessage) -> ModelMessage | None:
+    """`message` with each unpaired surrogate in its JSON replaced by U+FFFD, which Pydantic
+    AI's serializer (UTF-8 JSON) can then write; None when it holds none, or when it cannot be
+    serialized for another reason (a value that is not JSON)."""
+    try:
+        value = _MESSAGE_ADAPTER.dump_python(message, mode="json")
+    except pydantic_core.PydanticSerializationError:
+        return None
+    sendable = _sendable_json(value)
+    if sendable == value:
+        return None
+    # Through JSON, so binary content decodes from base64 as it was written.
+    return load_message(json.dumps(sendable))
+
+
+def _sendable_json(value: object) -> object:
+    if isinstance(value, str):
+        return sendable_text(value)
+    if isinstance(value, list):
+        return [_sendable_json(item) for item in value]
+    if isinstance(value, dict):
+        return {sendable_text(key): _sendable_json(item) for key, item in value.items()}
+    return value
 
 
 def user_message(text: str) -> FrameworkMessage:

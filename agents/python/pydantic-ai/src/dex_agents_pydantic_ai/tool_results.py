@@ -23,6 +23,7 @@ from pydantic_ai import ToolReturn
 from pydantic_ai.messages import (
     BinaryContent,
     FileUrl,
+    ModelMessage,
     ModelRequest,
     ModelRequestPart,
     ToolReturnPart,
@@ -31,7 +32,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from .messages import dump_message, load_message
+from .messages import dump_message, load_message, sendable_message
 
 ENVELOPE_KEY = "dex_agents_pydantic_ai_tool_return"
 """The key that marks an output as an envelope; its value is the envelope's format version."""
@@ -69,6 +70,13 @@ class NativeToolResult:
             tools=list(self.tools) if self.tools is not None else None,
         )
 
+    def request(self) -> ModelRequest:
+        """The parts as the request Pydantic AI sends them in: the return, then the user part."""
+        parts: list[ModelRequestPart] = [self.return_part]
+        if self.user_part is not None:
+            parts.append(self.user_part)
+        return ModelRequest(parts=parts)
+
     def text(self) -> str:
         """The readable text: what the model reads as the tool result, then a line per file."""
         files = [*self.return_part.files, *_files_of(self.user_part)]
@@ -82,14 +90,41 @@ def encode_tool_result(result: NativeToolResult, max_bytes: int) -> str:
     """The output a tool Step stores: plain text when the result is only a value the model
     reads as text, else the envelope. Past `max_bytes`, a failure the model reads
     (ToolExecutionError)."""
-    part = result.return_part
-    plain = result.user_part is None and part.metadata is None and result.tools is None
-    output = part.model_response_str() if plain and not part.files else _envelope(result)
+    try:
+        output = _output(result)
+    except pydantic_core.PydanticSerializationError:
+        # Pydantic AI's JSON cannot hold an unpaired surrogate; the model is sent U+FFFD anyway.
+        sendable = _sendable(result)
+        if sendable is None:
+            raise
+        output = _output(sendable)
     # An unpaired surrogate (a file name decoded with surrogateescape, say) counts its 3 bytes.
     size = len(output.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise ToolExecutionError(TOOL_RESULT_TOO_LARGE.format(size=size, limit=max_bytes))
     return output
+
+
+def _output(result: NativeToolResult) -> str:
+    part = result.return_part
+    plain = result.user_part is None and part.metadata is None and result.tools is None
+    return part.model_response_str() if plain and not part.files else _envelope(result)
+
+
+def _sendable(result: NativeToolResult) -> NativeToolResult | None:
+    """`result` with each unpaired surrogate replaced by U+FFFD; None when it has none."""
+    request = sendable_message(result.request())
+    return _from_request(request, result.tools) if request is not None else None
+
+
+def _from_request(request: ModelMessage, tools: tuple[str, ...] | None) -> NativeToolResult | None:
+    if not isinstance(request, ModelRequest) or not request.parts:
+        return None
+    return_part, *rest = request.parts
+    if not isinstance(return_part, ToolReturnPart):
+        return None
+    user_part = next((part for part in rest if isinstance(part, UserPromptPart)), None)
+    return NativeToolResult(return_part, user_part, tools)
 
 
 def decode_tool_result(output: str | None) -> NativeToolResult | None:
@@ -103,14 +138,8 @@ def decode_tool_result(output: str | None) -> NativeToolResult | None:
     if not isinstance(envelope, dict) or envelope.get(ENVELOPE_KEY) != ENVELOPE_VERSION:
         return None
     request = load_message(json.dumps(envelope["request"]))
-    if not isinstance(request, ModelRequest) or not request.parts:
-        return None
-    return_part, *rest = request.parts
-    if not isinstance(return_part, ToolReturnPart):
-        return None
-    user_part = next((part for part in rest if isinstance(part, UserPromptPart)), None)
     tools = envelope.get("tools")
-    return NativeToolResult(return_part, user_part, tuple(tools) if tools is not None else None)
+    return _from_request(request, tuple(tools) if tools is not None else None)
 
 
 def readable_output(output: str | None) -> str:
@@ -120,12 +149,11 @@ def readable_output(output: str | None) -> str:
 
 
 def _envelope(result: NativeToolResult) -> str:
-    parts: list[ModelRequestPart] = [result.return_part]
-    if result.user_part is not None:
-        parts.append(result.user_part)
     try:
-        request = dump_message(ModelRequest(parts=parts))
+        request = dump_message(result.request())
     except pydantic_core.PydanticSerializationError as error:
+        if sendable_message(result.request()) is not None:
+            raise  # an unpaired surrogate: encode_tool_result sends U+FFFD
         raise ToolExecutionError(METADATA_NOT_JSON.format(error=error)) from error
     text = json.dumps(result.text())
     tools = f', "tools": {json.dumps(list(result.tools))}' if result.tools is not None else ""
