@@ -5,13 +5,13 @@ flows:flows`); see `dex_agents.testing.node_runner`. The model sees the tools as
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from datetime import timedelta
 from pathlib import Path
 
 from dex_agents import AgentSessionOptions
 from dex_agents.remote import remote_flow
+from dex_agents.testing.claude_matrix import model_name
 from dex_agents.testing.matrix import CLIENT_RETRIES_FLOW_TYPE, DEADLINE_FLOW_TYPE, FLOW_TYPE
 from dex_agents.testing.matrix_app import matrix_options
 from dex_agents.testing.node_runner import RUNNER_URL_ENV, NodeRunner
@@ -20,9 +20,7 @@ APP = Path(__file__).resolve().parent.parent / "dist-test" / "e2e" / "matrix-app
 
 
 def options(deadline: timedelta | None = None) -> AgentSessionOptions:
-    given = matrix_options(deadline)
-    policies = {f"mcp__matrix__{name}": p for name, p in given.tool_policies.items()}
-    return dataclasses.replace(given, tool_policies=policies)
+    return matrix_options(deadline, model_name)
 
 
 url = os.environ.get(RUNNER_URL_ENV) or NodeRunner(APP).url

@@ -6,21 +6,18 @@ and runs inside the CLI run; the writes run in tool Steps."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tempfile
-from datetime import timedelta
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ToolAnnotations, create_sdk_mcp_server, tool
-from dex_agents import AgentSessionFlow, AgentSessionOptions
+from dex_agents import AgentSessionFlow
 from dex_agents.testing import MODEL_URL_ENV
 from dex_agents.testing.claude_matrix import SERVER_KEY, model_name
-from dex_agents.testing.matrix import CLIENT_RETRIES_FLOW_TYPE, DEADLINE_FLOW_TYPE, FLOW_TYPE
 from dex_agents.testing.matrix_app import (
     charge_card,
     get_weather,
-    matrix_options,
+    matrix_flows,
     send_email,
     update_ticket,
 )
@@ -77,24 +74,10 @@ def options() -> ClaudeAgentOptions:
     )
 
 
-def session_options(deadline: timedelta | None = None) -> AgentSessionOptions:
-    given = matrix_options(deadline)
-    policies = {model_name(name): policy for name, policy in given.tool_policies.items()}
-    return dataclasses.replace(given, tool_policies=policies)
-
-
 def flows() -> list[AgentSessionFlow]:
-    def runner(framework_retries: bool) -> ClaudeAgentRunner:
-        return ClaudeAgentRunner(options=options(), framework_retries=framework_retries)
-
-    return [
-        AgentSessionFlow(runner(False), flow_type=FLOW_TYPE, options=session_options()),
-        AgentSessionFlow(
-            runner(False),
-            flow_type=DEADLINE_FLOW_TYPE,
-            options=session_options(timedelta(seconds=1)),
+    return matrix_flows(
+        lambda framework_retries: ClaudeAgentRunner(
+            options=options(), framework_retries=framework_retries
         ),
-        AgentSessionFlow(
-            runner(True), flow_type=CLIENT_RETRIES_FLOW_TYPE, options=session_options()
-        ),
-    ]
+        model_name=model_name,
+    )

@@ -69,36 +69,44 @@ async def charge_card(amount: int, seconds: float) -> str:
 MATRIX_TOOLS: tuple[Callable[..., Any], ...] = (get_weather, send_email, update_ticket, charge_card)
 
 
-def matrix_options(deadline: timedelta | None = None) -> AgentSessionOptions:
-    return AgentSessionOptions(
-        tool_policies=dict(MATRIX_TOOL_POLICIES), interrupt_deadline=deadline
-    )
+def _plain(tool: str) -> str:
+    return tool
+
+
+def matrix_options(
+    deadline: timedelta | None = None, model_name: Callable[[str], str] = _plain
+) -> AgentSessionOptions:
+    """The matrix's session options; `model_name(tool)`: the name the model sees for a tool,
+    which keys its policy (a runner whose framework renames the tools, as the Claude Code CLI
+    names an MCP server's `mcp__<server>__<tool>`)."""
+    policies = {model_name(tool): policy for tool, policy in MATRIX_TOOL_POLICIES.items()}
+    return AgentSessionOptions(tool_policies=policies, interrupt_deadline=deadline)
 
 
 def matrix_flows(
     make_runner: Callable[[bool], AgentFrameworkRunner[Any]],
     warm: Callable[[int], AgentFrameworkRunner[Any]] | None = None,
+    model_name: Callable[[str], str] = _plain,
 ) -> list[AgentSessionFlow]:
     """The three flow types of the matrix app; `make_runner(framework_retries)` builds the
     adapter's runner, keeping the framework's own model-call retries when asked. An adapter
     with a warm path (`dex_agents.warm_states`) gives `warm(warm_runs)`, its runner with that
-    setting, and gets two more: `MatrixWarm` and `MatrixCold` (`testing.warm.WarmWorkerSuite`)."""
+    setting, and gets two more: `MatrixWarm` and `MatrixCold` (`testing.warm.WarmWorkerSuite`).
+    `model_name`: as for `matrix_options`."""
+
+    def options(deadline: timedelta | None = None) -> AgentSessionOptions:
+        return matrix_options(deadline, model_name)
+
     flows = [
-        AgentSessionFlow(make_runner(False), flow_type=FLOW_TYPE, options=matrix_options()),
+        AgentSessionFlow(make_runner(False), flow_type=FLOW_TYPE, options=options()),
         AgentSessionFlow(
-            make_runner(False),
-            flow_type=DEADLINE_FLOW_TYPE,
-            options=matrix_options(timedelta(seconds=1)),
+            make_runner(False), flow_type=DEADLINE_FLOW_TYPE, options=options(timedelta(seconds=1))
         ),
-        AgentSessionFlow(
-            make_runner(True), flow_type=CLIENT_RETRIES_FLOW_TYPE, options=matrix_options()
-        ),
+        AgentSessionFlow(make_runner(True), flow_type=CLIENT_RETRIES_FLOW_TYPE, options=options()),
     ]
     if warm is not None:
         flows += [
-            AgentSessionFlow(
-                warm(DEFAULT_WARM_RUNS), flow_type=WARM_FLOW_TYPE, options=matrix_options()
-            ),
-            AgentSessionFlow(warm(0), flow_type=COLD_FLOW_TYPE, options=matrix_options()),
+            AgentSessionFlow(warm(DEFAULT_WARM_RUNS), flow_type=WARM_FLOW_TYPE, options=options()),
+            AgentSessionFlow(warm(0), flow_type=COLD_FLOW_TYPE, options=options()),
         ]
     return flows
