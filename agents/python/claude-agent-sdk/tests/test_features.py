@@ -1,8 +1,9 @@
 """The shared features suite (`dex_agents.testing.features`) on the Claude Agent SDK runner,
 through one real Worker per backend, the real Claude Code CLI and the scripted Anthropic
 server: built-in tools (a question across a Worker restart, a durable wait that outlives the
-Worker), plan mode, and session settings. Compaction and the MCP tool source are not offered
-by this runner (README, Limits): the suite skips those rows.
+Worker), plan mode, session settings, and an `McpToolSource` (its read runs inside the CLI
+run, its approved write in a tool Step). Compaction is not offered by this runner (README,
+Limits): the suite skips those rows.
 
 The model sees the tools as `mcp__<server key>__<tool>` (MODEL_NAMES); see
 `dex_agents.testing.anthropic_features`."""
@@ -17,7 +18,13 @@ import pytest
 from dex_agents.builtins import BUILT_IN_TOOL_NAMES
 from dex_agents.testing.anthropic_features import AnthropicFeatureView, FeatureAnthropicServer
 from dex_agents.testing.anthropic_server import no_tools
-from dex_agents.testing.features import FeatureApp, FeatureSuite
+from dex_agents.testing.features import (
+    MCP_LOOKUP,
+    MCP_REFUND,
+    MCP_SERVER,
+    FeatureApp,
+    FeatureSuite,
+)
 
 from dex_agents_claude_agent_sdk.built_ins import SERVER_KEY as BUILT_INS_KEY
 from tests.apps.features import SERVER_KEY as APP_KEY
@@ -25,6 +32,7 @@ from tests.apps.features import SERVER_KEY as APP_KEY
 MODEL_NAMES: Mapping[str, str] = {
     "get_weather": f"mcp__{APP_KEY}__get_weather",
     **{name: f"mcp__{BUILT_INS_KEY}__{name}" for name in BUILT_IN_TOOL_NAMES},
+    **{name: f"mcp__{MCP_SERVER}__{name}" for name in (MCP_LOOKUP, MCP_REFUND)},
 }
 """The names the model sees for the tools the suite names."""
 
@@ -36,11 +44,11 @@ class TestClaudeFeatures(FeatureSuite):
         model_view=AnthropicFeatureView(),
     )
     supports_compaction: ClassVar[bool] = False
-    supports_mcp: ClassVar[bool] = False
     unsupported_reason: ClassVar[str] = (
-        "the Claude Code CLI compacts its own transcript, and the runner takes no "
-        "McpToolSource (only in-process SDK MCP servers): see the README's Limits"
+        "the Claude Code CLI compacts its own transcript: see the README's Limits"
     )
+    mcp_reads_run_in_tool_steps: ClassVar[bool] = False
+    model_names: ClassVar[Mapping[str, str]] = MODEL_NAMES
 
     @pytest.fixture(scope="class")
     @classmethod

@@ -13,6 +13,7 @@ from dex_agents.testing import (
     anthropic_text,
     anthropic_tools,
 )
+from dex_agents.testing.features import feature_mcp_source
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner, HarnessTurnError
 from dex_agents_claude_agent_sdk.transcript import parse_turn
@@ -96,3 +97,11 @@ async def test_a_server_error_fails_the_step_at_once_unless_framework_retries(
 def test_options_the_runner_owns_are_refused() -> None:
     with pytest.raises(ValueError, match="session_store and resume"):
         ClaudeAgentRunner(options=options("http://127.0.0.1:9").__class__(resume="abc"))
+
+
+def test_tool_source_keys_must_be_free() -> None:
+    source = feature_mcp_source()
+    with pytest.raises(ValueError, match="reserved for the session's built-in tools"):
+        ClaudeAgentRunner(options=options("http://127.0.0.1:9"), tool_sources={"dex": source})
+    with pytest.raises(ValueError, match="both in mcp_servers and in tool_sources"):
+        ClaudeAgentRunner(options=options("http://127.0.0.1:9"), tool_sources={"t": source})

@@ -1,8 +1,9 @@
-"""The runner's PreToolUse hook: a write call of an SDK MCP tool is deferred to a tool Step,
-and a built-in call to the core's built-in Steps.
+"""The runner's PreToolUse hook: a write call of an SDK MCP tool or of a tool source's tool is
+deferred to a tool Step, and a built-in call to the core's built-in Steps.
 
-For a call of one of the runner's SDK MCP tools whose effect is not `read` (explicit
-`ToolPolicy`, then the tool's MCP annotations, then `default_tool_effect`), or whose policy
+For a call of one of the runner's SDK MCP tools or of its tool sources' tools whose effect is
+not `read` (explicit `ToolPolicy`, then what the tool declares: its MCP annotations, or a
+source's own policy, then `default_tool_effect`), or whose policy
 asks for approval, the hook answers `"defer"` when no tool Step has recorded a result for its
 tool_use ID yet: the CLI run ends before the tool runs. Once a result is recorded, the resumed
 run asks the hook again about the same call: it answers `"allow"` and hands the recorded result
@@ -27,6 +28,7 @@ from dex_agents.runner import AgentTurnContext, DeferredToolCall, ToolPolicy
 from dex_agents.types import AgentToolCall, ToolEffect
 
 from . import built_ins
+from .sources import Declared
 from .texts import ONE_WRITE_AT_A_TIME
 from .tools import RecordedResult, RecordedResults
 
@@ -52,9 +54,11 @@ class WriteGate:
         effects: Mapping[str, ToolEffect | None],
         handed: RecordedResults,
         built_ins: Sequence[str] = (),
+        sources: Mapping[str, Declared] | None = None,
     ) -> None:
         self._turn = turn
         self._effects = effects
+        self._sources = sources or {}
         self._recorded = recorded_results(turn.tool_calls)
         self._handed = handed
         self._built_ins = tuple(built_ins)
@@ -73,12 +77,19 @@ class WriteGate:
             return {}
         if built_in is not None:
             return self._gate(tool_use_id, tool_name, built_in, arguments, built_ins.POLICY)
-        if tool_name not in self._effects:
+        source = self._sources.get(tool_name)
+        if source is not None:
+            policy = self._turn.resolve_tool_policy(
+                tool_name, source.effect, source.requires_approval
+            )
+        elif tool_name in self._effects:
+            policy = self._turn.resolve_tool_policy(tool_name, self._effects[tool_name])
+        else:
             return {}
-        policy = self._turn.resolve_tool_policy(tool_name, self._effects[tool_name])
         if policy.effect == "read" and not policy.requires_approval:
             return {}
-        return self._gate(tool_use_id, tool_name, tool_name, arguments, policy)
+        reference = source.reference if source is not None else None
+        return self._gate(tool_use_id, tool_name, tool_name, arguments, policy, reference)
 
     def _gate(
         self,
@@ -87,16 +98,24 @@ class WriteGate:
         reported_name: str,
         arguments: dict[str, Any],
         policy: ToolPolicy,
+        reference: str | None = None,
     ) -> HookJSONOutput:
         """Allows a call whose result a Step recorded (handing the result over), else defers
-        it under `reported_name`: one deferred call per run."""
+        it under `reported_name` (a source's tool with its `reference`): one deferred call per
+        run."""
         recorded = self._recorded.get(tool_use_id)
         if recorded is not None:
             self._handed.hand_over(tool_name, arguments, recorded)
             return _decision("allow")
         if self.deferred:
             return _decision("deny", ONE_WRITE_AT_A_TIME)
-        call = DeferredToolCall(tool_use_id, reported_name, json.dumps(arguments), policy=policy)
+        call = DeferredToolCall(
+            tool_use_id,
+            reported_name,
+            json.dumps(arguments),
+            policy=policy,
+            tool_source_reference=reference,
+        )
         self.deferred.append(call)
         return _decision("defer")
 

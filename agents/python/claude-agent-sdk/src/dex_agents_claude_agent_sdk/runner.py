@@ -15,6 +15,10 @@ tool's handler once, and the next `RunModel` resumes the CLI session, whose call
 gets the recorded result. Every other tool runs inside the CLI and is at-least-once: a retried
 or rerun `RunModel` Step runs it again.
 
+The runner's tool sources (`McpToolSource`s, `sources.py`) are served to the CLI as in-process
+servers of their own and gated the same way: a write call runs in its tool Step through the
+source, a read inside the CLI run with the key its tool Step would have had.
+
 The session's built-in tools are offered as the tools of one more in-process SDK MCP server
 (`built_ins.py`), whose calls are deferred the same way and reported under the built-in's own
 name, so the core runs them as its built-in Steps. A planning turn offers only `write_todos`:
@@ -44,6 +48,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import McpServerConfig, SessionStore
 from dex_agents.builtins import build_plan_note
+from dex_agents.mcp import McpToolSource
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
@@ -55,9 +60,11 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.tool_context import running_tool
+from dex_agents.tool_source import run_source_call
 
 from . import built_ins
 from .gate import WriteGate
+from .sources import SourceTools
 from .store import RecordSessionStore
 from .stream import TurnRecorder
 from .texts import RESUME_PROMPT
@@ -118,23 +125,30 @@ class ClaudeAgentRunner:
         options: ClaudeAgentOptions | None = None,
         options_for: OptionsFor | None = None,
         framework_retries: bool = False,
+        tool_sources: Mapping[str, McpToolSource] | None = None,
     ) -> None:
         """`framework_retries`: keep the CLI's own retries of a failed model request (with
-        backoff, inside one RunModel attempt) instead of leaving them to RunModel's attempts."""
+        backoff, inside one RunModel attempt) instead of leaving them to RunModel's attempts.
+        `tool_sources`: `McpToolSource`s by server key, served to the CLI as in-process MCP
+        servers (`sources.py`; the model sees `mcp__<key>__<tool>`)."""
         options = options or ClaudeAgentOptions()
         _check_options(options)
         servers = options.mcp_servers
-        if isinstance(servers, Mapping) and built_ins.SERVER_KEY in servers:
+        keys = [*(servers if isinstance(servers, Mapping) else {}), *(tool_sources or {})]
+        if built_ins.SERVER_KEY in keys:
             raise ValueError(
-                f"the mcp_servers key {built_ins.SERVER_KEY!r} is reserved for the session's "
-                "built-in tools: give that server another key"
+                f"the key {built_ins.SERVER_KEY!r} is reserved for the session's built-in tools: "
+                "give that server or source another key"
             )
+        if len(set(keys)) < len(keys):
+            raise ValueError("a key is both in mcp_servers and in tool_sources: give each its own")
         self.options = options
         self.options_for = options_for
         self._own_env = (
             QUIET_CLI_ENV if framework_retries else {**QUIET_CLI_ENV, **NO_CLI_RETRIES_ENV}
         )
         self._tools = SdkTools(options.mcp_servers)
+        self._sources = SourceTools(tool_sources or {})
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         item = json.dumps({"kind": USER_KIND, "text": text})
@@ -150,7 +164,9 @@ class ClaudeAgentRunner:
         )
         recorder = TurnRecorder(turn, offered)
         handed = RecordedResults()
-        gate = WriteGate(turn, await self._tools.effects(), handed, offered)
+        await self._sources.list()
+        declared = self._sources.declared()
+        gate = WriteGate(turn, await self._tools.effects(), handed, offered, declared)
         run = _RunSetup(session_id, store, gate, handed, offered)
         with tempfile.TemporaryDirectory(prefix="dex-claude-config-") as config_dir:
             options = self._run_options(turn, run, config_dir)
@@ -178,6 +194,9 @@ class ClaudeAgentRunner:
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         """Runs a deferred write call's SDK MCP tool handler, once per tool Step attempt; an
         error result fails the call (the model sees its text)."""
+        source = self._sources.owner(call)
+        if source is not None:
+            return await run_source_call(source, call)
         arguments: dict[str, Any] = json.loads(call.tool_call.arguments or "{}")
         with running_tool(call):
             result = await self._tools.call(call.tool_call.tool_name, arguments)
@@ -238,20 +257,27 @@ class ClaudeAgentRunner:
         )
         if turn.interaction_mode == "planning":
             return self._planning_options(options, run)
-        return self._with_tools(options, run)
+        return self._with_tools(options, run, turn)
 
-    def _with_tools(self, options: ClaudeAgentOptions, run: _RunSetup) -> ClaudeAgentOptions:
-        """The SDK MCP servers' copies that hand over recorded results, and the built-ins'
-        server when the session enables built-ins (allowed without asking)."""
+    def _with_tools(
+        self, options: ClaudeAgentOptions, run: _RunSetup, turn: AgentTurnContext
+    ) -> ClaudeAgentOptions:
+        """The SDK MCP servers' copies that hand over recorded results, the tool sources'
+        servers, and the built-ins' server when the session enables built-ins (allowed without
+        asking)."""
         servers = options.mcp_servers
         if not isinstance(servers, Mapping):
-            if run.offered:
+            if run.offered or self._sources.keys:
                 raise ValueError(
-                    "built-in tools need ClaudeAgentOptions.mcp_servers as a dict (it is a "
-                    "config file path): give the servers as a dict"
+                    "built-in tools and tool sources need ClaudeAgentOptions.mcp_servers as a "
+                    "dict (it is a config file path): give the servers as a dict"
                 )
             return options
-        added: dict[str, McpServerConfig] = {**servers, **self._tools.serving(run.handed)}
+        added: dict[str, McpServerConfig] = {
+            **servers,
+            **self._tools.serving(run.handed),
+            **self._sources.serving(run.handed, turn),
+        }
         if not run.offered:
             return dataclasses.replace(options, mcp_servers=added)
         added[built_ins.SERVER_KEY] = built_ins.server(run.offered, run.handed)

@@ -3,8 +3,8 @@ Code CLI against the scripted Anthropic server at $DEX_AGENTS_SCRIPTED_MODEL_URL
 matrix's `get_weather` as an in-process SDK MCP tool (read-only: it runs inside the CLI run).
 The model and the instructions come from the session settings through `options_for`.
 
-Only the `Features` flow type: the runner takes no `McpToolSource`, and a flow with a
-compaction policy refuses it (see the package README's Limits)."""
+The `Features` and `FeaturesMcp` flow types: a flow with a compaction policy refuses the runner
+(see the package README's Limits), so there is no `FeaturesCompaction`."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ from dex_agents.testing.features import (
     DEFAULT_MODEL,
     FEATURE_INSTRUCTIONS,
     FLOW_TYPE,
+    MCP_FLOW_TYPE,
+    MCP_LOOKUP,
+    MCP_REFUND,
+    MCP_SERVER,
+    feature_mcp_options,
+    feature_mcp_source,
     feature_options,
 )
 from dex_agents.testing.matrix_app import get_weather
@@ -62,6 +68,18 @@ def options_for(given: ClaudeAgentOptions, settings: Mapping[str, Any]) -> Claud
     )
 
 
+def mcp_runner() -> ClaudeAgentRunner:
+    """`FeaturesMcp`: the features app with the tool source `feature_mcp_source()` under the
+    key `orders` (the model sees `mcp__orders__orders__<tool>`)."""
+    given = options()
+    names = [f"mcp__{MCP_SERVER}__{name}" for name in (MCP_LOOKUP, MCP_REFUND)]
+    allowed = dataclasses.replace(given, allowed_tools=[*given.allowed_tools, *names])
+    return ClaudeAgentRunner(options=allowed, tool_sources={MCP_SERVER: feature_mcp_source()})
+
+
 def flows() -> list[AgentSessionFlow]:
     runner = ClaudeAgentRunner(options=options(), options_for=options_for)
-    return [AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=feature_options())]
+    return [
+        AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=feature_options()),
+        AgentSessionFlow(mcp_runner(), flow_type=MCP_FLOW_TYPE, options=feature_mcp_options()),
+    ]
