@@ -75,10 +75,11 @@ async def test_a_write_runs_once_in_its_tool_step_and_the_model_gets_its_result(
     assert len(anthropic_model.requests) == 2 and anthropic_model.pending == 0
     block = tool_result(anthropic_model.requests[1].messages, "toolu_1")
     assert result_text(block) == "sent hi bob" and not block.get("is_error")
-    assert [(m.role, m.tool_output or m.text) for m in turn.new_messages] == [
-        ("assistant", None),
-        ("tool", "sent hi bob"),
-        ("assistant", "Sent it."),
+    # The result, which came in the resumed run, is named as its call of the first run.
+    assert [(m.role, m.tool_name, m.tool_output or m.text) for m in turn.new_messages] == [
+        ("assistant", "mcp__t__send", None),
+        ("tool", "mcp__t__send", "sent hi bob"),
+        ("assistant", None, "Sent it."),
     ]
 
     # The next turn resumes the whole transcript, the write's result included.

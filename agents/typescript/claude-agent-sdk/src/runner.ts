@@ -48,7 +48,7 @@ import { buildPlanNote, ToolExecutionError, type texts, withToolExecution } from
 import { type Declared, WriteGate } from "./gate.js";
 import { SourceTools } from "./sources.js";
 import { type Entries, merged, RecordSessionStore } from "./store.js";
-import { TurnRecorder } from "./stream.js";
+import { TurnRecorder, withToolNames } from "./stream.js";
 import { RESUME_PROMPT } from "./texts.js";
 import { RecordedResults, resultText, SdkTools, type ToolServer } from "./tools.js";
 import {
@@ -184,7 +184,7 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
       );
     }
     const entries = merged(state?.entries ?? {}, store.appended());
-    const messages = [...(state?.messages ?? []), ...recorder.messages];
+    const messages = withToolNames([...(state?.messages ?? []), ...recorder.messages]);
     if (result.terminal_reason === "tool_deferred") {
       return deferred(result, gate, entries, messages, recorder);
     }

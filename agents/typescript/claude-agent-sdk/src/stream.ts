@@ -101,6 +101,19 @@ export class TurnRecorder {
   }
 }
 
+/** `messages` with each tool result named as its call: the CLI's result carries only the
+ *  tool_use ID, and a deferred call's result comes in a later run than the call. */
+export function withToolNames(messages: readonly FrameworkMessage[]): FrameworkMessage[] {
+  const names = new Map<string, string>();
+  for (const m of messages) {
+    if (m.role === "assistant" && m.toolCallId != null && m.toolName != null) names.set(m.toolCallId, m.toolName);
+  }
+  return messages.map((m) => {
+    const name = m.role === "tool" && m.toolName == null && m.toolCallId != null ? names.get(m.toolCallId) : undefined;
+    return name === undefined ? m : { ...m, toolName: name };
+  });
+}
+
 function outputText(content: unknown): string {
   if (content === undefined || content === null) return "";
   if (typeof content === "string") return content;

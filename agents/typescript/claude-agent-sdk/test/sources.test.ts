@@ -134,12 +134,16 @@ test("a read runs in the CLI run with its tool_use ID's key; a write runs once i
     toolu_1: ["order A-1 is shipped", false],
     toolu_2: ["order A-1 is refunded", false],
   });
-  // The calls are recorded under the names the model sees, as the tool servers' are.
-  const calls = last.newMessages?.filter((m) => m.toolName).map((m) => [m.toolCallId, m.toolName]);
-  assert.deepEqual(calls, [
+  // The calls are recorded under the names the model sees, as the tool servers' are, and so is
+  // each result (the write's came in the resumed run, after its call in the first).
+  const named = (role: string) =>
+    last.newMessages?.filter((m) => m.role === role && m.toolCallId).map((m) => [m.toolCallId, m.toolName]);
+  const expected = [
     ["toolu_1", LOOKUP],
     ["toolu_2", REFUND],
-  ]);
+  ];
+  assert.deepEqual(named("assistant"), expected);
+  assert.deepEqual(named("tool"), expected);
 });
 
 test("the source's explicit policy wins over the annotations: a read it asks approval for is deferred", async () => {

@@ -66,7 +66,7 @@ from . import built_ins
 from .gate import WriteGate
 from .sources import SourceTools
 from .store import RecordSessionStore
-from .stream import TurnRecorder
+from .stream import TurnRecorder, with_tool_names
 from .texts import RESUME_PROMPT
 from .tools import RecordedResults, SdkTools, result_text
 from .transcript import (
@@ -177,7 +177,7 @@ class ClaudeAgentRunner:
         result = _answer(recorder)
         entries = merged(state.entries if state else {}, store.appended())
         earlier = [FrameworkMessage(**item) for item in (state.messages if state else [])]
-        messages = [*earlier, *recorder.messages]
+        messages = with_tool_names([*earlier, *recorder.messages])
         if result.stop_reason == "tool_deferred":
             return _deferred(result, gate, entries, messages, recorder)
         transcript = TurnTranscript(

@@ -5,7 +5,7 @@ the final answer, usage and cost. A call of a built-in is stored under the built
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -110,6 +110,18 @@ class TurnRecorder:
             output_tokens=int(usage.get("output_tokens") or 0),
             cached_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
         )
+
+
+def with_tool_names(messages: list[FrameworkMessage]) -> list[FrameworkMessage]:
+    """`messages` with each tool result named as its call: the CLI's result carries only the
+    tool_use ID, and a deferred call's result comes in a later run than the call."""
+    names = {m.tool_call_id: m.tool_name for m in messages if m.role == "assistant"}
+    return [
+        replace(m, tool_name=names.get(m.tool_call_id))
+        if m.role == "tool" and m.tool_name is None and m.tool_call_id in names
+        else m
+        for m in messages
+    ]
 
 
 def _output_text(block: ToolResultBlock) -> str:
