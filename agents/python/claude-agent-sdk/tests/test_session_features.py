@@ -119,7 +119,7 @@ async def test_a_built_in_call_is_deferred_under_its_own_name_and_its_result_rea
     assert result_text(block) == answer and not block.get("is_error")
     assert [(m.role, m.tool_name, m.tool_output) for m in final.new_messages[:-1]] == [
         ("assistant", "ask_user", None),
-        ("tool", None, answer),
+        ("tool", "ask_user", answer),
     ]
     assert len(anthropic_model.requests) == 2 and tool_log.count() == 0
 
