@@ -92,12 +92,15 @@ def encode_tool_result(result: NativeToolResult, max_bytes: int) -> str:
     (ToolExecutionError)."""
     try:
         output = _output(result)
-    except pydantic_core.PydanticSerializationError:
+    except pydantic_core.PydanticSerializationError as error:
         # Pydantic AI's JSON cannot hold an unpaired surrogate; the model is sent U+FFFD anyway.
         sendable = _sendable(result)
-        if sendable is None:
+        if sendable is not None:
+            output = _output(sendable)
+        elif _is_plain(result):
             raise
-        output = _output(sendable)
+        else:
+            raise ToolExecutionError(METADATA_NOT_JSON.format(error=error)) from error
     # An unpaired surrogate (a file name decoded with surrogateescape, say) counts its 3 bytes.
     size = len(output.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
@@ -105,10 +108,20 @@ def encode_tool_result(result: NativeToolResult, max_bytes: int) -> str:
     return output
 
 
+def _is_plain(result: NativeToolResult) -> bool:
+    """Whether the result is only a value the model reads as text (no envelope)."""
+    part = result.return_part
+    return (
+        result.user_part is None
+        and part.metadata is None
+        and result.tools is None
+        and not part.files
+    )
+
+
 def _output(result: NativeToolResult) -> str:
     part = result.return_part
-    plain = result.user_part is None and part.metadata is None and result.tools is None
-    return part.model_response_str() if plain and not part.files else _envelope(result)
+    return part.model_response_str() if _is_plain(result) else _envelope(result)
 
 
 def _sendable(result: NativeToolResult) -> NativeToolResult | None:
@@ -149,12 +162,7 @@ def readable_output(output: str | None) -> str:
 
 
 def _envelope(result: NativeToolResult) -> str:
-    try:
-        request = dump_message(result.request())
-    except pydantic_core.PydanticSerializationError as error:
-        if sendable_message(result.request()) is not None:
-            raise  # an unpaired surrogate: encode_tool_result sends U+FFFD
-        raise ToolExecutionError(METADATA_NOT_JSON.format(error=error)) from error
+    request = dump_message(result.request())
     text = json.dumps(result.text())
     tools = f', "tools": {json.dumps(list(result.tools))}' if result.tools is not None else ""
     return f'{{"text": {text}, "{ENVELOPE_KEY}": {ENVELOPE_VERSION}, "request": {request}{tools}}}'
