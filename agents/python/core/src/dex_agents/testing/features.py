@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import pytest
@@ -157,9 +156,6 @@ class FeatureSuite(SharedWorkerSuite):
     mcp_reads_run_in_tool_steps: ClassVar[bool] = True
     """False for a whole-turn harness, whose MCP read runs inside its RunModel Step: the MCP
     row then expects no CallTool Step and no record of the read."""
-    model_names: ClassVar[Mapping[str, str]] = {}
-    """The name the model sees for a tool the suite names, where it is another (a harness
-    that serves the tools as MCP servers of its own); records and interrupts carry it."""
 
     def view(self) -> FeatureView:
         view = self.app.model_view
@@ -344,7 +340,7 @@ class FeatureSuite(SharedWorkerSuite):
         client = run.client
         session = await client.start_session(MCP_FLOW_TYPE, "Refund order A-1")
         snapshot = await client.wait_for(session, pending_interrupt("m2"))
-        refund_name = self.model_names.get(MCP_REFUND, MCP_REFUND)
+        refund_name = self.model_tool_name(MCP_REFUND)
         assert snapshot.pending_interrupts[0].tool_name == refund_name
         assert run.tool_log.count("refund_order") == 0
         assert await client.resolve_interrupt(session, "m2", approved=True)

@@ -111,9 +111,6 @@ MatrixRun = SessionRun
 class MatrixSuite(SharedWorkerSuite):
     """The matrix: subclass it as `Test...` with `app = MatrixApp(...)`."""
 
-    model_names: ClassVar[Mapping[str, str]] = {}
-    """The name the model sees for a tool the matrix names, where it is another (a harness that
-    serves the tools as an MCP server of its own); records and events carry it."""
     reads_run_in_tool_steps: ClassVar[bool] = True
     """False for a whole-turn harness, whose reads run inside its RunModel Step: the
     many-sessions row then expects a read session's Steps without CallTool, ResumeTurn and the
@@ -269,7 +266,7 @@ class MatrixSuite(SharedWorkerSuite):
 
         assert run.phases("charge_card") == ["started"]
         assert run.tool_outputs(1) == {"c1": texts.OUTCOME_UNKNOWN_TEXT}
-        charge_card = self.model_names.get("charge_card", "charge_card")
+        charge_card = self.model_tool_name("charge_card")
         assert await events_of(client, session, "tool_call_finished") == [
             {"tool_call_id": "c1", "tool_name": charge_card, "status": "outcome_unknown"}
         ]
@@ -450,7 +447,7 @@ class MatrixSuite(SharedWorkerSuite):
 
         assert snapshot.state is not None
         assert (snapshot.state.turn_count, snapshot.state.active_turn_id) == (1, None)
-        weather = self.model_names.get("get_weather", "get_weather")
+        weather = self.model_tool_name("get_weather")
         assert [
             (m.sequence, m.turn_id, m.role, m.text, m.tool_call_id, m.tool_name, m.tool_output)
             for m in snapshot.messages

@@ -204,6 +204,14 @@ class SharedWorkerSuite:
     """Subclass it as `Test...` with `app = WorkerApp(...)`; tests take the `run` fixture."""
 
     app: ClassVar[WorkerApp]
+    model_names: ClassVar[Mapping[str, str]] = {}
+    """The name the model sees for a tool the suite names, where it is another (a harness that
+    serves the tools as MCP servers of its own, as the Claude Code CLI names them
+    `mcp__<server>__<tool>`); records, events and interrupts carry it."""
+
+    def model_tool_name(self, tool: str) -> str:
+        """The name the model sees for `tool` (`model_names`, else the name itself)."""
+        return self.model_names.get(tool, tool)
 
     @pytest.fixture(scope="class", params=BACKENDS)
     @classmethod
