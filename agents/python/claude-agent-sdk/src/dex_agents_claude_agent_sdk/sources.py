@@ -36,6 +36,7 @@ from mcp.types import (
     Tool,
 )
 
+from .texts import NOT_RUNNER_TOOL
 from .tools import RecordedResults, full_name
 
 TOOL_USE_ID_META = "claudecode/toolUseId"
@@ -116,7 +117,7 @@ class SourceTools:
         async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
             found = listed.get(params.name)
             if found is None:
-                return _result(f"{full_name(key, params.name)} is not a tool of this run", True)
+                return _result(NOT_RUNNER_TOOL.format(tool_name=full_name(key, params.name)), True)
             name, entry = found
             arguments = params.arguments or {}
             handed = recorded.take(name, arguments)

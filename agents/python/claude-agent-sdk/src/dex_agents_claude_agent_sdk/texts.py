@@ -21,3 +21,7 @@ gets it)."""
 RESUME_PROMPT = " "
 """The prompt of a run that resumes a deferred call: blank, so the CLI sends nothing to the
 model for it (it finishes the deferred call with its own "Continue from where you left off.")."""
+
+NOT_RUNNER_TOOL = "{tool_name} is not a tool of the runner's tool servers or tool sources"
+"""The error result of a call a run's tool source server does not list (the TypeScript runner's
+`notRunnerTool`)."""
