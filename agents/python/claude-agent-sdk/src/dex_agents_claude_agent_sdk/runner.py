@@ -64,7 +64,7 @@ from dex_agents.tool_source import run_source_call
 
 from . import built_ins
 from .gate import WriteGate
-from .sources import SourceTools
+from .sources import SourceListing, SourceTools
 from .store import RecordSessionStore
 from .stream import TurnRecorder, with_tool_names
 from .texts import RESUME_PROMPT
@@ -164,10 +164,9 @@ class ClaudeAgentRunner:
         )
         recorder = TurnRecorder(turn, offered)
         handed = RecordedResults()
-        await self._sources.list()
-        declared = self._sources.declared()
-        gate = WriteGate(turn, await self._tools.effects(), handed, offered, declared)
-        run = _RunSetup(session_id, store, gate, handed, offered)
+        sources = await self._sources.listing()
+        gate = WriteGate(turn, await self._tools.effects(), handed, offered, sources.declared())
+        run = _RunSetup(session_id, store, gate, handed, offered, sources)
         with tempfile.TemporaryDirectory(prefix="dex-claude-config-") as config_dir:
             options = self._run_options(turn, run, config_dir)
             # A run that resumes a deferred call has no new prompt: a blank one costs no model
@@ -267,7 +266,7 @@ class ClaudeAgentRunner:
         asking)."""
         servers = options.mcp_servers
         if not isinstance(servers, Mapping):
-            if run.offered or self._sources.keys:
+            if run.offered or run.sources.keys:
                 raise ValueError(
                     "built-in tools and tool sources need ClaudeAgentOptions.mcp_servers as a "
                     "dict (it is a config file path): give the servers as a dict"
@@ -276,7 +275,7 @@ class ClaudeAgentRunner:
         added: dict[str, McpServerConfig] = {
             **servers,
             **self._tools.serving(run.handed),
-            **self._sources.serving(run.handed, turn),
+            **run.sources.serving(run.handed, turn),
         }
         if not run.offered:
             return dataclasses.replace(options, mcp_servers=added)
@@ -307,6 +306,7 @@ class _RunSetup:
     gate: WriteGate
     handed: RecordedResults
     offered: tuple[str, ...]
+    sources: SourceListing
 
 
 def _check_options(options: ClaudeAgentOptions) -> None:

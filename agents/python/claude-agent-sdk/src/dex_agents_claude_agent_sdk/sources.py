@@ -64,7 +64,7 @@ class _Listed:
 
 
 class SourceTools:
-    """The runner's tool sources, by key; `list()` before the rest."""
+    """The runner's tool sources, by key: each run's `listing()`, and the owner of a call."""
 
     def __init__(self, sources: Mapping[str, McpToolSource]) -> None:
         for key, source in sources.items():
@@ -73,23 +73,15 @@ class SourceTools:
                     f"tool_sources takes McpToolSource values, not {source!r} (key {key!r})"
                 )
         self._sources = dict(sources)
-        self._tools: dict[str, _Listed] = {}
 
-    @property
-    def keys(self) -> list[str]:
-        return list(self._sources)
-
-    async def list(self) -> None:
-        """Lists every source (each lists once and caches its tools)."""
+    async def listing(self) -> SourceListing:
+        """Every source's tools, for one run (each source lists once and keeps its tools); the
+        runner, shared by the Worker's sessions, keeps none of it."""
         tools: dict[str, _Listed] = {}
         for key, source in self._sources.items():
             for tool in await source.list_tools():
                 tools[full_name(key, tool.name)] = _Listed(key, source, tool)
-        self._tools = tools
-
-    def declared(self) -> dict[str, Declared]:
-        """What each listed tool declares, by the name the model sees."""
-        return {name: _declared(listed) for name, listed in self._tools.items()}
+        return SourceListing(tuple(self._sources), tools)
 
     def owner(self, execution: DeferredToolExecution) -> McpToolSource | None:
         """The source that runs a deferred call in its tool Step: the one whose server the
@@ -99,16 +91,28 @@ class SourceTools:
             return None
         return next((source for source in self._sources.values() if source.owns(record)), None)
 
+
+@dataclass(frozen=True)
+class SourceListing:
+    """The sources' tools as one run sees them, by the names the model sees."""
+
+    keys: tuple[str, ...]
+    tools: Mapping[str, _Listed]
+
+    def declared(self) -> dict[str, Declared]:
+        """What each listed tool declares, by the name the model sees."""
+        return {name: _declared(listed) for name, listed in self.tools.items()}
+
     def serving(
         self, recorded: RecordedResults, turn: AgentTurnContext
     ) -> dict[str, McpSdkServerConfig]:
         """The servers of one CLI run, one per source key."""
-        return {key: self._server(key, recorded, turn) for key in self._sources}
+        return {key: self._server(key, recorded, turn) for key in self.keys}
 
     def _server(
         self, key: str, recorded: RecordedResults, turn: AgentTurnContext
     ) -> McpSdkServerConfig:
-        listed = {entry.tool.name: (name, entry) for name, entry in self._tools.items()
+        listed = {entry.tool.name: (name, entry) for name, entry in self.tools.items()
                   if entry.key == key}  # fmt: skip
 
         async def on_list_tools(ctx: Any, params: Any) -> ListToolsResult:
