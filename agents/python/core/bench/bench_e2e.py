@@ -25,7 +25,9 @@ Contenders:
 - with --warm, dex-agents + each adapter and its runner in memory again with the adapter's
   warm path on (`warm_runs=8`: Pydantic AI's run kept open between a turn's model steps, the
   OpenAI Agents SDK's `RunState` kept instead of parsed again), so warm and cold compare within
-  one run;
+  one run; and dex-agents + Pydantic AI, warm, with its model calls not streamed
+  (`stream=False`: no `text_delta` events), like for like against the frameworks alone and
+  LangGraph + `SqliteSaver` invoked;
 - with --embedded, each dex-agents contender again with its Worker and its AgentClient in one
   process of their own (`async with Worker(flows), AgentClient()`, as an application embeds
   one), driven turn by turn over a pipe and timed in that process: no process boundary within
@@ -592,6 +594,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "pydantic_ai_warm_flows",
                 baseline="Pydantic AI alone",
                 streaming_baseline="Pydantic AI alone, streaming",
+            ),
+            DexAgents(
+                "dex-agents + Pydantic AI, warm, unstreamed",
+                "e2e_app:pydantic_ai_warm_unstreamed_flows",
+                "BenchPydanticAiWarmUnstreamed",
+                f"sqlite:///{tmp / 'dex-pydantic-ai-warm-unstreamed.sqlite'}",
+                baseline="Pydantic AI alone",
             ),
             DexAgents(
                 "dex-agents + OpenAI Agents, warm",

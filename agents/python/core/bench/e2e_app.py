@@ -76,6 +76,12 @@ def __getattr__(name: str) -> list[AgentSessionFlow]:
         # The turn's run kept open between its model steps (the adapter's warm runs).
         runner = PydanticAiRunner(pydantic_ai_agent(_url()), warm_runs=WARM_RUNS)
         return [AgentSessionFlow(runner, flow_type="BenchPydanticAiWarm", options=OPTIONS)]
+    if name == "pydantic_ai_warm_unstreamed_flows":
+        # As above with the model calls not streamed (no text_delta events): like for like
+        # against the frameworks alone and LangGraph + SqliteSaver invoked.
+        runner = PydanticAiRunner(pydantic_ai_agent(_url()), warm_runs=WARM_RUNS, stream=False)
+        flow_type = "BenchPydanticAiWarmUnstreamed"
+        return [AgentSessionFlow(runner, flow_type=flow_type, options=OPTIONS)]
     if name == "openai_agents_flows":
         agent_runner = OpenAIAgentsRunner(
             openai_agents_agent(), run_config=openai_agents_run_config(_url()), warm_runs=0
