@@ -46,7 +46,7 @@ import type {
 } from "./dex.js";
 import { buildPlanNote, ToolExecutionError, type texts, withToolExecution } from "./dex.js";
 import { type Declared, WriteGate } from "./gate.js";
-import { SourceTools } from "./sources.js";
+import { type SourceListing, SourceTools } from "./sources.js";
 import { type Entries, merged, RecordSessionStore } from "./store.js";
 import { TurnRecorder, withToolNames } from "./stream.js";
 import { RESUME_PROMPT } from "./texts.js";
@@ -164,13 +164,13 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     const offered = builtIns.offered(turn.enabledBuiltInTools, turn.interactionMode === "planning");
     const recorder = new TurnRecorder(turn, offered);
     const handed = new RecordedResults();
-    await this.#sources.list();
-    const gate = new WriteGate(turn, this.#declared, handed, offered);
+    const listing = await this.#sources.listing();
+    const gate = new WriteGate(turn, this.#declaredIn(listing), handed, offered);
     const configDir = mkdtempSync(join(tmpdir(), "dex-claude-config-"));
     const timer = setInterval(() => turn.heartbeat(), this.#heartbeatMs);
     timer.unref();
     try {
-      const options = this.#runOptions(turn, { sessionId, store, gate, handed, configDir, offered });
+      const options = this.#runOptions(turn, { sessionId, store, gate, handed, configDir, offered, listing });
       // A resumed run sends a text of its own: an empty input fails to resume.
       await run(state !== null ? [RESUME_PROMPT] : prompt(turn, history.prompts), options, recorder, turn);
     } finally {
@@ -210,9 +210,9 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     timer.unref();
     try {
       const { toolName, arguments: args } = call.toolCall;
-      await this.#sources.list();
-      if (this.#sources.has(toolName)) {
-        const output = await withToolExecution(call, () => this.#sources.call(toolName, args, call.cancellationSignal));
+      const listing = await this.#sources.listing();
+      if (listing.has(toolName)) {
+        const output = await withToolExecution(call, () => listing.call(toolName, args, call.cancellationSignal));
         return { kind: "tool_execution_result", output };
       }
       const result = await withToolExecution(call, () => this.#tools.call(toolName, args));
@@ -237,12 +237,14 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
     return [...Object.keys(toolServers), ...this.#sources.keys];
   }
 
-  /** What a served tool declares: a tool server's tool its annotations' effect, a source's tool
-   *  the source's policy. */
-  readonly #declared: Declared = (toolName) => {
-    const effect = this.#tools.effect(toolName);
-    return effect === undefined ? this.#sources.declared(toolName) : { effect };
-  };
+  /** What a served tool declares in a run: a tool server's tool its annotations' effect, a
+   *  source's tool the source's policy in the run's listing. */
+  #declaredIn(listing: SourceListing): Declared {
+    return (toolName) => {
+      const effect = this.#tools.effect(toolName);
+      return effect === undefined ? listing.declared(toolName) : { effect };
+    };
+  }
 
   #runOptions(turn: AgentTurnContext<Item>, run: RunSetup): Options {
     const given = this.sessionOptions(turn.sessionSettings);
@@ -263,7 +265,7 @@ export class ClaudeAgentRunner implements AgentFrameworkRunner<Item> {
             mcpServers: {
               ...given.mcpServers,
               ...this.#tools.serving(run.handed),
-              ...this.#sources.serving(run.handed, turn),
+              ...run.listing.serving(run.handed, turn),
               ...builtInServer,
             },
             allowedTools: [...(given.allowedTools ?? []), ...offered],
@@ -289,6 +291,7 @@ interface RunSetup {
   handed: RecordedResults;
   configDir: string;
   offered: readonly texts.BuiltInToolName[];
+  listing: SourceListing;
 }
 
 /** The refusals of the options a run is given (the runner's, or what `optionsFor` returns). */

@@ -42,10 +42,9 @@ interface Listed {
   policy: ToolPolicy;
 }
 
-/** The runner's tool sources, by key; `list()` before the rest. */
+/** The runner's tool sources, by key: each run's `listing()`. */
 export class SourceTools {
   readonly #sources: Readonly<Record<string, CallableToolSource>>;
-  #tools = new Map<string, Listed>();
 
   constructor(sources: Readonly<Record<string, CallableToolSource>>) {
     this.#sources = sources;
@@ -55,14 +54,26 @@ export class SourceTools {
     return Object.keys(this.#sources);
   }
 
-  /** Lists every source (each lists once and caches its tools). */
-  async list(): Promise<void> {
+  /** Every source's tools, for one run (each source lists once and caches its tools); the
+   *  runner, shared by the Worker's sessions, keeps none of it. */
+  async listing(): Promise<SourceListing> {
     const tools = new Map<string, Listed>();
     for (const [key, source] of Object.entries(this.#sources)) {
       for (const tool of await source.listTools()) {
         tools.set(fullName(key, tool.name), { key, source, tool, policy: sourceToolPolicy(source, tool) });
       }
     }
+    return new SourceListing(this.keys, tools);
+  }
+}
+
+/** The sources' tools as one run sees them, by the names the model sees. */
+export class SourceListing {
+  readonly #keys: readonly string[];
+  readonly #tools: ReadonlyMap<string, Listed>;
+
+  constructor(keys: readonly string[], tools: ReadonlyMap<string, Listed>) {
+    this.#keys = keys;
     this.#tools = tools;
   }
 
@@ -70,11 +81,6 @@ export class SourceTools {
    *  name the model sees; undefined for a name that is not a source's tool. */
   declared(toolName: string): ToolPolicy | undefined {
     return this.#tools.get(toolName)?.policy;
-  }
-
-  /** The names the model sees. */
-  get names(): string[] {
-    return [...this.#tools.keys()];
   }
 
   has(toolName: string): boolean {
@@ -91,7 +97,7 @@ export class SourceTools {
   /** The servers of one CLI run, one per source key. */
   serving(recorded: RecordedResults, turn: AgentTurnContext): Record<string, McpSdkServerConfigWithInstance> {
     const servers: Record<string, McpSdkServerConfigWithInstance> = {};
-    for (const key of this.keys) {
+    for (const key of this.#keys) {
       const tools = [...this.#tools.entries()].filter(([, entry]) => entry.key === key);
       servers[key] = { type: "sdk", name: key, instance: sourceServer(key, tools, recorded, turn) };
     }
