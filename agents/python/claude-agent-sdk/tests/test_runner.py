@@ -3,6 +3,7 @@ Anthropic server: a whole turn in one model step, its transcript in the session'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -105,3 +106,10 @@ def test_tool_source_keys_must_be_free() -> None:
         ClaudeAgentRunner(options=options("http://127.0.0.1:9"), tool_sources={"dex": source})
     with pytest.raises(ValueError, match="both in mcp_servers and in tool_sources"):
         ClaudeAgentRunner(options=options("http://127.0.0.1:9"), tool_sources={"t": source})
+
+
+def test_tool_sources_beside_servers_in_a_config_file_are_refused_when_the_runner_is_made() -> None:
+    given = dataclasses.replace(options("http://127.0.0.1:9"), mcp_servers="/etc/mcp.json")
+    ClaudeAgentRunner(options=given)  # without sources, the CLI reads the file
+    with pytest.raises(ValueError, match=r"mcp_servers as a dict .* config file path"):
+        ClaudeAgentRunner(options=given, tool_sources={"shop": feature_mcp_source()})

@@ -91,6 +91,13 @@ NO_CLI_RETRIES_ENV: Mapping[str, str] = {"CLAUDE_CODE_MAX_RETRIES": "0"}
 """Environment that turns off the CLI's own retries of a failed model request, so that
 RunModel's attempts, recorded in the Step history, are the model call's retries."""
 
+SERVERS_AS_PATH = (
+    "built-in tools and tool sources need ClaudeAgentOptions.mcp_servers as a dict (it is a "
+    "config file path): give the servers as a dict"
+)
+"""Refuses tool sources (when the runner is made) and built-ins (when a run that offers them
+starts) beside servers given as a config file, which the runner cannot add servers to."""
+
 
 OptionsFor = Callable[[ClaudeAgentOptions, Mapping[str, Any]], ClaudeAgentOptions]
 """The options of one model call: given the runner's options and the session's settings."""
@@ -134,6 +141,8 @@ class ClaudeAgentRunner:
         options = options or ClaudeAgentOptions()
         _check_options(options)
         servers = options.mcp_servers
+        if tool_sources and not isinstance(servers, Mapping):
+            raise ValueError(SERVERS_AS_PATH)
         keys = [*(servers if isinstance(servers, Mapping) else {}), *(tool_sources or {})]
         if built_ins.SERVER_KEY in keys:
             raise ValueError(
@@ -267,10 +276,7 @@ class ClaudeAgentRunner:
         servers = options.mcp_servers
         if not isinstance(servers, Mapping):
             if run.offered or run.sources.keys:
-                raise ValueError(
-                    "built-in tools and tool sources need ClaudeAgentOptions.mcp_servers as a "
-                    "dict (it is a config file path): give the servers as a dict"
-                )
+                raise ValueError(SERVERS_AS_PATH)
             return options
         added: dict[str, McpServerConfig] = {
             **servers,
