@@ -42,6 +42,24 @@ def test_another_fingerprint_a_stale_or_unusable_entry_is_closed_and_missed() ->
     assert (closed, stale_closed, states.misses) == (["run-1", "run-2"], ["run-3"], 2)
 
 
+def test_a_lent_entry_stays_for_the_next_take_and_a_refused_one_is_not_closed() -> None:
+    states, closed = _states(max_entries=2)
+    states.keep("s-1", "f1", "run-1")
+    states.keep("s-2", "f1", "run-2")
+    assert states.lend("s-1", "f2", usable=lambda run: True) is None
+    assert states.lend("s-1", "f1", usable=lambda run: False) is None
+    assert states.lend("s-1", "f1", usable=lambda run: True) == "run-1"
+    states.renew("s-1", "run-1")  # now the most recently kept: s-2's entry goes first
+    states.keep("s-3", "f1", "run-3")
+    assert closed == ["run-2"]
+    assert states.take("s-1", lambda: "f1") == "run-1"
+    assert (states.lent, states.hits, states.misses) == (1, 1, 0)
+    stale, stale_closed = _states(ttl=0.0)
+    stale.keep("s-1", "f1", "run-4")
+    assert stale.lend("s-1", "f1", usable=lambda run: True) is None
+    assert stale_closed == []  # the next take closes it
+
+
 def test_one_entry_per_session_and_the_least_recently_kept_closed_first() -> None:
     states, closed = _states(max_entries=2)
     states.keep("s-1", "f", "a")

@@ -73,6 +73,8 @@ class WarmStates(Generic[T]):
         self._entries: OrderedDict[str, _Entry[T]] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        self.lent = 0
+        """Entries used by a Step between the two that take them (`lend`), such as a tool Step."""
 
     @property
     def enabled(self) -> bool:
@@ -103,6 +105,25 @@ class WarmStates(Generic[T]):
             return None
         self.hits += 1
         return entry.value
+
+    def lend(self, flow_id: str, wanted: str, usable: Callable[[T], bool]) -> T | None:
+        """The session's entry, left in the cache, if it is fresh, `usable` and stands for
+        `wanted`: for a Step between the two that take it (a tool Step between a turn's model
+        Steps), which `renew`s it when done. Counts no hit nor miss; a miss closes nothing."""
+        entry = self._entries.get(flow_id)
+        if entry is None or time.monotonic() - entry.kept_at > self._ttl:
+            return None
+        if entry.fingerprint != wanted or not usable(entry.value):
+            return None
+        self.lent += 1
+        return entry.value
+
+    def renew(self, flow_id: str, value: T) -> None:
+        """Starts the session's entry's age again, if it is still `value`."""
+        entry = self._entries.get(flow_id)
+        if entry is not None and entry.value is value:
+            entry.kept_at = time.monotonic()
+            self._entries.move_to_end(flow_id)
 
     def keep(self, flow_id: str, fingerprint: str, value: T) -> None:
         """Keeps `value` as the session's entry, standing for `fingerprint`."""

@@ -119,6 +119,8 @@ class RunnerDriver:
     tool_policies: dict[str, ToolPolicy] = field(default_factory=dict)
     default_tool_effect: ToolEffect = "unclassified"
     flow_id: str = "session-1"
+    session_settings: dict[str, Any] = field(default_factory=dict)
+    """The settings every Step's turn runs with (`AgentTurnContext.session_settings`)."""
     messages: list[AgentMessage] = field(default_factory=list)
     events: RecordingEvents = field(default_factory=RecordingEvents)
     usage: AgentUsage = field(default_factory=AgentUsage)
@@ -156,6 +158,7 @@ class RunnerDriver:
             tool_policies=self.tool_policies,
             default_tool_effect=self.default_tool_effect,
             framework_items=self.framework_items,
+            session_settings=self.session_settings,
         )
 
     def start_turn(self, text: str) -> str:
