@@ -64,6 +64,15 @@ async def test_a_run_ended_at_deferred_calls_resumes_with_the_node_a_new_run_bui
 
         _compat.as_new_run(run, 2)
         assert (run.ctx.state.run_step, run.ctx.deps.user_deps) == (0, 2)
+        assert run.ctx.deps.prompt is None  # as a new run over a history ending with a response
+        manager = run.ctx.deps.tool_manager
+        assert {"ctx", "failed_tools", "succeeded_tools"} <= {
+            f.name for f in dataclasses.fields(manager)
+        }
+        _compat.fresh_tools(run)
+        assert (manager.ctx, manager.failed_tools, manager.succeeded_tools) == (None, set(), set())
+        running = _compat.resume_node(run, None)  # the node that runs the calls, as a tool Step
+        assert isinstance(running, CallToolsNode) and running.tool_call_results is None
         resumed = _compat.resume_node(run, DeferredToolResults(calls={"c1": "A"}))
         assert isinstance(resumed, CallToolsNode)
         node = resumed

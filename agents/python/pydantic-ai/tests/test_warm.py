@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.testing import (
     Decision,
     Reject,
@@ -25,8 +25,10 @@ from dex_agents.testing import (
 from dex_agents.testing.shared_worker import SessionRun, SharedWorkerSuite, WorkerApp
 from dex_agents.testing.warm import WarmWorkerSuite, assert_warm_matches_cold
 from dex_agents.types import AgentToolCall
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.messages import ModelMessage
 
-from dex_agents_pydantic_ai import PydanticAiRunner
+from dex_agents_pydantic_ai import DepsContext, PydanticAiRunner
 from dex_agents_pydantic_ai.warm import TASK_NAME
 
 from .apps.agents import (
@@ -258,3 +260,95 @@ async def test_a_cancelled_step_closes_its_warm_run_and_the_next_attempt_runs_co
     assert isinstance(answer, TurnCompleted)
     assert runner.warm_runs.hits == 1  # the attempt after ran cold
     assert model.requests[2].body == model.requests[1].body
+
+
+def _viewing_runner(
+    model: ScriptedModelServer, warm_runs: int, views: list[dict[str, Any]]
+) -> PydanticAiRunner[int]:
+    """An agent whose tool records what its RunContext shows (`views`)."""
+    agent: Agent[int, str] = Agent(scripted_model(model.base_url), deps_type=int)
+
+    @agent.tool
+    def inspect(ctx: RunContext[int], note: str) -> str:
+        views.append(
+            {
+                "note": note,
+                "messages": [_described(message) for message in ctx.messages],
+                "run_step": ctx.run_step,
+                "usage": (ctx.usage.requests, ctx.usage.tool_calls, ctx.usage.input_tokens),
+                "retry": ctx.retry,
+                "approved": ctx.tool_call_approved,
+                "prompt": ctx.prompt,
+                "model": ctx.model.model_name,
+                "deps": ctx.deps,
+                "tool_call_id": ctx.tool_call_id,
+            }
+        )
+        return f"seen {note}"
+
+    def deps(context: DepsContext) -> int:
+        return int(context.session_settings["deps"])
+
+    return PydanticAiRunner(agent, deps_factory=deps, warm_runs=warm_runs)
+
+
+def _described(message: ModelMessage) -> tuple[str, ...]:
+    """A message as kinds and texts, without timestamps and run IDs."""
+    described: list[str] = [type(message).__name__]
+    for part in message.parts:
+        text = getattr(part, "content", None) or getattr(part, "tool_call_id", None)
+        described.append(f"{type(part).__name__}:{text}")
+    return tuple(described)
+
+
+async def _viewed_session(
+    model: ScriptedModelServer, warm_runs: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], PydanticAiRunner[int]]:
+    views: list[dict[str, Any]] = []
+    runner = _viewing_runner(model, warm_runs, views)
+    driver = RunnerDriver(
+        runner, tool_policies={"inspect": ToolPolicy(effect="read")}, session_settings={"deps": 7}
+    )
+    first = len(model.requests)
+    model.enqueue(
+        reply_tools(("v1", "inspect", {"note": "alone"})),
+        reply_tools(("v2", "inspect", {"note": "left"}), ("v3", "inspect", {"note": "right"})),
+        reply_text("Seen three."),
+        reply_tools(("v4", "inspect", {"note": "asked"})),
+        reply_text("Seen four."),
+    )
+    await driver.turn("Look around.")
+    driver.tool_policies["inspect"] = ToolPolicy(effect="read", requires_approval=True)
+    await driver.turn("Once more, with approval.")
+    return views, [request.body for request in model.requests[first:]], runner
+
+
+async def test_a_tool_sees_the_conversation_alike_run_warm_or_cold(
+    model: ScriptedModelServer,
+) -> None:
+    """A tool Step's RunContext is the one of a new run over the turn's history, whether the
+    call runs in the turn's warm run (a lone call) or in a run of its own (cold, or one call of
+    several, which sees only its own call in the last response)."""
+    cold_views, cold_requests, cold = await _viewed_session(model, warm_runs=0)
+    warm_views, warm_requests, warm = await _viewed_session(model, warm_runs=4)
+
+    assert warm_views == cold_views
+    assert warm_requests == cold_requests
+    # The lone calls ran in the warm run (v1, and v4 after its approval); v2 and v3 cold.
+    assert (warm.warm_runs.lent, cold.warm_runs.lent) == (2, 0)
+    by_note = {view["note"]: view for view in warm_views}
+    assert [view["note"] for view in warm_views] == ["alone", "left", "right", "asked"]
+    alone = by_note["alone"]["messages"]
+    assert ("ModelRequest", "UserPromptPart:Look around.") in alone
+    assert alone[-1] == ("ModelResponse", "ToolCallPart:v1")
+    # One call of several sees only its own call in the response that made it.
+    assert by_note["left"]["messages"][-1] == ("ModelResponse", "ToolCallPart:v2")
+    assert by_note["right"]["messages"][-1] == ("ModelResponse", "ToolCallPart:v3")
+    # Turn 2's tool sees turn 1 too: the session's history, as the model does.
+    asked = by_note["asked"]["messages"]
+    assert ("ModelRequest", "UserPromptPart:Look around.") in asked
+    assert ("ModelRequest", "UserPromptPart:Once more, with approval.") in asked
+    assert [view["approved"] for view in warm_views] == [False, False, False, True]
+    # Deps from the turn's session settings, as the model steps'.
+    assert {(view["run_step"], view["retry"], view["deps"]) for view in warm_views} == {(0, 0, 7)}
+    assert {view["usage"] for view in warm_views} == {(0, 0, 0)}

@@ -1,9 +1,9 @@
 """Every part of Pydantic AI that is not its public API, in one place.
 
 Warm runs (warm.py) resume a run that ended at its deferred tool calls: the node Pydantic AI
-builds for `deferred_tool_results` (`CallToolsNode`), whether the run counted a retry, and the
-per-run state a new run starts afresh are read and set here (`resume_node`,
-`retries_counted`, `as_new_run`).
+builds for `deferred_tool_results` (`CallToolsNode`), whether the run counted a retry, the
+per-run state a new run starts afresh and the tools a new run prepares at its first node are
+read and set here (`resume_node`, `retries_counted`, `as_new_run`, `fresh_tools`).
 
 The runner adds `DeferredToolRequests` to a run's output type, which Pydantic AI refuses for an
 agent with output validators; to say so when the runner is built, with what to do, it reads
@@ -22,7 +22,7 @@ from typing import Any
 from pydantic_ai import DeferredToolResults
 from pydantic_ai._agent_graph import AgentNode, CallToolsNode
 from pydantic_ai.agent import AbstractAgent
-from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.run import AgentRun
 from pydantic_ai.usage import RunUsage
 
@@ -37,17 +37,17 @@ AnyAgentNode = AgentNode[Any, Any]
 """A node of an agent run's graph (`AgentRun.next_node`'s type, from a private module)."""
 
 
-def resume_node(run: AgentRun[Any, Any], results: DeferredToolResults) -> AnyAgentNode:
+def resume_node(run: AgentRun[Any, Any], results: DeferredToolResults | None) -> AnyAgentNode:
     """The node a run resumed with `results` goes to, built as Pydantic AI builds it for a
     new run given `deferred_tool_results` (`UserPromptNode._handle_deferred_tool_results`):
-    a `CallToolsNode` over a copy of the last model response, in the run's own history."""
+    a `CallToolsNode` over a copy of the last model response, in the run's own history. With
+    `results` None, the node of a new run given none, which runs the response's calls."""
     history = run.ctx.state.message_history
-    # From the end: the last response is the run's, near the end of a long history.
-    index = next(
-        i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], ModelResponse)
-    )
+    index = _last_response_index(history)
     last = history[index]
     assert isinstance(last, ModelResponse)
+    if results is None:
+        return CallToolsNode(last)
     response = replace(last)
     history[index] = response
     return CallToolsNode(
@@ -55,6 +55,21 @@ def resume_node(run: AgentRun[Any, Any], results: DeferredToolResults) -> AnyAge
         tool_call_results=dict(results.to_tool_call_results()),
         tool_call_metadata=results.metadata or None,
     )
+
+
+def _last_response_index(history: list[ModelMessage]) -> int:
+    # From the end: the last response is the run's, near the end of a long history.
+    return next(i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], ModelResponse))
+
+
+def fresh_tools(run: AgentRun[Any, Any]) -> None:
+    """Has the run's next node prepare its tools again, as a new run's first node does: the
+    tool manager forgets the step it prepared them for, and that step's failed and succeeded
+    tools, which the next step's retry counts start from."""
+    manager = run.ctx.deps.tool_manager
+    manager.ctx = None
+    manager.failed_tools = set()
+    manager.succeeded_tools = set()
 
 
 def retries_counted(run: AgentRun[Any, Any]) -> bool:
@@ -70,8 +85,9 @@ def retries_counted(run: AgentRun[Any, Any]) -> bool:
 def as_new_run(run: AgentRun[Any, Any], deps: object) -> None:
     """Sets what a new run starts afresh, so the resumed run goes on as the cold path's new
     run would: the Step's deps, the step count (its model request is the run's step 1 again),
-    the usage (what usage limits count) and the last request's settings. The tool manager is
-    moved to step 0, so the next request prepares the tools again, as a new run does."""
+    the usage (what usage limits count), the last request's settings and the prompt (None: a
+    new run over a history that ends with a response has none). The tool manager is moved to
+    step 0, so the next request prepares the tools again, as a new run does."""
     state = run.ctx.state
     state.run_step = 0
     state.usage = RunUsage()
@@ -79,6 +95,7 @@ def as_new_run(run: AgentRun[Any, Any], deps: object) -> None:
     state.last_model_request_parameters = None
     graph_deps = run.ctx.deps
     graph_deps.user_deps = deps
+    graph_deps.prompt = None
     manager = graph_deps.tool_manager
     if manager.ctx is not None:
         manager.ctx = replace(manager.ctx, run_step=0, deps=deps)

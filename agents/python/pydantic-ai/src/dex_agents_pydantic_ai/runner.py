@@ -41,6 +41,7 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelRequestPart,
+    ModelResponse,
     SystemPromptPart,
     ToolReturnPart,
     UserPromptPart,
@@ -72,7 +73,7 @@ from .run_state import RunState
 from .sequential import barrier_groups, hold, next_group
 from .tool_results import DEFAULT_MAX_TOOL_RESULT_BYTES, decode_tool_result, readable_output
 from .tool_sources import SourceOffer, SourceTools
-from .tool_step import ToolStepRun
+from .tool_step import ToolRun, ToolStepRun, finish_call
 from .warm import WarmEntry, WarmRuns
 
 DepsT = TypeVar("DepsT")
@@ -91,7 +92,7 @@ class DepsContext:
     tool_call: AgentToolCall | None = None
     """The call a tool Step runs; None for a model step."""
     session_settings: Mapping[str, Any] = field(default_factory=dict)
-    """The turn's session settings; empty in tool Steps, which do not receive them."""
+    """The turn's session settings (a tool Step's too, from its turn)."""
 
 
 DepsFactory = Callable[[DepsContext], DepsT | Awaitable[DepsT]]
@@ -103,6 +104,9 @@ class PydanticAiRunner(Generic[DepsT]):
     """Runs an existing Pydantic AI agent, unchanged, one model call per RunModel Step."""
 
     supports_plan_mode = True
+    tool_steps_read_turn = True
+    """A tool Step runs its call in a run over the turn's history (its tool sees the
+    conversation in `RunContext.messages`), or in the turn's warm run."""
 
     def __init__(
         self,
@@ -204,13 +208,7 @@ class PydanticAiRunner(Generic[DepsT]):
             DepsContext(turn.flow_id, turn.turn_id, session_settings=turn.session_settings)
         )
         model = self._model_for(turn.session_settings)
-        stored = turn.folded(extend_history)
-        history = await self._with_system_prompt(
-            [*with_turn_notes(turn, stored.for_run()), *state.messages],
-            stored.has_system_prompt or _has_system_prompt(state.messages),
-            deps,
-            model,
-        )
+        history = await self._run_history(turn, state, deps, model)
         # A planning turn offers only write_todos: not the agent's tools, nor the sources'.
         only = frozenset(offered_built_ins(turn)) if planning(turn) else None
         catalog = ToolCatalog(defer=True, only=only)
@@ -307,30 +305,95 @@ class PydanticAiRunner(Generic[DepsT]):
         if not isinstance(outcome, ToolCallsRequested) or entry.task.done():
             entry.close()
             return
-        if RunState.from_json(outcome.framework_run_state).held:
+        state = RunState.from_json(outcome.framework_run_state)
+        if state.held:
             entry.close()  # a sequential barrier: the next model step hands over a group
             return
+        entry.lone_call_id = _lone_call_id(state.messages)
         self._warm.keep(turn.flow_id, turn_fingerprint(turn, outcome.framework_run_state), entry)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         source = self._sources.owner(call.tool_call)
         if source is not None:
             return await run_source_call(source, call)
-        deps = await self._deps(DepsContext(call.flow_id, call.turn_id, tool_call=call.tool_call))
-        # No model is called; Pydantic AI needs one to run. Tool Steps get no session
-        # settings, so the default choice serves.
-        model = self._model_for({})
-        run = ToolStepRun(
+        settings = call.turn.session_settings if call.turn is not None else {}
+        deps = await self._deps(
+            DepsContext(
+                call.flow_id, call.turn_id, tool_call=call.tool_call, session_settings=settings
+            )
+        )
+        # dex-agents ran the approval the policy asked for; the tool sees it as approved.
+        approved = call.tool_call.requires_approval
+        entry = self._warm_tool_entry(call)
+        with running_tool(call):
+            if entry is not None:
+                return await self._run_tool_warm(call, entry, deps, approved)
+            run = await self._tool_step_run(call, deps)
+            return await run.call(call.tool_call, approved=approved)
+
+    async def _tool_step_run(self, call: DeferredToolExecution, deps: Any) -> ToolStepRun:
+        """The cold path's run of a call: a new run over the turn's history as its model Step
+        built it (without the turn, the response that made the call alone)."""
+        turn = call.turn
+        # No model is called; Pydantic AI needs one to run: the one the model Step used.
+        model = self._model_for(turn.session_settings if turn is not None else {})
+        history = None
+        if turn is not None and turn.framework_run_state is not None:
+            state = RunState.from_json(turn.framework_run_state)
+            history = await self._run_history(turn, state, deps, model)
+        return ToolStepRun(
             self._agent,
             deps,
             self._output_type,
             model,
             call.flow_id,
             self._max_tool_result_bytes,
+            history,
         )
-        with running_tool(call):
-            # dex-agents ran the approval the policy asked for; the tool sees it as approved.
-            return await run.call(call.tool_call, approved=call.tool_call.requires_approval)
+
+    def _warm_tool_entry(self, call: DeferredToolExecution) -> WarmEntry | None:
+        """The turn's warm run, when it stands for the committed run state and its last
+        response's lone call is this one; else None (the cold path). It stays the turn's
+        entry, for the next model step."""
+        turn = call.turn
+        if not self._warm.enabled or turn is None:
+            return None
+        tool_call_id = call.tool_call.tool_call_id
+        return self._warm.lend(
+            turn.flow_id,
+            turn_fingerprint(turn, turn.framework_run_state),
+            usable=lambda entry: entry.lone_call_id == tool_call_id and not entry.task.done(),
+        )
+
+    async def _run_tool_warm(
+        self, call: DeferredToolExecution, entry: WarmEntry, deps: Any, approved: bool
+    ) -> ToolExecutionResult:
+        """The call run in the turn's warm run. A run that ended (the call deferred) or raised
+        leaves the cache before the Step goes on, so the next model step runs cold; a second
+        attempt of the call runs cold too."""
+        flow_id = call.flow_id
+        declared = entry.context[0].tools.get(call.tool_call.tool_name) if entry.context else None
+        # A tool that declares approval is run approved at once: the cold path's second run.
+        approved = approved or (declared is not None and declared.kind == "unapproved")
+        runs = 0
+
+        async def attempt(record: AgentToolCall, approved: bool) -> ToolRun:
+            nonlocal runs
+            runs += 1
+            if runs > 1:
+                return await (await self._tool_step_run(call, deps)).attempt(record, approved)
+            try:
+                ran = await self._warm.run_tool(entry, record, approved, deps)
+            except BaseException:
+                self._warm.drop(flow_id)
+                raise
+            if ran.return_part is None:
+                self._warm.drop(flow_id)
+            return ran
+
+        result = await finish_call(call.tool_call, approved, attempt, self._max_tool_result_bytes)
+        self._warm.renew(flow_id, entry)
+        return result
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext
@@ -408,6 +471,19 @@ class PydanticAiRunner(Generic[DepsT]):
         if inspect.isawaitable(deps):
             return await deps
         return deps
+
+    async def _run_history(
+        self, turn: AgentTurnContext, state: RunState, deps: Any, model: Model | str | None
+    ) -> list[ModelMessage]:
+        """A run's history: the stored messages with the turn's notes, then the turn's own so
+        far, the agent's system prompts first."""
+        stored = turn.folded(extend_history)
+        return await self._with_system_prompt(
+            [*with_turn_notes(turn, stored.for_run()), *state.messages],
+            stored.has_system_prompt or _has_system_prompt(state.messages),
+            deps,
+            model,
+        )
 
     async def _with_system_prompt(
         self,
@@ -546,6 +622,13 @@ def _tool_results(state: RunState, records: Sequence[AgentToolCall]) -> Deferred
         else:
             results.calls[tool_call_id] = text
     return results
+
+
+def _lone_call_id(messages: Sequence[ModelMessage]) -> str | None:
+    """The ID of the last response's tool call when it made exactly one."""
+    last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
+    calls = last.tool_calls if last is not None else []
+    return calls[0].tool_call_id if len(calls) == 1 else None
 
 
 def _is_sequential(catalog: ToolCatalog, tool_name: str) -> bool:

@@ -1,15 +1,18 @@
 """One tool call in its own Step, run by the agent's real tool function.
 
-The call runs through Pydantic AI itself: a run whose history ends with the model response that
-made the call, stopped before the model request that would carry the result. Pydantic AI finds
-the tool in the agent's toolsets, validates the arguments, builds the real RunContext (deps,
-tool_call_id, retry) and runs the tool with every hook and wrapper the agent has.
+The call runs through Pydantic AI itself: a run whose history is the conversation up to the
+model response that made the call, stopped before the model request that would carry the
+result. Pydantic AI finds the tool in the agent's toolsets, validates the arguments, builds the
+real RunContext (deps, the conversation in `messages`, tool_call_id, retry) and runs the tool
+with every hook and wrapper the agent has. That run is a new one over the turn's history (the
+cold path), or, for the lone call of a response whose run a warm entry keeps open, that run
+itself (warm.py), which the tool sees alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dex_agents.runner import ToolExecutionError, ToolExecutionResult
@@ -33,7 +36,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model
 from pydantic_ai.output import OutputSpec
+from pydantic_ai.run import AgentRun
+from pydantic_graph import End
 
+from ._compat import AnyAgentNode
 from .deferral import ToolCatalog
 from .tool_results import DEFAULT_MAX_TOOL_RESULT_BYTES, NativeToolResult, encode_tool_result
 
@@ -48,7 +54,9 @@ DEFERRED_AT_RUN_TIME = (
 
 
 @dataclass(frozen=True)
-class _ToolRun:
+class ToolRun:
+    """What one run of a tool call did."""
+
     return_part: ToolReturnPart | None
     user_part: UserPromptPart | None
     """`ToolReturn.content`, which Pydantic AI sends as a user part after the tool results."""
@@ -69,73 +77,115 @@ class ToolStepRun:
     model: Model | str | None
     conversation_id: str
     max_result_bytes: int = DEFAULT_MAX_TOOL_RESULT_BYTES
+    history: Sequence[ModelMessage] | None = None
+    """The conversation up to the response that made the call, as the turn's model Step ran
+    it; None: that response alone, after a request revealing the called tool."""
 
     async def call(self, record: AgentToolCall, *, approved: bool) -> ToolExecutionResult:
-        run = await self._attempt(record, approved)
-        if run.requests is not None and run.requests.approvals and not approved:
-            if run.declared_kind != "unapproved":
-                raise ToolExecutionError(APPROVAL_AT_RUN_TIME)
-            # A ToolPolicy waived the tool's declared approval; Pydantic AI deferred it unrun.
-            run = await self._attempt(record, True)
-        if run.return_part is None:
-            asked_approval = run.requests is not None and bool(run.requests.approvals)
-            raise ToolExecutionError(
-                APPROVAL_AT_RUN_TIME if asked_approval else DEFERRED_AT_RUN_TIME
-            )
-        part = run.return_part
-        if part.outcome == "success":
-            native = NativeToolResult(part, run.user_part, run.tools)
-            return ToolExecutionResult(encode_tool_result(native, self.max_result_bytes))
-        # ModelRetry, ToolFailed and invalid arguments: a failure the model reads.
-        raise ToolExecutionError(part.model_response_str(wrap_if_error=False))
+        return await finish_call(record, approved, self.attempt, self.max_result_bytes)
 
-    async def _attempt(self, record: AgentToolCall, approved: bool) -> _ToolRun:
-        call = ToolCallPart(record.tool_name, record.arguments, record.tool_call_id)
-        history: list[ModelMessage] = [_revealing(record.tool_name), ModelResponse(parts=[call])]
+    async def attempt(self, record: AgentToolCall, approved: bool) -> ToolRun:
+        """Runs the call once, approved or not, in a new run."""
         catalog = ToolCatalog(defer=False)
         results = (
             DeferredToolResults(approvals={record.tool_call_id: ToolApproved()})
             if approved
             else None
         )
-        try:
-            async with self.agent.iter(
-                None,
-                output_type=self.output_type,
-                message_history=history,
-                deferred_tool_results=results,
-                deps=self.deps,
-                model=self.model,
-                conversation_id=self.conversation_id,
-                capabilities=[catalog],
-                infer_name=False,
-            ) as agent_run:
-                node = agent_run.next_node
-                while not Agent.is_end_node(node):
-                    if Agent.is_model_request_node(node):
-                        # The request that would carry the result to the model: the tool ran.
-                        parts = node.request.parts
-                        return _ToolRun(
-                            _return_part(parts, record),
-                            _user_part(parts),
-                            _revealed(parts, record),
-                            None,
-                            None,
-                        )
-                    node = await agent_run.next(node)
-                output = node.data.output
-        except UnexpectedModelBehavior as error:
-            # The tool exceeded its retries (ModelRetry with max_retries reached).
-            raise ToolExecutionError(str(error)) from error
-        except Exception as error:
-            # Pydantic AI refuses to call an approved external tool, so it never ran.
-            declared = catalog.tools.get(record.tool_name)
-            if declared is not None and declared.kind == "external":
-                raise ToolExecutionError(DEFERRED_AT_RUN_TIME) from error
-            raise
+        async with self.agent.iter(
+            None,
+            output_type=self.output_type,
+            message_history=self._history(record),
+            deferred_tool_results=results,
+            deps=self.deps,
+            model=self.model,
+            conversation_id=self.conversation_id,
+            capabilities=[catalog],
+            infer_name=False,
+        ) as agent_run:
+            return await drive_tool_call(agent_run, agent_run.next_node, record, catalog)
+
+    def _history(self, record: AgentToolCall) -> list[ModelMessage]:
+        call = ToolCallPart(record.tool_name, record.arguments, record.tool_call_id)
+        if self.history is None:
+            return [_revealing(record.tool_name), ModelResponse(parts=[call])]
+        return _with_only_call(self.history, record.tool_call_id)
+
+
+Attempt = Callable[[AgentToolCall, bool], Awaitable[ToolRun]]
+"""Runs the call once, approved or not, and says what the run did."""
+
+
+async def finish_call(
+    record: AgentToolCall, approved: bool, attempt: Attempt, max_result_bytes: int
+) -> ToolExecutionResult:
+    """The call's result from its run (`attempt`), or the failure the model reads."""
+    run = await attempt(record, approved)
+    if run.requests is not None and run.requests.approvals and not approved:
+        if run.declared_kind != "unapproved":
+            raise ToolExecutionError(APPROVAL_AT_RUN_TIME)
+        # A ToolPolicy waived the tool's declared approval; Pydantic AI deferred it unrun.
+        run = await attempt(record, True)
+    if run.return_part is None:
+        asked_approval = run.requests is not None and bool(run.requests.approvals)
+        raise ToolExecutionError(APPROVAL_AT_RUN_TIME if asked_approval else DEFERRED_AT_RUN_TIME)
+    part = run.return_part
+    if part.outcome == "success":
+        native = NativeToolResult(part, run.user_part, run.tools)
+        return ToolExecutionResult(encode_tool_result(native, max_result_bytes))
+    # ModelRetry, ToolFailed and invalid arguments: a failure the model reads.
+    raise ToolExecutionError(part.model_response_str(wrap_if_error=False))
+
+
+async def drive_tool_call(
+    agent_run: AgentRun[Any, Any],
+    node: AnyAgentNode | End[Any],
+    record: AgentToolCall,
+    catalog: ToolCatalog,
+) -> ToolRun:
+    """Drives `agent_run` from `node` until the tool ran (the next model request would carry
+    its result) or the run ended with the call deferred."""
+    try:
+        while not isinstance(node, End):
+            if Agent.is_model_request_node(node):
+                parts = node.request.parts
+                return ToolRun(
+                    _return_part(parts, record),
+                    _user_part(parts),
+                    _revealed(parts, record),
+                    None,
+                    None,
+                )
+            node = await agent_run.next(node)
+    except UnexpectedModelBehavior as error:
+        # The tool exceeded its retries (ModelRetry with max_retries reached).
+        raise ToolExecutionError(str(error)) from error
+    except Exception as error:
+        # Pydantic AI refuses to call an approved external tool, so it never ran.
         declared = catalog.tools.get(record.tool_name)
-        requests = output if isinstance(output, DeferredToolRequests) else None
-        return _ToolRun(None, None, None, requests, declared.kind if declared else None)
+        if declared is not None and declared.kind == "external":
+            raise ToolExecutionError(DEFERRED_AT_RUN_TIME) from error
+        raise
+    output = node.data.output
+    declared = catalog.tools.get(record.tool_name)
+    requests = output if isinstance(output, DeferredToolRequests) else None
+    return ToolRun(None, None, None, requests, declared.kind if declared else None)
+
+
+def _with_only_call(history: Sequence[ModelMessage], tool_call_id: str) -> list[ModelMessage]:
+    """The history with its last response keeping only this call among its tool calls: the
+    calls beside it run in tool Steps of their own."""
+    messages = list(history)
+    last = messages[-1]
+    assert isinstance(last, ModelResponse), "the history ends with the response that made the call"
+    parts = [
+        part
+        for part in last.parts
+        if not isinstance(part, ToolCallPart) or part.tool_call_id == tool_call_id
+    ]
+    if len(parts) != len(last.parts):
+        messages[-1] = replace(last, parts=parts)
+    return messages
 
 
 def _return_part(parts: Sequence[ModelRequestPart], record: AgentToolCall) -> ToolReturnPart | None:

@@ -7,6 +7,13 @@ the same turn on the same Worker hands it the recorded tool results, as the cold
 pass them (`DeferredToolResults`), and the run goes on to its next model response without a
 new run's set-up.
 
+The lone tool call of a parked run's last response runs in that run too, in its tool Step
+(`run_tool`): the run goes on as a new run over the same history would (`as_new_run`, its tools
+prepared again without deferral) and runs the call as Pydantic AI runs a call, so the tool sees
+the RunContext the cold path's tool Step run gives it (tool_step.py); the run then parks again,
+still at its response, and the next model Step resumes it with the committed results as it
+would without the tool Step. A tool Step saves a new run's set-up this way.
+
 An entry stands for exactly one committed run state (`dex_agents.warm_states`: keyed by
 session, matched by the turn's fingerprint, bounded in number and age). Any difference, a
 missing entry (another Worker, a restart), an exception, a cancelled Step or an evicted entry
@@ -17,14 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dex_agents.runner import EventWriter
+from dex_agents.types import AgentToolCall
 from dex_agents.warm_states import WarmStates
-from pydantic_ai import DeferredToolRequests, DeferredToolResults
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved
 from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRun
 
@@ -32,6 +41,7 @@ from . import _compat
 from .deferral import ToolCatalog
 from .model_step import ModelCallOutcome, drive_model_call
 from .tool_sources import SourceOffer
+from .tool_step import ToolRun, drive_tool_call
 
 TASK_NAME = "dex-agents-pydantic-ai-warm-run"
 T = TypeVar("T")
@@ -45,6 +55,21 @@ class _Resume:
     reply: asyncio.Future[ModelCallOutcome]
 
 
+@dataclass
+class _RunTool:
+    record: AgentToolCall
+    approved: bool
+    deps: object
+    catalog: ToolCatalog
+    reply: asyncio.Future[ToolRun]
+    context: contextvars.Context
+    """The tool Step's context (its `current_tool_execution`, log and trace context), which
+    the call runs in, as on the cold path."""
+
+
+_Command = _Resume | _RunTool
+
+
 RunContextOfOutcomes = tuple[ToolCatalog, SourceOffer, Model | str | None]
 """What the runner reads a run's outcomes with: its catalog, source offer and model."""
 
@@ -54,8 +79,10 @@ class WarmEntry:
     """One open run, parked at its deferred tool calls."""
 
     task: asyncio.Task[None]
-    inbox: asyncio.Queue[_Resume | None]
+    inbox: asyncio.Queue[_Command | None]
     context: RunContextOfOutcomes | None = None
+    lone_call_id: str | None = None
+    """The ID of the last response's tool call when it made only one (it may run warm)."""
 
     def close(self) -> None:
         with contextlib.suppress(asyncio.QueueFull):
@@ -79,6 +106,19 @@ class WarmRuns(WarmStates[WarmEntry]):
         entry.inbox.put_nowait(_Resume(results, deps, events, reply))
         return await _awaiting(entry, reply)
 
+    async def run_tool(
+        self, entry: WarmEntry, record: AgentToolCall, approved: bool, deps: object
+    ) -> ToolRun:
+        """Runs the entry's lone call in its run; the entry stays usable unless the run ended
+        (the call deferred) or raised."""
+        assert entry.context is not None  # set when it was parked
+        reply: asyncio.Future[ToolRun] = asyncio.get_running_loop().create_future()
+        command = _RunTool(
+            record, approved, deps, entry.context[0], reply, contextvars.copy_context()
+        )
+        entry.inbox.put_nowait(command)
+        return await _awaiting(entry, reply)
+
     async def start(
         self, open_run: Opener, events: EventWriter, stream: bool
     ) -> tuple[ModelCallOutcome, WarmEntry | None]:
@@ -86,7 +126,7 @@ class WarmRuns(WarmStates[WarmEntry]):
         it ended at deferred tool calls with no retry; the entry, if so, is not parked yet."""
         loop = asyncio.get_running_loop()
         first: asyncio.Future[ModelCallOutcome] = loop.create_future()
-        inbox: asyncio.Queue[_Resume | None] = asyncio.Queue(maxsize=1)
+        inbox: asyncio.Queue[_Command | None] = asyncio.Queue(maxsize=1)
         parkable: asyncio.Future[bool] = loop.create_future()
         task = asyncio.create_task(
             _own(open_run, events, stream, first, parkable, inbox, self.ttl), name=TASK_NAME
@@ -113,11 +153,12 @@ async def _own(
     stream: bool,
     first: asyncio.Future[ModelCallOutcome],
     parkable: asyncio.Future[bool],
-    inbox: asyncio.Queue[_Resume | None],
+    inbox: asyncio.Queue[_Command | None],
     ttl: float,
 ) -> None:
-    """Owns one run from open to close: the first model call, then each resume."""
-    reply = first
+    """Owns one run from open to close: the first model call, then each tool call run in it
+    and each resume."""
+    reply: asyncio.Future[Any] = first
     try:
         async with open_run() as run:
             outcome = await drive_model_call(run, run.next_node, events, stream)
@@ -129,11 +170,19 @@ async def _own(
                 if command is None:
                     return
                 reply = command.reply
+                if isinstance(command, _RunTool):
+                    ran = await asyncio.create_task(
+                        _run_tool(run, command), context=command.context
+                    )
+                    command.reply.set_result(ran)
+                    if ran.return_part is None:
+                        return  # the run ended with the call deferred: the next step runs cold
+                    continue
                 _compat.as_new_run(run, command.deps)
                 node = _compat.resume_node(run, command.results)
                 start = len(run.all_messages())
                 outcome = await drive_model_call(run, node, command.events, stream, new_since=start)
-                reply.set_result(outcome)
+                command.reply.set_result(outcome)
     except Exception as error:
         if not reply.done():
             reply.set_exception(error)  # the Step fails with it, as on the cold path
@@ -146,7 +195,28 @@ async def _own(
             parkable.set_result(False)
 
 
-async def _next_command(inbox: asyncio.Queue[_Resume | None], ttl: float) -> _Resume | None:
+async def _run_tool(run: AgentRun[Any, Any], command: _RunTool) -> ToolRun:
+    """The lone call run in the parked run as a new run over its history runs it: a new run's
+    step count, usage and deps, its tools prepared at its first node, not deferred. Afterwards
+    the tools defer again and are prepared again by the resume, as a new run's are."""
+    record, catalog = command.record, command.catalog
+    _compat.as_new_run(run, command.deps)
+    catalog.defer = False
+    _compat.fresh_tools(run)
+    try:
+        results = (
+            DeferredToolResults(approvals={record.tool_call_id: ToolApproved()})
+            if command.approved
+            else None
+        )
+        node = _compat.resume_node(run, results)
+        return await drive_tool_call(run, node, record, catalog)
+    finally:
+        catalog.defer = True
+        _compat.fresh_tools(run)
+
+
+async def _next_command(inbox: asyncio.Queue[_Command | None], ttl: float) -> _Command | None:
     try:
         return await asyncio.wait_for(inbox.get(), timeout=ttl)
     except TimeoutError:
