@@ -32,8 +32,10 @@ Contenders:
   process of their own (`async with Worker(flows), AgentClient()`, as an application embeds
   one), driven turn by turn over a pipe and timed in that process: no process boundary within
   the turn, as with LangGraph;
-- with --before-src PATH, dex-agents + Pydantic AI again with its Worker on the engine in PATH
-  (another checkout's `src`), so a change and the code before it compare within one run;
+- with --before-src PATH, dex-agents + Pydantic AI (with --warm, warm) again with its Worker on
+  the code in PATH (put first on its PYTHONPATH: another checkout's `dex_agents` and, to compare
+  an adapter change, `dex_agents_pydantic_ai`), so a change and the code before it compare
+  within one run;
 - a breakdown, not a contender: each adapter's runner alone, driven in this process by
   `RunnerDriver` as the session Flow calls it (no engine, no database, no second process).
   Its overhead is what Step mode and the adapter cost over the framework alone; the rest of
@@ -632,13 +634,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if type(c) is DexAgents
         ]
     if args.before_src:
-        # The same contender, its Worker on another checkout's engine (the client is ours).
+        # The same contender, its Worker on another checkout's engine (the client is ours);
+        # with --warm, the warm one.
+        warm = "_warm" if args.warm else ""
         contenders.insert(
             6,
             DexAgents(
-                "dex-agents + Pydantic AI, before",
-                "e2e_app:pydantic_ai_flows",
-                "BenchPydanticAi",
+                f"dex-agents + Pydantic AI{', warm' if args.warm else ''}, before",
+                f"e2e_app:pydantic_ai{warm}_flows",
+                f"BenchPydanticAi{'Warm' if args.warm else ''}",
                 f"sqlite:///{tmp / 'dex-pydantic-ai-before.sqlite'}",
                 worker_env={"PYTHONPATH": str(Path(args.before_src).resolve())},
                 baseline="Pydantic AI alone",
@@ -932,9 +936,9 @@ def main() -> None:
     parser.add_argument(
         "--before-src",
         metavar="PATH",
-        help="also dex-agents + Pydantic AI with its Worker on the engine in PATH (a src "
-        "folder of another checkout, e.g. `git archive` of an earlier commit), to compare a "
-        "change in one run",
+        help="also dex-agents + Pydantic AI (with --warm, warm) with its Worker on the code in "
+        "PATH (a folder on PYTHONPATH: the core's and the adapter's packages of another "
+        "checkout, e.g. `git archive` of an earlier commit), to compare a change in one run",
     )
     args = parser.parse_args()
     result = asyncio.run(run(args))
