@@ -106,10 +106,12 @@ class ToolStepRun:
             return await drive_tool_call(agent_run, agent_run.next_node, record, catalog)
 
     def _history(self, record: AgentToolCall) -> list[ModelMessage]:
+        if self.history is not None:
+            history = _with_only_call(self.history, record.tool_call_id)
+            if history is not None:
+                return history
         call = ToolCallPart(record.tool_name, record.arguments, record.tool_call_id)
-        if self.history is None:
-            return [_revealing(record.tool_name), ModelResponse(parts=[call])]
-        return _with_only_call(self.history, record.tool_call_id)
+        return [_revealing(record.tool_name), ModelResponse(parts=[call])]
 
 
 Attempt = Callable[[AgentToolCall, bool], Awaitable[ToolRun]]
@@ -172,12 +174,18 @@ async def drive_tool_call(
     return ToolRun(None, None, None, requests, declared.kind if declared else None)
 
 
-def _with_only_call(history: Sequence[ModelMessage], tool_call_id: str) -> list[ModelMessage]:
-    """The history with its last response keeping only this call among its tool calls: the
-    calls beside it run in tool Steps of their own."""
+def _with_only_call(
+    history: Sequence[ModelMessage], tool_call_id: str
+) -> list[ModelMessage] | None:
+    """The history with its last response keeping only this call among its tool calls (the
+    calls beside it run in tool Steps of their own); None when the history does not end with
+    the response that made the call."""
     messages = list(history)
-    last = messages[-1]
-    assert isinstance(last, ModelResponse), "the history ends with the response that made the call"
+    last = messages[-1] if messages else None
+    if not isinstance(last, ModelResponse):
+        return None
+    if tool_call_id not in {call.tool_call_id for call in last.tool_calls}:
+        return None
     parts = [
         part
         for part in last.parts

@@ -64,7 +64,7 @@ class _RunTool:
     reply: asyncio.Future[ToolRun]
     context: contextvars.Context
     """The tool Step's context (its `current_tool_execution`, log and trace context), which
-    the call runs in, as on the cold path."""
+    the call runs in over the run's own, as a cold path's run sets its own in the Step's."""
 
 
 _Command = _Resume | _RunTool
@@ -171,9 +171,8 @@ async def _own(
                     return
                 reply = command.reply
                 if isinstance(command, _RunTool):
-                    ran = await asyncio.create_task(
-                        _run_tool(run, command), context=command.context
-                    )
+                    context = _over(contextvars.copy_context(), command.context)
+                    ran = await asyncio.create_task(_run_tool(run, command), context=context)
                     command.reply.set_result(ran)
                     if ran.return_part is None:
                         return  # the run ended with the call deferred: the next step runs cold
@@ -193,6 +192,13 @@ async def _own(
     finally:
         if not parkable.done():
             parkable.set_result(False)
+
+
+def _over(run: contextvars.Context, step: contextvars.Context) -> contextvars.Context:
+    """The run's context with every variable the Step's context sets set as it sets it."""
+    for variable, value in step.items():
+        run.run(variable.set, value)
+    return run
 
 
 async def _run_tool(run: AgentRun[Any, Any], command: _RunTool) -> ToolRun:
