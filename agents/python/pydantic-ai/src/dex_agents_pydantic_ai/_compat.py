@@ -3,7 +3,8 @@
 Warm runs (warm.py) resume a run that ended at its deferred tool calls: the node Pydantic AI
 builds for `deferred_tool_results` (`CallToolsNode`), whether the run counted a retry, the
 per-run state a new run starts afresh and the tools a new run prepares at its first node are
-read and set here (`resume_node`, `retries_counted`, `as_new_run`, `fresh_tools`).
+read and set here (`resume_node`, `retries_counted`, `as_new_run`, `fresh_tools`,
+`forget_calls`).
 
 The runner adds `DeferredToolRequests` to a run's output type, which Pydantic AI refuses for an
 agent with output validators; to say so when the runner is built, with what to do, it reads
@@ -64,10 +65,15 @@ def _last_response_index(history: list[ModelMessage]) -> int:
 
 def fresh_tools(run: AgentRun[Any, Any]) -> None:
     """Has the run's next node prepare its tools again, as a new run's first node does: the
-    tool manager forgets the step it prepared them for, and that step's failed and succeeded
-    tools, which the next step's retry counts start from."""
+    tool manager forgets the step it prepared them for (`forget_calls` too)."""
+    run.ctx.deps.tool_manager.ctx = None
+    forget_calls(run)
+
+
+def forget_calls(run: AgentRun[Any, Any]) -> None:
+    """The tool manager forgets which tools failed and succeeded in its step, which the next
+    step's retry counts start from: a new run's manager has seen no call."""
     manager = run.ctx.deps.tool_manager
-    manager.ctx = None
     manager.failed_tools = set()
     manager.succeeded_tools = set()
 

@@ -204,7 +204,8 @@ def _over(run: contextvars.Context, step: contextvars.Context) -> contextvars.Co
 async def _run_tool(run: AgentRun[Any, Any], command: _RunTool) -> ToolRun:
     """The lone call run in the parked run as a new run over its history runs it: a new run's
     step count, usage and deps, its tools prepared at its first node, not deferred. Afterwards
-    the tools defer again and are prepared again by the resume, as a new run's are."""
+    the tools defer again (from the resume's model request on, which prepares them again) and
+    the call is forgotten, so no retry count carries over to the resume, as in a new run."""
     record, catalog = command.record, command.catalog
     _compat.as_new_run(run, command.deps)
     catalog.defer = False
@@ -219,7 +220,7 @@ async def _run_tool(run: AgentRun[Any, Any], command: _RunTool) -> ToolRun:
         return await drive_tool_call(run, node, record, catalog)
     finally:
         catalog.defer = True
-        _compat.fresh_tools(run)
+        _compat.forget_calls(run)
 
 
 async def _next_command(inbox: asyncio.Queue[_Command | None], ttl: float) -> _Command | None:
