@@ -81,7 +81,13 @@ async def test_a_tool_step_started_without_its_queue_is_taken_over_on_its_flow_t
     )
     worker_a = make_worker(DEX_AGENTS_WORKER_ID="worker-a", **LONG_LEASE).start()
     session = await client.start_session("Assistant", "Read it.")
-    wait_until(lambda: tool_log.count("slow_read") == 2, what="the reads to start")
+
+    # The reads may start before their workflows' stamp commits: wait for both.
+    def started_and_stamped() -> bool:
+        stamped = _queued_tool_steps(database_url, session)
+        return tool_log.count("slow_read") == 2 and len(stamped) == 2
+
+    wait_until(started_and_stamped, what="the reads to start and their workflows to be stamped")
     worker_a.kill()
     tool_steps = _unstamp_tool_steps(database_url, session)
     assert len(tool_steps) == 2
@@ -152,19 +158,27 @@ def _dbos_workflows(database_url: str) -> Iterator[tuple[sa.Connection, sa.Table
         engine.dispose()
 
 
+def _queued_tool_steps(database_url: str, session_id: str) -> list[str]:
+    """The session's running tool Step workflows that have their queue stamped."""
+    with _dbos_workflows(database_url) as (conn, workflows):
+        return _queued(conn, workflows, session_id)
+
+
+def _queued(conn: sa.Connection, workflows: sa.TableClause, session_id: str) -> list[str]:
+    rows = conn.execute(
+        sa.select(workflows.c.workflow_uuid).where(
+            workflows.c.workflow_uuid.like(f"{session_id}/CallTool-%"),
+            workflows.c.status == "PENDING",
+            workflows.c.queue_name.is_not(None),
+        )
+    )
+    return [str(workflow_id) for workflow_id in rows.scalars()]
+
+
 def _unstamp_tool_steps(database_url: str, session_id: str) -> list[str]:
     """Leaves the session's running tool Step workflows as a kill before their stamp would."""
     with _dbos_workflows(database_url) as (conn, workflows):
-        workflow_ids = [
-            str(workflow_id)
-            for workflow_id in conn.execute(
-                sa.select(workflows.c.workflow_uuid).where(
-                    workflows.c.workflow_uuid.like(f"{session_id}/CallTool-%"),
-                    workflows.c.status == "PENDING",
-                    workflows.c.queue_name.is_not(None),
-                )
-            ).scalars()
-        ]
+        workflow_ids = _queued(conn, workflows, session_id)
         conn.execute(
             workflows.update()
             .where(workflows.c.workflow_uuid.in_(workflow_ids))
