@@ -391,9 +391,11 @@ class PydanticAiRunner(Generic[DepsT]):
                 self._warm.drop(flow_id)
             return ran
 
-        result = await finish_call(call.tool_call, approved, attempt, self._max_tool_result_bytes)
-        self._warm.renew(flow_id, entry)
-        return result
+        try:
+            return await finish_call(call.tool_call, approved, attempt, self._max_tool_result_bytes)
+        finally:
+            # From the call's end, as from a model step's; a dropped entry is not renewed.
+            self._warm.renew(flow_id, entry)
 
     async def build_unfinished_turn_messages(
         self, turn: AgentTurnContext

@@ -87,16 +87,11 @@ class ToolStepRun:
     async def attempt(self, record: AgentToolCall, approved: bool) -> ToolRun:
         """Runs the call once, approved or not, in a new run."""
         catalog = ToolCatalog(defer=False)
-        results = (
-            DeferredToolResults(approvals={record.tool_call_id: ToolApproved()})
-            if approved
-            else None
-        )
         async with self.agent.iter(
             None,
             output_type=self.output_type,
             message_history=self._history(record),
-            deferred_tool_results=results,
+            deferred_tool_results=approval(record, approved),
             deps=self.deps,
             model=self.model,
             conversation_id=self.conversation_id,
@@ -112,6 +107,13 @@ class ToolStepRun:
                 return history
         call = ToolCallPart(record.tool_name, record.arguments, record.tool_call_id)
         return [_revealing(record.tool_name), ModelResponse(parts=[call])]
+
+
+def approval(record: AgentToolCall, approved: bool) -> DeferredToolResults | None:
+    """What a run that runs the call is given: its approval, or nothing (it runs as called)."""
+    if not approved:
+        return None
+    return DeferredToolResults(approvals={record.tool_call_id: ToolApproved()})
 
 
 Attempt = Callable[[AgentToolCall, bool], Awaitable[ToolRun]]

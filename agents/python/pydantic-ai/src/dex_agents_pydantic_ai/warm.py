@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from dex_agents.runner import EventWriter
 from dex_agents.types import AgentToolCall
 from dex_agents.warm_states import WarmStates
-from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved
+from pydantic_ai import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRun
 
@@ -41,7 +41,7 @@ from . import _compat
 from .deferral import ToolCatalog
 from .model_step import ModelCallOutcome, drive_model_call
 from .tool_sources import SourceOffer
-from .tool_step import ToolRun, drive_tool_call
+from .tool_step import ToolRun, approval, drive_tool_call
 
 TASK_NAME = "dex-agents-pydantic-ai-warm-run"
 T = TypeVar("T")
@@ -211,12 +211,7 @@ async def _run_tool(run: AgentRun[Any, Any], command: _RunTool) -> ToolRun:
     catalog.defer = False
     _compat.fresh_tools(run)
     try:
-        results = (
-            DeferredToolResults(approvals={record.tool_call_id: ToolApproved()})
-            if command.approved
-            else None
-        )
-        node = _compat.resume_node(run, results)
+        node = _compat.resume_node(run, approval(record, command.approved))
         return await drive_tool_call(run, node, record, catalog)
     finally:
         catalog.defer = True
