@@ -275,7 +275,7 @@ class ClaudeAgentRunner:
         asking)."""
         servers = options.mcp_servers
         if not isinstance(servers, Mapping):
-            if run.offered or run.sources.keys:
+            if run.offered:  # tool sources beside such servers were refused at __init__
                 raise ValueError(SERVERS_AS_PATH)
             return options
         added: dict[str, McpServerConfig] = {
